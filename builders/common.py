@@ -1,0 +1,97 @@
+"""Helpers shared by the TFDS builders: RLDS episodes read from logs -> TFDS examples, and Beam wiring.
+
+Every builder reads episodes that ``loggers.record`` wrote (through ``loggers.reader``), checks them with
+``rlds_lang.schema.check_episode`` and turns them into examples restricted to the fields of a
+``TaskSchema`` (missing optional metadata is filled from ``defaults``). Examples are keyed by
+``episode_id``. TensorFlow / TFDS are imported lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import numpy as np
+
+from rlds_lang.schema import STEP_KEYS, TaskSchema, check_episode
+
+
+class SchemaMismatchError(ValueError):
+    """An episode lacks a field the schema requires; the message names the episode and the field."""
+
+
+def episode_to_example(episode: Mapping[str, Any], schema: TaskSchema,
+                       extra_metadata: Mapping[str, Any] | None = None,
+                       defaults: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """``(episode_id, example)`` for one RLDS episode dict as ``loggers.reader`` yields it.
+
+    Args:
+      episode: ``{"steps": [step dicts], **episode_metadata}``.
+      schema: the task schema; only its fields are kept.
+      extra_metadata: episode metadata fields beyond the schema's (name -> spec), e.g. a config's extras.
+      defaults: values for metadata fields an episode may lack.
+    """
+    episode_id = episode.get("episode_id")
+    check_episode(episode, episode_id)
+    fields = {**schema.all_episode_metadata, **(extra_metadata or {})}
+    defaults = dict(defaults or {})
+    example: dict[str, Any] = {}
+    for name in fields:
+        if name in episode:
+            example[name] = episode[name]
+        elif name in defaults:
+            example[name] = defaults[name]
+        else:
+            raise SchemaMismatchError(f"episode {episode_id}: metadata field {name!r} is missing")
+    obs_keys = ("text", *schema.observation_fields)
+    steps = []
+    for i, step in enumerate(episode["steps"]):
+        observation = step["observation"]
+        if not isinstance(observation, Mapping):
+            observation = {"text": observation}
+        missing = [k for k in obs_keys if k not in observation]
+        missing += [k for k in schema.step_metadata if k not in step]
+        if missing:
+            raise SchemaMismatchError(f"episode {episode_id}, step {i}: missing {missing}")
+        out = {k: step[k] for k in STEP_KEYS if k != "observation"}
+        out["observation"] = {k: observation[k] for k in obs_keys}
+        out.update({k: step[k] for k in schema.step_metadata})
+        steps.append(out)
+    example["steps"] = steps
+    return str(episode_id), example
+
+
+def examples_from_log_dir(path: str, schema: TaskSchema, extra_metadata: Mapping[str, Any] | None = None,
+                          defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Examples of every episode in one EnvLogger log directory."""
+    from loggers.reader import read_log_dir
+
+    for episode in read_log_dir(path):
+        yield episode_to_example(episode, schema, extra_metadata, defaults)
+
+
+def beam_flat_map(items: Iterable[Any], fn: Callable[[Any], Iterable[Any]]):
+    """``beam.Create(items) | beam.FlatMap(fn)``: a PTransform TFDS runs with the configured runner."""
+    import tensorflow_datasets as tfds
+
+    beam = tfds.core.lazy_imports.apache_beam
+    return beam.Create(list(items)) | beam.FlatMap(fn)
+
+
+def small_limit(default: int | None = None) -> int | None:
+    """Episodes per recipe when ``RLDS_LANG_SMALL`` is set (tests, smoke builds), else ``default``."""
+    value = os.environ.get("RLDS_LANG_SMALL", "").strip()
+    return int(value) if value else default
+
+
+
+
+
+def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, Any]]], item: Any, schema: TaskSchema,
+                           extra_metadata: Mapping[str, Any] | None = None,
+                           defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Examples of the episodes ``episodes_fn(item)`` yields (use with ``functools.partial`` in Beam)."""
+    for episode in episodes_fn(item):
+        yield episode_to_example(episode, schema, extra_metadata, defaults)
+__all__ = ["SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes", "examples_from_log_dir",
+           "small_limit"]

@@ -1,0 +1,119 @@
+"""wordle_synthetic: Wordle games of scripted policies, recorded through loggers.record (RLDS, TFDS).
+
+Configs are declarative (``WordleConfig.recipes``, see ``rlds_lang.wordle.recipes``):
+
+* ``expert`` -- ``OptimalPolicy``, one game per answer of the official list (2,315 games).
+* ``branch`` -- the expert games, plus at every turn of each a branch where ``WrongPolicy`` takes over;
+  branches are separate episodes, ``parent_episode_id``/``branch_turn`` name the parent game and turn.
+* ``random_mixture`` -- ``RandomMixturePolicy(prob_smart=0.5)``, 2,000 games on random answers.
+* ``adversarial`` -- the ILQL paper's section-5 MDP (``adversarial_resample`` mode, ``ilql`` rule):
+  1,000 ``optimal`` + 1,000 ``random_mixture`` games.
+* ``manual_dir`` -- Wordle logs that ``loggers.record`` wrote, placed in the manual folder.
+
+Generation records each shard of a recipe with ``loggers.record`` into a temporary folder, reads it back
+with ``loggers.reader``, checks every episode (``check_episode``) and yields it keyed by ``episode_id``;
+``_generate_examples`` is a Beam ``PTransform`` (``beam.Create(shards) | beam.FlatMap(...)``).
+
+Small builds: set ``RLDS_LANG_SMALL=N`` (environment variable) to cap every recipe at N games (branches
+come on top), or construct a config with ``num_episodes=N``. The builder test uses the variable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import numpy as np
+import tensorflow_datasets as tfds
+from tensorflow_datasets.rlds import rlds_base
+
+from builders import common
+from loggers.reader import log_dirs
+from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, play_shard, shards
+from rlds_lang.wordle.schema import WORDLE_SCHEMA
+
+_HOMEPAGE = "https://github.com/rlds-lang/rlds-lang"
+_OVERALL = ("Wordle games (text guesses, colour-square feedback, reward -1 per wrong guess) played by "
+            "scripted policies and recorded losslessly in RLDS through EnvLogger.")
+
+
+@dataclasses.dataclass
+class WordleConfig(rlds_base.DatasetConfig):
+    """An RLDS dataset config plus the recipe table that generates it.
+
+    Attributes:
+      recipes: what to play (empty for ``from_manual_dir``).
+      from_manual_dir: read logs from ``dl_manager.manual_dir`` instead of playing.
+      branching: episodes carry ``parent_episode_id`` and ``branch_turn``.
+      num_episodes: caps every recipe (``None``: the recipe's own size); ``RLDS_LANG_SMALL`` overrides.
+      shard_size: episodes per Beam work item.
+    """
+
+    recipes: tuple[Recipe, ...] = ()
+    from_manual_dir: bool = False
+    branching: bool = False
+    num_episodes: int | None = None
+    shard_size: int = 250
+
+
+def _config(name: str, description: str, **kwargs: Any) -> WordleConfig:
+    schema = WORDLE_SCHEMA
+    if kwargs.get("branching"):
+        schema = dataclasses.replace(schema, episode_metadata={**schema.episode_metadata, **BRANCH_METADATA})
+    base = schema.dataset_config(name, description, overall_description=_OVERALL, homepage=_HOMEPAGE)
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    return WordleConfig(**fields, **kwargs)
+
+
+_ADV = dict(mode="adversarial_resample", rule="ilql")
+
+CONFIGS = [
+    _config("expert", "OptimalPolicy, one game per answer of the official answer list.",
+            recipes=(Recipe("expert", "optimal"),)),
+    _config("branch", "Expert games plus, at every turn, a branch where WrongPolicy takes over.",
+            recipes=(Recipe("branch", "optimal", branch_policy="wrong"),), branching=True),
+    _config("random_mixture", "RandomMixturePolicy(prob_smart=0.5) on random answers.",
+            recipes=(Recipe("random_mixture", "random_mixture", '{"prob_smart": 0.5}', episodes=2000),)),
+    _config("adversarial", "ILQL section-5 MDP (adversarial_resample, ilql rule): optimal + random_mixture.",
+            recipes=(Recipe("adversarial_optimal", "optimal", episodes=1000, seed=0, **_ADV),
+                     Recipe("adversarial_random_mixture", "random_mixture", '{"prob_smart": 0.5}',
+                            episodes=1000, seed=1_000_000, **_ADV))),
+    _config("manual_dir", "Wordle logs written by loggers.record, read from the manual folder.",
+            from_manual_dir=True),
+]
+
+
+class Builder(tfds.core.GeneratorBasedBuilder):
+    """DatasetBuilder for wordle_synthetic (see the module docstring)."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    BUILDER_CONFIGS = CONFIGS
+    MANUAL_DOWNLOAD_INSTRUCTIONS = (
+        "manual_dir config only: put folders written by loggers.record(WordleEnv(...), ...) (chunk_XXXXX "
+        "log directories) under the manual folder (--manual_dir).")
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        metadata = self.get_metadata()  # README.md and CITATIONS.bib of this folder
+        config = dataclasses.replace(self.builder_config, citation=metadata.citation or "",
+                                     overall_description=metadata.description or _OVERALL)
+        return rlds_base.build_info(config, self)
+
+    def _split_generators(self, dl_manager: tfds.download.DownloadManager):
+        config: WordleConfig = self.builder_config
+        if config.from_manual_dir:
+            return {"train": self._generate_examples(log_dirs(dl_manager.manual_dir))}
+        limit = common.small_limit(config.num_episodes)
+        return {"train": self._generate_examples(shards(config.recipes, config.shard_size, limit))}
+
+    def _generate_examples(self, items):
+        config: WordleConfig = self.builder_config
+        extra = BRANCH_METADATA if config.branching else None
+        defaults = BRANCH_DEFAULTS if config.branching else None
+        if config.from_manual_dir:
+            fn = functools.partial(common.examples_from_log_dir, schema=WORDLE_SCHEMA)
+        else:
+            fn = functools.partial(common.examples_from_episodes, play_shard, schema=WORDLE_SCHEMA,
+                                   extra_metadata=extra, defaults=defaults)
+        return common.beam_flat_map(items, fn)

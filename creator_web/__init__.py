@@ -1,0 +1,1 @@
+"""The browser collection tool (server + page); recording goes through ``loggers``. Not built yet."""

@@ -1,0 +1,10 @@
+"""Lossless recording of language environments through EnvLogger (Riegeli backend), and reading back.
+
+``record`` plays a policy in an environment and writes every step with episode and step metadata;
+``read_episodes`` turns what it wrote into RLDS episodes (SAR alignment, neutral last step).
+"""
+
+from loggers.reader import log_dirs, read_episodes, read_log_dir
+from loggers.record import RecordResult, record
+
+__all__ = ["RecordResult", "log_dirs", "read_episodes", "read_log_dir", "record"]

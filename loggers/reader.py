@@ -1,0 +1,94 @@
+"""Reading EnvLogger (Riegeli) logs back as RLDS episodes.
+
+EnvLogger stores (timestep, action that led to it) pairs; RLDS wants SAR steps. ``read_log_dir``
+re-aligns them: step i holds observation o_i, the action a_i taken from it, and the reward and discount
+that action earned; the last step holds the final observation with the neutral action ``""`` and reward
+and discount 0.0 (``is_terminal`` when the environment terminated). Text comes back as ``str``,
+whatever container Riegeli decoded it into.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Iterator
+
+import envlogger
+import numpy as np
+
+from rlds_lang.schema import map_nested, neutral_like, text_leaf
+
+
+def log_dirs(root: str | os.PathLike) -> list[str]:
+    """Every EnvLogger log directory (one holding ``metadata.riegeli``) under ``root``, sorted."""
+    root = os.fspath(root)
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root}: no such log folder")
+    found = [path for path, _, files in os.walk(root) if "metadata.riegeli" in files]
+    return sorted(found)
+
+
+def _clean(value: Any) -> Any:
+    return map_nested(text_leaf, value)
+
+
+def _scalar(value: Any) -> float:
+    return 0.0 if value is None else float(np.asarray(value))
+
+
+def _rlds_steps(raw: list[Any]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for i, current in enumerate(raw):
+        meta = _clean(current.custom_data) if isinstance(current.custom_data, dict) else {}
+        step = {"observation": _clean(current.timestep.observation), "is_first": i == 0, **meta}
+        if i + 1 < len(raw):
+            nxt = raw[i + 1]
+            step.update(action=_clean(nxt.action), reward=_scalar(nxt.timestep.reward),
+                        discount=_scalar(nxt.timestep.discount), is_last=False, is_terminal=False)
+        else:
+            terminal = bool(current.timestep.last() and _scalar(current.timestep.discount) == 0.0)
+            template = raw[1].action if len(raw) > 1 else ""
+            step.update(action=neutral_like(_clean(template)), reward=0.0, discount=0.0,
+                        is_last=True, is_terminal=terminal)
+        steps.append(step)
+    return steps
+
+
+def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
+    """Yields the RLDS episodes (``{"steps": [...], **episode_metadata}``) of one log directory.
+
+    An episode whose last logged step does not end it was in flight when its recorder stopped (a
+    crash, or a run closed mid-episode); it is skipped with a warning unless ``include_unfinished``.
+    """
+    with envlogger.Reader(data_directory=os.fspath(path)) as reader:
+        metadata = reader.episode_metadata()
+        for index, raw in enumerate(reader.episodes):
+            # After a crash the index may lack the last started episode, whose first steps then trail the
+            # previous episode: split at every restart so each piece is one episode.
+            pieces = _split_at_restarts(list(raw))
+            for piece_no, piece in enumerate(pieces):
+                finished = piece[-1].timestep.last()
+                if piece_no > 0 or not finished:
+                    if not include_unfinished:
+                        logging.warning("%s: episode %d%s has %d steps and %s; skipped", path, index,
+                                        f" (piece {piece_no})" if piece_no else "", len(piece),
+                                        "no metadata" if finished else "no last step (recording stopped)")
+                        continue
+                episode = dict(_clean(metadata[index] or {})) if piece_no == 0 else {}
+                episode["steps"] = _rlds_steps(piece)
+                yield episode
+
+
+def _split_at_restarts(raw: list[Any]) -> list[list[Any]]:
+    pieces: list[list[Any]] = []
+    for step in raw:
+        if not pieces or step.timestep.first():
+            pieces.append([])
+        pieces[-1].append(step)
+    return pieces
+
+
+def read_episodes(root: str | os.PathLike, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
+    """Yields the RLDS episodes of every log directory under ``root``, in directory order."""
+    for path in log_dirs(root):
+        yield from read_log_dir(path, include_unfinished)

@@ -1,0 +1,158 @@
+"""``record``: play a policy in a language environment and log every step losslessly with EnvLogger.
+
+Each episode gets a seed (``seed + index``) given to the environment and the policy, an id
+(``{run_name}-{index:08d}``) and episode metadata: the id, the task, the policy's name and parameters
+(canonical JSON), the seed, and the environment's own ``episode_metadata()`` (configuration, hidden
+state). Work is split into chunks, one EnvLogger log directory per chunk under ``data_dir``, spread
+over ``workers`` processes, with a progress bar. A chunk is readable as soon as it is closed, and
+within a chunk every finished episode is flushed when the next begins (``loggers.writer``).
+
+Example::
+
+    from loggers import record
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import OptimalPolicy
+
+    result = record(WordleEnv(), OptimalPolicy(), episodes=20, data_dir="/tmp/wordle_logs")
+    print(result.num_episodes, result.num_steps)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import pickle
+import time
+from typing import Any, Callable, Mapping
+
+import dm_env
+import envlogger
+import numpy as np
+from tqdm.auto import tqdm
+
+from loggers.writer import DurableRiegeliWriter
+from rlds_lang.env import LanguageEnv, Policy, policy_params_json, run_episode
+
+#: a hook run before each episode with the (unwrapped) environment and the episode index.
+BeforeEpisode = Callable[[LanguageEnv, int], None]
+
+
+@dataclasses.dataclass
+class RecordResult:
+    """What ``record`` wrote."""
+
+    data_dir: str
+    num_episodes: int
+    num_steps: int
+    seconds: float
+    log_dirs: list[str]
+
+
+@dataclasses.dataclass
+class _Chunk:
+    index: int
+    start: int
+    stop: int
+
+
+def _episode_metadata_fn(policy: Policy, run_name: str, state: dict[str, Any]):
+    params = policy_params_json(policy)
+
+    def episode_fn(timestep: dm_env.TimeStep, action: Any, env: LanguageEnv) -> Mapping[str, Any] | None:
+        if not timestep.last():
+            return None
+        meta = {
+            "episode_id": f"{run_name}-{state['index']:08d}",
+            "task": env.task_name,
+            "policy": policy.name,
+            "policy_params": params,
+            "seed": np.int64(state["seed"]),
+        }
+        meta.update(env.episode_metadata())
+        return meta
+
+    return episode_fn
+
+
+def _step_metadata_fn(timestep: dm_env.TimeStep, action: Any, env: LanguageEnv) -> Mapping[str, Any] | None:
+    meta = env.step_metadata()
+    return dict(meta) if meta else None
+
+
+def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str, seed: int, run_name: str,
+                  before_episode: BeforeEpisode | None, metadata: Mapping[str, Any],
+                  on_episode: Callable[[int], None] | None = None) -> tuple[str, int, int]:
+    """Records episodes ``[chunk.start, chunk.stop)`` into ``data_dir/chunk_XXXXX``."""
+    log_dir = os.path.join(data_dir, f"chunk_{chunk.index:05d}")
+    os.makedirs(log_dir, exist_ok=True)
+    state: dict[str, Any] = {"index": chunk.start, "seed": seed + chunk.start}
+    steps = 0
+    with envlogger.EnvLogger(env, data_directory=log_dir, backend=DurableRiegeliWriter,
+                             episode_fn=_episode_metadata_fn(policy, run_name, state),
+                             step_fn=_step_metadata_fn, metadata=dict(metadata)) as logged:
+        for i in range(chunk.start, chunk.stop):
+            state["index"], state["seed"] = i, seed + i
+            if before_episode is not None:
+                before_episode(env, i)
+            episode = run_episode(logged, policy, seed=seed + i)
+            steps += episode.num_actions + 1
+            if on_episode is not None:
+                on_episode(1)
+    return log_dir, chunk.stop - chunk.start, steps
+
+
+def _worker(payload: bytes) -> tuple[str, int, int]:
+    env, policy, chunk, data_dir, seed, run_name, before_episode, metadata = pickle.loads(payload)
+    return _record_chunk(env, policy, chunk, data_dir, seed, run_name, before_episode, metadata)
+
+
+def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.PathLike, *, seed: int = 0,
+           run_name: str = "run", workers: int = 1, chunk_size: int | None = None,
+           before_episode: BeforeEpisode | None = None, metadata: Mapping[str, Any] | None = None,
+           progress: bool = True) -> RecordResult:
+    """Records ``episodes`` episodes of ``policy`` in ``env`` under ``data_dir`` (see the module docstring).
+
+    Args:
+      env: the environment (unwrapped; each worker gets a pickled copy).
+      policy: the policy (each worker gets a pickled copy).
+      episodes: how many episodes.
+      data_dir: output folder; must be empty or absent (nothing already recorded is overwritten).
+      seed: episode ``i`` is seeded with ``seed + i``.
+      run_name: prefix of episode ids; make it unique per dataset.
+      workers: processes to spread the chunks over (1 = in this process).
+      chunk_size: episodes per log directory (default: spread evenly, at most 1,000).
+      before_episode: hook called with the environment and the episode index before each episode.
+      metadata: dataset-level metadata stored by EnvLogger beside the environment specs.
+      progress: show a progress bar.
+    """
+    if episodes < 0:
+        raise ValueError(f"episodes must be >= 0, got {episodes}")
+    data_dir = os.fspath(data_dir)
+    if os.path.isdir(data_dir) and os.listdir(data_dir):
+        raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
+    os.makedirs(data_dir, exist_ok=True)
+    workers = max(1, int(workers))
+    if chunk_size is None:
+        chunk_size = max(1, min(1000, -(-episodes // (workers * 4)))) if episodes else 1
+    chunks = [_Chunk(k, s, min(s + chunk_size, episodes)) for k, s in enumerate(range(0, episodes, chunk_size))]
+    meta = {"task": env.task_name, "policy": policy.name, "policy_params": policy_params_json(policy),
+            "run_name": run_name, "seed": int(seed), **(metadata or {})}
+    started = time.perf_counter()
+    dirs: list[str] = []
+    total_eps = total_steps = 0
+    with tqdm(total=episodes, desc=f"record {env.task_name}/{policy.name}", unit="ep", disable=not progress) as bar:
+        if workers == 1 or len(chunks) <= 1:
+            for chunk in chunks:
+                d, n, s = _record_chunk(env, policy, chunk, data_dir, seed, run_name, before_episode, meta, bar.update)
+                dirs.append(d)
+                total_eps, total_steps = total_eps + n, total_steps + s
+        else:
+            payloads = [pickle.dumps((env, policy, c, data_dir, seed, run_name, before_episode, meta)) for c in chunks]
+            ctx = multiprocessing.get_context("spawn")
+            with ctx.Pool(workers) as pool:
+                for d, n, s in pool.imap_unordered(_worker, payloads):
+                    dirs.append(d)
+                    total_eps, total_steps = total_eps + n, total_steps + s
+                    bar.update(n)
+    return RecordResult(data_dir, total_eps, total_steps, time.perf_counter() - started, sorted(dirs))

@@ -1,0 +1,536 @@
+"""The eight Wordle policies of the ILQL paper's codebase, as ``rlds_lang.env.Policy`` objects.
+
+Every policy rebuilds the game state only from what the environment showed it (the ``feedback``
+arrays of the observations) and its own previous guesses -- never from the environment's private
+state. ``GameView.from_history`` turns ``(observations, actions)`` into the feedback history and the
+indices of the answers still consistent with it, using the vectorised ``FeedbackMatrix``.
+
+Policies are seeded: ``reset(seed)`` makes a fresh ``numpy.random.Generator``, so a policy plays the
+same guesses for the same seed and observations. They are picklable (the feedback matrix is dropped
+from the pickled state and reloaded from the disk cache in the worker). ``params()`` is JSON-ready;
+nested policies appear as ``{"name": ..., "params": ...}`` and ``make_policy`` rebuilds any policy
+from its name and params.
+
+Policies:
+
+* ``UserPolicy`` -- a human at the terminal.
+* ``StartWordPolicy`` -- a fixed first word, then another policy.
+* ``OptimalPolicy`` -- myopic maximum information gain (expected entropy of the feedback pattern).
+* ``RepeatPolicy`` -- repeats its own earlier guesses (bad on purpose).
+* ``RandomMixturePolicy`` -- random consistent word with ``prob_smart``, else a random word.
+* ``WrongPolicy`` -- random word inconsistent with the feedback (suboptimal on purpose).
+* ``MixturePolicy`` -- each turn, one of two policies.
+* ``MonteCarloPolicy`` -- picks among a base policy's proposals by simulated rollouts.
+
+Example::
+
+    from rlds_lang.env import run_episode
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import make_policy
+
+    policy = make_policy("mixture", a={"name": "optimal", "params": {}},
+                         b={"name": "random_mixture", "params": {"prob_smart": 0.5}}, prob_a=0.7)
+    episode = run_episode(WordleEnv(), policy, seed=3)
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from rlds_lang.env import Observation, Policy
+from rlds_lang.wordle import game
+from rlds_lang.wordle.engine import FeedbackMatrix, encode_words, letter_counts, pattern_block
+from rlds_lang.wordle.words import WORD_LENGTH, WordList, resolve_word_list
+
+_POW3 = 3 ** np.arange(WORD_LENGTH, dtype=np.int64)
+DEFAULT_MAX_GUESSES = 6
+
+
+# ------------------------------------------------------------------------------------------------
+# Shared game knowledge: word lists, feedback matrix and the view of a game from its observations.
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Tables:
+    """Derived read-only tables of one (guesses, answers, rule) triple, shared by all policies."""
+
+    matrix: FeedbackMatrix
+    answer_rows: np.ndarray  # guess-list index of every answer
+    patterns_t: np.ndarray  # (n_answers, n_guesses) C-contiguous transpose of the matrix
+    guess_codes: np.ndarray  # encoded guess list (n_guesses, 5)
+    guess_counts: np.ndarray  # letter counts of the guess list (n_guesses, 26)
+
+
+_TABLES: dict[str, _Tables] = {}
+_FIRST_MOVES: dict[tuple[str, str], str] = {}
+
+
+def _tables(guesses: WordList, answers: WordList, rule: game.Rule) -> _Tables:
+    key = FeedbackMatrix.key(guesses, answers, rule)
+    if key not in _TABLES:
+        matrix = FeedbackMatrix.build(guesses, answers, rule)
+        missing = [w for w in answers.words if w not in guesses]
+        if missing:
+            raise ValueError(f"guess list {guesses.name!r} lacks {len(missing)} answers, e.g. {missing[:3]}")
+        rows = np.fromiter((guesses.index(w) for w in answers.words), dtype=np.int64, count=len(answers))
+        codes = encode_words(guesses.words)
+        _TABLES[key] = _Tables(matrix, rows, np.ascontiguousarray(matrix.patterns.T), codes, letter_counts(codes))
+    return _TABLES[key]
+
+
+def feedback_pattern_id(feedback: Any) -> int:
+    """The pattern id of an observation's ``feedback`` array (five colours 0/1/2)."""
+    fb = np.asarray(feedback, dtype=np.int64).reshape(-1)
+    if fb.shape != (WORD_LENGTH,) or fb.min() < 0 or fb.max() > 2:
+        raise ValueError(f"feedback {fb.tolist()} is not five colours in 0..2")
+    return int(fb @ _POW3)
+
+
+def feedback_history(observations: Sequence[Observation], actions: Sequence[str]) -> list[tuple[str, int]]:
+    """``[(guess, pattern id), ...]``: guess ``actions[t]`` got the feedback of ``observations[t + 1]``."""
+    if len(observations) != len(actions) + 1:
+        raise ValueError(f"expected one more observation than actions, got {len(observations)} and {len(actions)}")
+    return [(str(a), feedback_pattern_id(observations[t + 1]["feedback"])) for t, a in enumerate(actions)]
+
+
+class WordleKnowledge:
+    """The word lists and rule a policy plays with, and the feedback matrix computations on them.
+
+    Args:
+      answers: answer list (``WordList``, default name or path); must match the environment's.
+      guesses: guess list; must contain every answer.
+      rule: colouring rule (``official`` or ``ilql``); must match the environment's.
+    """
+
+    def __init__(self, answers: WordList | str = "official_answers", guesses: WordList | str = "official_guesses",
+                 rule: game.Rule | str = game.Rule.OFFICIAL):
+        self._answers_spec = answers if isinstance(answers, str) else answers.name
+        self._guesses_spec = guesses if isinstance(guesses, str) else guesses.name
+        self.answers = resolve_word_list(answers)
+        self.guesses = resolve_word_list(guesses)
+        self.rule = game.as_rule(rule)
+
+    def params(self) -> dict[str, Any]:
+        """The lists (by name or path) and rule."""
+        return {"answers": self._answers_spec, "guesses": self._guesses_spec, "rule": self.rule.value}
+
+    @property
+    def tables(self) -> _Tables:
+        """Matrix and derived tables (loaded on first use, shared across policies in the process)."""
+        return _tables(self.guesses, self.answers, self.rule)
+
+    def guess_row(self, guess: str) -> np.ndarray:
+        """Pattern ids of ``guess`` against every answer (computed on the fly for off-list words)."""
+        if guess in self.guesses:
+            return self.tables.matrix.patterns[self.guesses.index(guess)]
+        return pattern_block(encode_words([guess]), encode_words(self.answers.words), self.rule)[0]
+
+    def consistent(self, history: Sequence[tuple[str, int]]) -> np.ndarray:
+        """Indices (into ``answers``) of the answers that produce every (guess, pattern id) of ``history``."""
+        idx = np.arange(len(self.answers))
+        for guess, pid in history:
+            idx = idx[self.guess_row(guess)[idx] == pid]
+        return idx
+
+    def consistent_guess_mask(self, history: Sequence[tuple[str, int]]) -> np.ndarray:
+        """Boolean mask over the *guess* list: which words would have produced every feedback seen."""
+        t = self.tables
+        mask = np.ones(len(self.guesses), dtype=bool)
+        if not history:
+            return mask
+        codes = encode_words([g for g, _ in history])
+        block = pattern_block(codes, t.guess_codes, self.rule, t.guess_counts)  # (len(history), n_guesses)
+        pids = np.array([p for _, p in history], dtype=np.uint8)
+        return (block == pids[:, None]).all(axis=0)
+
+    def pattern(self, guess: str, answer: str) -> tuple[int, ...]:
+        """The colours of ``guess`` against ``answer``."""
+        if guess in self.guesses and answer in self.answers:
+            return game.pattern_from_id(int(self.tables.matrix.patterns[self.guesses.index(guess), self.answers.index(answer)]))
+        return game.colour(guess, answer, self.rule)
+
+
+@dataclasses.dataclass
+class GameView:
+    """What a policy knows about the current game.
+
+    Attributes:
+      history: ``(guess, pattern id)`` per guess made.
+      candidates: indices into the answer list of the answers consistent with ``history``.
+    """
+
+    history: list[tuple[str, int]]
+    candidates: np.ndarray
+
+    @classmethod
+    def from_history(cls, knowledge: WordleKnowledge, observations: Sequence[Observation],
+                     actions: Sequence[str]) -> "GameView":
+        """Reconstructs the view from observations and the policy's own actions only."""
+        history = feedback_history(observations, actions)
+        candidates = knowledge.consistent(history)
+        if len(candidates) == 0:
+            raise ValueError(
+                f"no answer in {knowledge.answers.name!r} fits the feedback {history} under rule "
+                f"{knowledge.rule.value!r}: the policy's lists or rule differ from the environment's")
+        return cls(history, candidates)
+
+    @property
+    def turn(self) -> int:
+        """Guesses made so far."""
+        return len(self.history)
+
+
+def _child_seed(seed: int, k: int) -> int:
+    """A deterministic, well-mixed seed for sub-policy ``k`` of a policy reset with ``seed``."""
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, k]).generate_state(1)[0])
+
+
+def policy_spec(policy: Policy) -> dict[str, Any]:
+    """``{"name": ..., "params": ...}`` of a policy (used for nested policies in ``params()``)."""
+    return {"name": policy.name, "params": dict(policy.params())}
+
+
+class _WordlePolicy:
+    """Base: seeded generator, word knowledge, pickling without the (large, reloadable) tables."""
+
+    name = ""
+
+    def __init__(self, answers: WordList | str = "official_answers", guesses: WordList | str = "official_guesses",
+                 rule: game.Rule | str = game.Rule.OFFICIAL):
+        self.knowledge = WordleKnowledge(answers, guesses, rule)
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, seed: int) -> None:
+        """Restarts the policy's randomness from ``seed``."""
+        self._rng = np.random.default_rng(int(seed))
+
+    def params(self) -> dict[str, Any]:
+        return self.knowledge.params()
+
+    def view(self, observations: Sequence[Observation], actions: Sequence[str]) -> GameView:
+        """The game state from the observations and the policy's own actions."""
+        return GameView.from_history(self.knowledge, observations, actions)
+
+    def _random_guess(self) -> str:
+        words = self.knowledge.guesses.words
+        return words[int(self._rng.integers(len(words)))]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params()})"
+
+
+# ------------------------------------------------------------------------------------------------
+# The policies.
+# ------------------------------------------------------------------------------------------------
+class UserPolicy(_WordlePolicy):
+    """A human plays at the terminal: the board is printed as coloured squares and a guess is read.
+
+    Invalid entries (not five letters, or not in the guess list) are refused with a message and asked
+    again. ``input_fn``/``output_fn`` default to ``input``/``print`` and can be injected for tests.
+    """
+
+    name = "user"
+
+    def __init__(self, input_fn: Callable[[str], str] | None = None, output_fn: Callable[[str], None] | None = None,
+                 **lists: Any):
+        super().__init__(**lists)
+        self.input_fn = input_fn
+        self.output_fn = output_fn
+
+    def _out(self, text: str) -> None:
+        (self.output_fn or builtins.print)(text)
+
+    def board(self, history: Sequence[tuple[str, int]]) -> str:
+        """The board so far, one ``squares GUESS`` line per guess."""
+        lines = [f"{game.render(game.pattern_from_id(pid))}  {guess.upper()}" for guess, pid in history]
+        return "\n".join(lines) if lines else "(no guesses yet)"
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        history = feedback_history(observations, actions)
+        self._out(self.board(history))
+        read = self.input_fn or builtins.input
+        while True:
+            guess = read(f"guess {len(history) + 1}: ").strip().lower()
+            if len(guess) != WORD_LENGTH or not guess.isascii() or not guess.isalpha():
+                self._out(f"{guess!r} is not a valid guess: enter {WORD_LENGTH} letters a-z.")
+            elif guess not in self.knowledge.guesses:
+                self._out(f"{guess!r} is not a valid guess: it is not in the word list "
+                          f"{self.knowledge.guesses.name!r}.")
+            else:
+                return guess
+
+
+class StartWordPolicy:
+    """Plays ``start_word`` as the first guess, then delegates every later turn to ``then``."""
+
+    name = "start_word"
+
+    def __init__(self, start_word: str, then: Policy):
+        if len(start_word) != WORD_LENGTH or not start_word.isalpha():
+            raise ValueError(f"start_word {start_word!r} is not a {WORD_LENGTH}-letter word")
+        self.start_word = start_word.lower()
+        self.then = then
+
+    def reset(self, seed: int) -> None:
+        self.then.reset(_child_seed(seed, 0))
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        return self.start_word if not actions else self.then.act(observations, actions)
+
+    def params(self) -> dict[str, Any]:
+        return {"start_word": self.start_word, "then": policy_spec(self.then)}
+
+
+def _xlogx_sums(patterns_t_rows: np.ndarray, num_pool: int) -> np.ndarray:
+    """``sum_k c_k log c_k`` per guess, where ``c_k`` counts the answers giving pattern ``k``.
+
+    ``patterns_t_rows`` is ``(n_candidates, num_pool)``: the pattern of pool guess ``j`` for candidate
+    ``i``. Counts come from one ``np.bincount`` over ``pattern + 243 * j``.
+    """
+    offsets = np.arange(num_pool, dtype=np.int64) * game.NUM_PATTERNS
+    flat = (patterns_t_rows.astype(np.int64) + offsets[None, :]).ravel()
+    counts = np.bincount(flat, minlength=num_pool * game.NUM_PATTERNS)
+    nz = np.flatnonzero(counts > 1)  # c log c is 0 for c in {0, 1}
+    c = counts[nz].astype(np.float64)
+    return np.bincount(nz // game.NUM_PATTERNS, weights=c * np.log(c), minlength=num_pool)
+
+
+class OptimalPolicy(_WordlePolicy):
+    """Myopic maximum information gain ("optimal" in the ILQL paper's code).
+
+    Each turn it picks the guess maximising the entropy of the colour-pattern distribution over the
+    answers still consistent with the feedback (uniform prior): ``H = log n - sum_k c_k log c_k / n``.
+    With two or fewer candidates left it guesses a candidate directly. Ties go to a word that is
+    itself a consistent answer, then to the earlier word of the list. The first move depends only on
+    the lists, rule and pool, so it is computed once per process.
+
+    Args:
+      guess_pool: ``"all"`` (default) scores every word of the guess list; ``"consistent"`` scores only
+        the consistent answers (a hard-mode-like player). Measured on the official lists with the
+        official rule in fixed mode (``bench/wordle_engine.py``), ``"all"`` wins all 2,315 games while
+        ``"consistent"`` loses 11 (traps such as the ``_atch``/``_ight`` families), hence the default.
+    """
+
+    name = "optimal"
+    POOLS = ("all", "consistent")
+
+    def __init__(self, guess_pool: str = "all", **lists: Any):
+        super().__init__(**lists)
+        if guess_pool not in self.POOLS:
+            raise ValueError(f"guess_pool must be one of {self.POOLS}, got {guess_pool!r}")
+        self.guess_pool = guess_pool
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "guess_pool": self.guess_pool}
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        view = self.view(observations, actions)
+        return self.best_guess(view.candidates, first=not view.history)
+
+    def best_guess(self, candidates: np.ndarray, first: bool = False) -> str:
+        """The highest-entropy guess for these consistent answer indices."""
+        k = self.knowledge
+        if len(candidates) <= 2:
+            return k.answers.words[int(candidates[0])]
+        cache_key = (FeedbackMatrix.key(k.guesses, k.answers, k.rule), self.guess_pool)
+        if first and len(candidates) == len(k.answers) and cache_key in _FIRST_MOVES:
+            return _FIRST_MOVES[cache_key]
+        t = k.tables
+        sub = t.patterns_t[candidates]  # (n, n_guesses)
+        if self.guess_pool == "consistent":
+            pool = t.answer_rows[candidates]
+            sub = sub[:, pool]
+        else:
+            pool = np.arange(len(k.guesses))
+        # Maximising entropy == minimising sum c log c (n is fixed).
+        score = _xlogx_sums(sub, len(pool))
+        is_candidate = np.zeros(len(k.guesses), dtype=bool)
+        is_candidate[t.answer_rows[candidates]] = True
+        best = score.min()
+        tied = np.flatnonzero(score <= best + 1e-9 * max(1.0, abs(best)))
+        preferred = tied[is_candidate[pool[tied]]]
+        choice = int(pool[preferred[0] if len(preferred) else tied[0]])
+        word = k.guesses.words[choice]
+        if first and len(candidates) == len(k.answers):
+            _FIRST_MOVES[cache_key] = word
+        return word
+
+
+class RepeatPolicy(_WordlePolicy):
+    """A bad policy: a random first word, then always one of its own previous guesses (at random)."""
+
+    name = "repeat"
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        feedback_history(observations, actions)  # validates the inputs
+        if not actions:
+            return self._random_guess()
+        return str(actions[int(self._rng.integers(len(actions)))])
+
+
+class RandomMixturePolicy(_WordlePolicy):
+    """With probability ``prob_smart`` a random answer consistent with the feedback, else any random word."""
+
+    name = "random_mixture"
+
+    def __init__(self, prob_smart: float = 0.5, **lists: Any):
+        super().__init__(**lists)
+        if not 0.0 <= prob_smart <= 1.0:
+            raise ValueError(f"prob_smart must be in [0, 1], got {prob_smart}")
+        self.prob_smart = float(prob_smart)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "prob_smart": self.prob_smart}
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        view = self.view(observations, actions)
+        if self._rng.random() < self.prob_smart:
+            return self.knowledge.answers.words[int(self._rng.choice(view.candidates))]
+        return self._random_guess()
+
+
+class WrongPolicy(_WordlePolicy):
+    """A suboptimal policy: a random word of the guess list that is *not* consistent with the feedback.
+
+    "Consistent" means the word, were it the answer, would have produced every feedback seen. Before
+    the first guess every word is consistent, so the first guess is any random word. After a
+    non-winning guess the set of inconsistent words is never empty (it holds that guess).
+    """
+
+    name = "wrong"
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        history = feedback_history(observations, actions)
+        if not history:
+            return self._random_guess()
+        wrong = np.flatnonzero(~self.knowledge.consistent_guess_mask(history))
+        if len(wrong) == 0:  # only possible after an all-green feedback (the game is over)
+            return self._random_guess()
+        return self.knowledge.guesses.words[int(self._rng.choice(wrong))]
+
+
+class MixturePolicy:
+    """Each turn delegates to ``a`` with probability ``prob_a``, else to ``b``; both are reset."""
+
+    name = "mixture"
+
+    def __init__(self, a: Policy, b: Policy, prob_a: float = 0.5):
+        if not 0.0 <= prob_a <= 1.0:
+            raise ValueError(f"prob_a must be in [0, 1], got {prob_a}")
+        self.a, self.b, self.prob_a = a, b, float(prob_a)
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, seed: int) -> None:
+        self._rng = np.random.default_rng(_child_seed(seed, 0))
+        self.a.reset(_child_seed(seed, 1))
+        self.b.reset(_child_seed(seed, 2))
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        chosen = self.a if self._rng.random() < self.prob_a else self.b
+        return chosen.act(observations, actions)
+
+    def params(self) -> dict[str, Any]:
+        return {"a": policy_spec(self.a), "b": policy_spec(self.b), "prob_a": self.prob_a}
+
+
+class MonteCarloPolicy(_WordlePolicy):
+    """Chooses among ``n_samples`` guesses proposed by ``base`` by their Monte-Carlo estimated return.
+
+    For each distinct proposal, ``n_rollouts`` games are simulated: a hidden word is drawn uniformly
+    from the answers consistent with the feedback, the proposal is scored against it, and ``rollout``
+    plays on (reward -1 per non-winning guess, 0 for the win, at most ``max_guesses`` guesses in all).
+    The proposal with the highest mean return wins (ties: the earliest proposed). Rollouts keep the
+    hidden word fixed, which is exact in ``fixed`` mode and an approximation in ``adversarial_resample``.
+    """
+
+    name = "monte_carlo"
+
+    def __init__(self, base: Policy, rollout: Policy, n_samples: int = 4, n_rollouts: int = 8,
+                 max_guesses: int = DEFAULT_MAX_GUESSES, **lists: Any):
+        super().__init__(**lists)
+        if n_samples < 1 or n_rollouts < 1:
+            raise ValueError(f"n_samples and n_rollouts must be >= 1, got {n_samples} and {n_rollouts}")
+        self.base, self.rollout = base, rollout
+        self.n_samples, self.n_rollouts, self.max_guesses = int(n_samples), int(n_rollouts), int(max_guesses)
+
+    def reset(self, seed: int) -> None:
+        self._rng = np.random.default_rng(_child_seed(seed, 0))
+        self.base.reset(_child_seed(seed, 1))
+        self.rollout.reset(_child_seed(seed, 2))
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "base": policy_spec(self.base), "rollout": policy_spec(self.rollout),
+                "n_samples": self.n_samples, "n_rollouts": self.n_rollouts, "max_guesses": self.max_guesses}
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        view = self.view(observations, actions)
+        proposals = list(dict.fromkeys(self.base.act(observations, actions) for _ in range(self.n_samples)))
+        if len(proposals) == 1:
+            return proposals[0]
+        values = [self.estimate(proposal, observations, actions, view) for proposal in proposals]
+        return proposals[int(np.argmax(values))]
+
+    def estimate(self, proposal: str, observations: Sequence[Observation], actions: Sequence[str],
+                 view: GameView) -> float:
+        """Mean simulated return of guessing ``proposal`` now and following ``rollout`` afterwards."""
+        answers = self.knowledge.answers.words
+        total = 0.0
+        for _ in range(self.n_rollouts):
+            hidden = answers[int(self._rng.choice(view.candidates))]
+            obs, acts = list(observations), list(actions)
+            guess, ret = proposal, 0.0
+            while True:
+                acts.append(guess)
+                pattern = self.knowledge.pattern(guess, hidden)
+                obs.append({"text": game.render(pattern), "feedback": np.asarray(pattern, np.int8),
+                            "turn": np.int32(len(acts))})
+                if guess == hidden:
+                    break
+                ret -= 1.0
+                if len(acts) >= self.max_guesses:
+                    break
+                guess = self.rollout.act(obs, acts)
+            total += ret
+        return total / self.n_rollouts
+
+
+# ------------------------------------------------------------------------------------------------
+# Registry.
+# ------------------------------------------------------------------------------------------------
+POLICIES: dict[str, type] = {
+    cls.name: cls for cls in (UserPolicy, StartWordPolicy, OptimalPolicy, RepeatPolicy, RandomMixturePolicy,
+                              WrongPolicy, MixturePolicy, MonteCarloPolicy)
+}
+_NESTED = {"then", "a", "b", "base", "rollout"}
+
+
+def _as_policy(value: Any) -> Policy:
+    if isinstance(value, Mapping):
+        if "name" not in value:
+            raise ValueError(f"a nested policy spec needs a 'name': {dict(value)!r}")
+        return make_policy(value["name"], **dict(value.get("params", {})))
+    if isinstance(value, str):
+        return make_policy(value)
+    return value
+
+
+def make_policy(name: str, **params: Any) -> Policy:
+    """A policy from its registry name and parameters (as returned by ``params()``).
+
+    Nested policies (``then``, ``a``, ``b``, ``base``, ``rollout``) may be given as policy objects,
+    ``{"name": ..., "params": ...}`` dicts or bare names.
+    """
+    if name not in POLICIES:
+        raise ValueError(f"unknown Wordle policy {name!r}; expected one of {sorted(POLICIES)}")
+    kwargs = {k: (_as_policy(v) if k in _NESTED else v) for k, v in params.items()}
+    return POLICIES[name](**kwargs)
+
+
+__all__ = [
+    "GameView", "MixturePolicy", "MonteCarloPolicy", "OptimalPolicy", "POLICIES", "RandomMixturePolicy",
+    "RepeatPolicy", "StartWordPolicy", "UserPolicy", "WordleKnowledge", "WrongPolicy", "feedback_history",
+    "feedback_pattern_id", "make_policy", "policy_spec",
+]

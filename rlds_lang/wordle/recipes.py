@@ -1,0 +1,203 @@
+"""Declarative recipes for synthetic Wordle datasets, and the shard function that plays them.
+
+A ``Recipe`` says which policy plays (by ``rlds_lang.wordle.policies.make_policy`` name and parameters),
+in which environment configuration, for how many episodes -- or one game per answer of the answer list
+(``episodes=None``: episode ``i`` plays answer ``i`` through ``set_next_answer``). With
+``branch_policy`` set, every game is also branched at each of its turns: the game's own actions are
+replayed up to turn ``k`` and then ``branch_policy`` takes over; branches are separate episodes whose
+metadata names the parent (``parent_episode_id``) and the turn (``branch_turn``; the parents carry ``""``
+and ``-1``).
+
+``play_shard`` records one ``Shard`` (a slice of a recipe) with ``loggers.record`` into a temporary
+folder and reads it back with ``loggers.reader``, so every dataset is born the same way as live runs.
+Episode ids: ``{run_name}-{shard:04d}-{i:08d}`` and ``{run_name}-{shard:04d}-branch-{j:08d}``.
+No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import os
+import tempfile
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from rlds_lang.env import Observation, Policy
+from rlds_lang.wordle.env import WordleEnv
+
+#: episode metadata added by branching recipes (name -> spec) and its value on parent games.
+BRANCH_METADATA: dict[str, Any] = {"parent_episode_id": str, "branch_turn": np.int32}
+BRANCH_DEFAULTS: dict[str, Any] = {"parent_episode_id": "", "branch_turn": np.int32(-1)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """One policy in one environment configuration (see the module docstring).
+
+    Attributes:
+      run_name: prefix of the episode ids; unique within a dataset config.
+      policy: ``make_policy`` name of the policy.
+      policy_params: ``make_policy`` keyword arguments, as a JSON object string (keeps the recipe hashable).
+      episodes: number of episodes; ``None`` = one game per answer of the answer list, in list order.
+      mode: ``WordleEnv`` hidden-word mode.
+      rule: ``WordleEnv`` colouring rule.
+      answers: answer list name.
+      guesses: guess list name.
+      seed: episode ``i`` of the recipe is seeded with ``seed + i``.
+      branch_policy: ``make_policy`` name of the policy that takes over in branches (``None``: no branches).
+      branch_params: its keyword arguments as JSON.
+    """
+
+    run_name: str
+    policy: str
+    policy_params: str = "{}"
+    episodes: int | None = None
+    mode: str = "fixed"
+    rule: str = "official"
+    answers: str = "official_answers"
+    guesses: str = "official_guesses"
+    seed: int = 0
+    branch_policy: str | None = None
+    branch_params: str = "{}"
+
+    def make_env(self) -> WordleEnv:
+        """The recipe's environment."""
+        return WordleEnv(answers=self.answers, guesses=self.guesses, rule=self.rule, mode=self.mode, seed=self.seed)
+
+    def num_episodes(self, limit: int | None = None) -> int:
+        """Episodes (branches not counted) the recipe plays, capped at ``limit``."""
+        n = self.episodes if self.episodes is not None else len(self.make_env().answers)
+        return n if limit is None else min(n, int(limit))
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    """Episodes ``[start, stop)`` of a recipe; ``index`` numbers the shard within the recipe."""
+
+    recipe: Recipe
+    index: int
+    start: int
+    stop: int
+
+
+def shards(recipes: Sequence[Recipe], shard_size: int = 250, limit: int | None = None) -> list[Shard]:
+    """Cuts recipes into shards of at most ``shard_size`` episodes; ``limit`` caps each recipe's episodes."""
+    out = []
+    for recipe in recipes:
+        n = recipe.num_episodes(limit)
+        for k, start in enumerate(range(0, n, shard_size)):
+            out.append(Shard(recipe, k, start, min(start + shard_size, n)))
+    return out
+
+
+def _make_policy(name: str, params_json: str, recipe: Recipe) -> Policy:
+    """``make_policy(name, **params)``; the recipe's word lists and rule are added when the policy takes them."""
+    from rlds_lang.wordle.policies import POLICIES, make_policy
+
+    params = json.loads(params_json)
+    if name in POLICIES:
+        signature = inspect.signature(POLICIES[name])
+        takes = {p.name for p in signature.parameters.values()}
+        open_kwargs = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        for key, value in (("rule", recipe.rule), ("answers", recipe.answers), ("guesses", recipe.guesses)):
+            if open_kwargs or key in takes:
+                params.setdefault(key, value)
+    return make_policy(name, **params)
+
+
+class _TaggedWordleEnv(WordleEnv):
+    """A ``WordleEnv`` that reports extra episode metadata (``tags``), set before each episode."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.tags: dict[str, Any] = dict(BRANCH_DEFAULTS)
+
+    def episode_metadata(self) -> dict[str, Any]:
+        return {**super().episode_metadata(), **self.tags}
+
+
+class TakeoverPolicy:
+    """Replays a given action prefix, then lets ``takeover`` choose every following action.
+
+    ``prefix`` is set before each episode (by the recording hook); ``params()`` names the takeover
+    policy, the prefix itself is recorded as the parent episode in the metadata.
+    """
+
+    def __init__(self, takeover: Policy):
+        self.takeover = takeover
+        self.name = f"{takeover.name}_takeover"
+        self.prefix: list[str] = []
+
+    def reset(self, seed: int) -> None:
+        self.takeover.reset(seed)
+
+    def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
+        if len(actions) < len(self.prefix):
+            return self.prefix[len(actions)]
+        return self.takeover.act(observations, actions)
+
+    def params(self) -> Mapping[str, Any]:
+        return {"takeover": self.takeover.name, "takeover_params": dict(self.takeover.params()),
+                "prefix": "actions of parent_episode_id up to branch_turn"}
+
+
+class _AnswerByIndex:
+    """``before_episode`` hook: episode ``i`` plays answer ``offset + i``."""
+
+    def __init__(self, offset: int):
+        self.offset = offset
+
+    def __call__(self, env: WordleEnv, i: int) -> None:
+        env.set_next_answer(env.answers.words[self.offset + i])
+
+
+class _BranchHook:
+    """``before_episode`` hook of branches: sets the answer, the tags and the policy's prefix."""
+
+    def __init__(self, policy: TakeoverPolicy, plan: list[tuple[dict[str, Any], int]]):
+        self.policy = policy
+        self.plan = plan
+
+    def __call__(self, env: _TaggedWordleEnv, j: int) -> None:
+        parent, turn = self.plan[j]
+        env.set_next_answer(parent["initial_answer"])
+        env.tags = {"parent_episode_id": parent["episode_id"], "branch_turn": np.int32(turn)}
+        self.policy.prefix = [s["action"] for s in parent["steps"][:turn]]
+
+
+def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, Any]]:
+    """Records the shard's episodes (and branches) with ``loggers.record``, yields them as RLDS episodes.
+
+    Logs go to a temporary folder under ``work_dir`` (default: the system temp folder) that is removed
+    once read back.
+    """
+    from loggers.reader import read_episodes
+    from loggers.record import record
+
+    recipe = shard.recipe
+    run = f"{recipe.run_name}-{shard.index:04d}"
+    branching = recipe.branch_policy is not None
+    env = _TaggedWordleEnv if branching else WordleEnv
+    env = env(answers=recipe.answers, guesses=recipe.guesses, rule=recipe.rule, mode=recipe.mode, seed=recipe.seed)
+    hook = _AnswerByIndex(shard.start) if recipe.episodes is None else None
+    with tempfile.TemporaryDirectory(prefix=f"{run}-", dir=work_dir) as tmp:
+        record(env, _make_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
+               os.path.join(tmp, "games"), seed=recipe.seed + shard.start, run_name=run,
+               before_episode=hook, progress=False)
+        parents = list(read_episodes(os.path.join(tmp, "games")))
+        yield from parents
+        if not branching:
+            return
+        plan = [(p, k) for p in parents for k in range(len(p["steps"]) - 1)]
+        if not plan:
+            return
+        policy = TakeoverPolicy(_make_policy(recipe.branch_policy, recipe.branch_params, recipe))
+        record(env, policy, len(plan), os.path.join(tmp, "branches"), seed=recipe.seed + shard.start,
+               run_name=f"{run}-branch", before_episode=_BranchHook(policy, plan), progress=False)
+        yield from read_episodes(os.path.join(tmp, "branches"))
+
+
+__all__ = ["BRANCH_DEFAULTS", "BRANCH_METADATA", "Recipe", "Shard", "TakeoverPolicy", "play_shard", "shards"]

@@ -1,0 +1,94 @@
+"""loggers.record / read_episodes: lossless Wordle round trip, metadata, workers, crash safety."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from loggers import log_dirs, read_episodes, record
+from rlds_lang.env import run_episode
+from rlds_lang.schema import check_episode
+from rlds_lang.wordle.env import WordleEnv
+from tests.scripted import ScriptedWordle
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _by_id(episodes):
+    return {e["episode_id"]: e for e in episodes}
+
+
+def test_recorded_games_equal_played_games(tmp_path):
+    policy = ScriptedWordle(["crane", "slate", "moist", "abide", "fight", "zesty"])
+    result = record(WordleEnv(seed=4), policy, episodes=12, data_dir=tmp_path / "logs", seed=100,
+                    run_name="t", progress=False)
+    assert result.num_episodes == 12
+    episodes = _by_id(read_episodes(tmp_path / "logs"))
+    assert sorted(episodes) == [f"t-{i:08d}" for i in range(12)]
+    for i in range(12):
+        env = WordleEnv(seed=4)
+        played = run_episode(env, ScriptedWordle(policy.words), seed=100 + i)
+        ep = episodes[f"t-{i:08d}"]
+        check_episode(ep)
+        steps = ep["steps"]
+        assert [s["observation"]["text"] for s in steps] == [o["text"] for o in played.observations]
+        for s, o in zip(steps, played.observations):
+            np.testing.assert_array_equal(s["observation"]["feedback"], o["feedback"])
+            assert int(s["observation"]["turn"]) == int(o["turn"])
+        assert [s["action"] for s in steps] == played.actions + [""]
+        assert [s["reward"] for s in steps] == played.rewards + [0.0]
+        assert [s["discount"] for s in steps] == played.discounts + [0.0]
+        assert steps[-1]["is_terminal"] and steps[0]["is_first"]
+        assert ep["answer"] == played.metadata["answer"] and int(ep["seed"]) == 100 + i
+        assert ep["policy"] == "scripted" and json.loads(ep["policy_params"]) == {"words": policy.words}
+        assert ep["task"] == "wordle" and ep["answers_sha256"] == env.answers.sha256
+
+
+def test_refuses_a_non_empty_folder(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "keep.txt").write_text("recorded before")
+    with pytest.raises(FileExistsError, match="not empty"):
+        record(WordleEnv(), ScriptedWordle(["crane"]), 1, tmp_path / "logs", progress=False)
+    assert (tmp_path / "logs" / "keep.txt").read_text() == "recorded before"
+
+
+def test_workers_give_the_same_episodes(tmp_path):
+    words = ["crane", "slate", "moist", "abide", "fight", "zesty"]
+    one = record(WordleEnv(seed=2), ScriptedWordle(words), 20, tmp_path / "one", progress=False)
+    two = record(WordleEnv(seed=2), ScriptedWordle(words), 20, tmp_path / "two", workers=2, chunk_size=5,
+                 progress=False)
+    assert one.num_episodes == two.num_episodes == 20 and len(two.log_dirs) == 4
+    a, b = _by_id(read_episodes(tmp_path / "one")), _by_id(read_episodes(tmp_path / "two"))
+    assert sorted(a) == sorted(b)
+    for key in a:
+        assert a[key]["answer"] == b[key]["answer"]
+        assert [s["action"] for s in a[key]["steps"]] == [s["action"] for s in b[key]["steps"]]
+
+
+def test_sigkill_loses_at_most_the_episode_in_flight(tmp_path):
+    logs = tmp_path / "logs"
+    child = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "scripted.py"), str(logs), REPO],
+                             stdout=subprocess.PIPE, text=True, cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": REPO})
+    target = 7
+    try:
+        for line in child.stdout:
+            if line.strip() == f"in {target}":
+                break  # episode `target` is in flight: 0..target-1 are finished
+        else:
+            pytest.fail(f"child ended early with code {child.wait()}")
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert len(log_dirs(logs)) == 1
+    episodes = list(read_episodes(logs))
+    assert len(episodes) >= target
+    for ep in episodes:
+        check_episode(ep)
+        assert ep["episode_id"].startswith("run-") and ep["answer"]
+    assert [ep["episode_id"] for ep in episodes[:target]] == [f"run-{i:08d}" for i in range(target)]
