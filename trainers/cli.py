@@ -64,19 +64,21 @@ def cmd_demo(args: argparse.Namespace) -> None:
                     "--data_dir", str(data)], check=True)
     print(f"      built in {time.perf_counter() - started:.1f} s")
     print("[3/3] tfds.load and statistics")
-    import tensorflow_datasets as tfds
+    from transforms.loading import load
+    from transforms.torch_bridge import dataset_statistics
 
-    from transforms.loading import dataset_statistics, episodes_as_python
-
-    builder = tfds.builder("wordle_synthetic/manual_dir", data_dir=str(data))
-    ds = builder.as_dataset(split="train")
-    stats = dataset_statistics(ds)
+    episodes = load("wordle_synthetic", config="manual_dir", data_dir=data)
+    stats = dataset_statistics(episodes)
     width = max(len(k) for k in stats)
     for key, value in stats.items():
         print(f"  {key:<{width}}  {value:.3f}" if isinstance(value, float) else f"  {key:<{width}}  {value}")
-    first = next(episodes_as_python(ds.take(1)))
-    print(f"episode {first['episode_id']} (answer {first['answer']!r}, policy {first['policy']}):")
-    print(render_episode(first["steps"]))
+    first = next(iter(episodes.take(1)))
+    steps = [{"action": st["action"].decode(), "reward": float(st["reward"]),
+              "observation": {"text": st["observation"]["text"].decode()}}
+             for st in first["steps"].as_numpy_iterator()]
+    meta = {k: first[k].numpy().decode() for k in ("episode_id", "answer", "policy")}
+    print(f"episode {meta['episode_id']} (answer {meta['answer']!r}, policy {meta['policy']}):")
+    print(render_episode(steps))
 
 
 def build_parser() -> argparse.ArgumentParser:
