@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from rlds_lang.schema import STEP_KEYS, TaskSchema, check_episode
+from rlds_lang.schema import STEP_KEYS, TaskSchema, check_episode, check_float32_exact
 
 
 class SchemaMismatchError(ValueError):
@@ -58,6 +58,9 @@ def episode_to_example(episode: Mapping[str, Any], schema: TaskSchema,
         out.update({k: step[k] for k in schema.step_metadata})
         steps.append(out)
     example["steps"] = steps
+    check_float32_exact({k: v for k, v in example.items() if k != "steps"}, f"episode {episode_id}")
+    for i, step in enumerate(steps):
+        check_float32_exact(step, f"episode {episode_id}, step {i}")
     return str(episode_id), example
 
 

@@ -72,8 +72,8 @@ class TaskSchema:
             if spec is str:
                 return tfds.features.Text()
             if isinstance(spec, FieldSpec):
-                return tfds.features.Tensor(shape=spec.shape, dtype=np.dtype(spec.dtype))
-            return tfds.features.Scalar(dtype=np.dtype(spec))
+                return tfds.features.Tensor(shape=spec.shape, dtype=stored_dtype(spec.dtype))
+            return tfds.features.Scalar(dtype=stored_dtype(spec))
 
         observation = {"text": tfds.features.Text()}
         observation.update({k: feature(v) for k, v in self.observation_fields.items()})
@@ -82,12 +82,40 @@ class TaskSchema:
             description=description,
             observation_info=tfds.features.FeaturesDict(observation),
             action_info=tfds.features.Text(),
-            reward_info=tfds.features.Scalar(dtype=np.float64),
-            discount_info=tfds.features.Scalar(dtype=np.float64),
+            reward_info=tfds.features.Scalar(dtype=np.float32),
+            discount_info=tfds.features.Scalar(dtype=np.float32),
             step_metadata_info={k: feature(v) for k, v in self.step_metadata.items()},
             episode_metadata_info={k: feature(v) for k, v in self.all_episode_metadata.items()},
             **kwargs,
         )
+
+
+def stored_dtype(dtype: Any) -> np.dtype:
+    """The dtype TFDS really stores: tf.train.Example keeps floats as float32, so float64 is declared float32.
+
+    Declaring float64 would round silently on write; builders instead check that every float is exactly
+    representable in float32 (``check_float32_exact``) and fail loudly otherwise.
+    """
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.float64 else dtype
+
+
+class LossyValueError(ValueError):
+    """A value would not survive storage exactly; the message names the episode, step and field."""
+
+
+def check_float32_exact(value: Any, where: str) -> None:
+    """Raises ``LossyValueError`` if a float leaf of ``value`` is not exactly representable as float32."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            check_float32_exact(v, f"{where}.{k}")
+        return
+    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
+        return
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" and not np.array_equal(arr.astype(np.float32).astype(arr.dtype), arr, equal_nan=True):
+        raise LossyValueError(f"{where}: {value!r} is not exactly representable as float32, the float type TFDS "
+                              "stores; scale or quantise it before recording")
 
 
 def _steps_as_list(steps: Any) -> list[Mapping[str, Any]]:
