@@ -65,7 +65,9 @@ class _Tables:
 
 
 _TABLES: dict[str, _Tables] = {}
-_FIRST_MOVES: dict[tuple[str, str], str] = {}
+# best guess per (lists+rule key, pool, candidate set), shared by all OptimalPolicy instances of a process
+_MOVES: dict[tuple[str, str, bytes], str] = {}
+_MAX_MOVES = 200_000
 
 
 def _tables(guesses: WordList, answers: WordList, rule: game.Rule) -> _Tables:
@@ -305,7 +307,7 @@ class OptimalPolicy(_WordlePolicy):
     answers still consistent with the feedback (uniform prior): ``H = log n - sum_k c_k log c_k / n``.
     With two or fewer candidates left it guesses a candidate directly. Ties go to a word that is
     itself a consistent answer, then to the earlier word of the list. The first move depends only on
-    the lists, rule and pool, so it is computed once per process.
+    the lists, rule and pool; every choice is memoised per process by candidate set.
 
     Args:
       guess_pool: ``"all"`` (default) scores every word of the guess list; ``"consistent"`` scores only
@@ -328,16 +330,19 @@ class OptimalPolicy(_WordlePolicy):
 
     def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
         view = self.view(observations, actions)
-        return self.best_guess(view.candidates, first=not view.history)
+        return self.best_guess(view.candidates)
 
-    def best_guess(self, candidates: np.ndarray, first: bool = False) -> str:
+    def best_guess(self, candidates: np.ndarray) -> str:
         """The highest-entropy guess for these consistent answer indices."""
         k = self.knowledge
         if len(candidates) <= 2:
             return k.answers.words[int(candidates[0])]
-        cache_key = (FeedbackMatrix.key(k.guesses, k.answers, k.rule), self.guess_pool)
-        if first and len(candidates) == len(k.answers) and cache_key in _FIRST_MOVES:
-            return _FIRST_MOVES[cache_key]
+        # The choice depends only on the candidate set (no randomness): memoise it per process, so games
+        # that share a feedback prefix (every game shares the first move) pay for each state once.
+        cache_key = (FeedbackMatrix.key(k.guesses, k.answers, k.rule), self.guess_pool,
+                     np.asarray(candidates, dtype=np.int64).tobytes())
+        if cache_key in _MOVES:
+            return _MOVES[cache_key]
         t = k.tables
         sub = t.patterns_t[candidates]  # (n, n_guesses)
         if self.guess_pool == "consistent":
@@ -354,8 +359,9 @@ class OptimalPolicy(_WordlePolicy):
         preferred = tied[is_candidate[pool[tied]]]
         choice = int(pool[preferred[0] if len(preferred) else tied[0]])
         word = k.guesses.words[choice]
-        if first and len(candidates) == len(k.answers):
-            _FIRST_MOVES[cache_key] = word
+        if len(_MOVES) >= _MAX_MOVES:
+            _MOVES.clear()
+        _MOVES[cache_key] = word
         return word
 
 
