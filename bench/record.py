@@ -46,7 +46,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--expert-games", type=int, default=None,
+                        help="games for the end-to-end expert row (default: --games; 100000 measures the target)")
     args = parser.parse_args()
+    expert_games = args.expert_games or args.games
 
     env, policy = WordleEnv(seed=0), OptimalPolicy()
     games = []
@@ -72,7 +75,7 @@ def main() -> None:
         reading = time.perf_counter() - started
 
         started = time.perf_counter()
-        expert = record(env, OptimalPolicy(), args.games, f"{tmp}/expert", before_episode=_answer_by_index,
+        expert = record(env, OptimalPolicy(), expert_games, f"{tmp}/expert", before_episode=_answer_by_index,
                         workers=args.workers, progress=False)
         end_to_end = time.perf_counter() - started
 
@@ -81,8 +84,8 @@ def main() -> None:
     print(f"logged env steps/s:            {steps / logged:12.0f}")
     print(f"logging overhead (bare/logged): {logged / bare:11.2f}x")
     print(f"read back steps/s:             {steps / reading:12.0f}  ({read_back} episodes)")
-    print(f"expert games recorded/s (optimal policy + env + logging, {args.workers} workers): "
-          f"{expert.num_episodes / end_to_end:.1f}")
+    print(f"expert games recorded/s (optimal policy + env + logging, {args.workers} workers, "
+          f"{expert.num_episodes} games in {end_to_end:.1f} s): {expert.num_episodes / end_to_end:.1f}")
     print(f"-> 100,000 expert games would take {100_000 / (expert.num_episodes / end_to_end) / 60:.1f} min "
           f"(target < 5 min)")
 
