@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from tensorflow_datasets.rlds import rlds_base
 
-from builders import common
+from rlds_lang import builder_utils as common
 from loggers.reader import log_dirs
 from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, play_shard, shards
 from rlds_lang.wordle.schema import WORDLE_SCHEMA

@@ -1,4 +1,4 @@
-"""Helpers shared by the TFDS builders: RLDS episodes read from logs -> TFDS examples, and Beam wiring.
+"""Shared by the TFDS builders (which are folders, not installed packages): RLDS episodes read from logs -> TFDS examples, and Beam wiring.
 
 Every builder reads episodes that ``loggers.record`` wrote (through ``loggers.reader``), checks them with
 ``rlds_lang.schema.check_episode`` and turns them into examples restricted to the fields of a
