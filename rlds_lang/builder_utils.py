@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-import numpy as np
-
 from rlds_lang.schema import STEP_KEYS, TaskSchema, check_episode, check_float32_exact
 
 
@@ -69,8 +67,7 @@ def examples_from_log_dir(path: str, schema: TaskSchema, extra_metadata: Mapping
     """Examples of every episode in one EnvLogger log directory."""
     from loggers.reader import read_log_dir
 
-    for episode in read_log_dir(path):
-        yield episode_to_example(episode, schema, extra_metadata, defaults)
+    return examples_from_episodes(read_log_dir, path, schema, extra_metadata, defaults)
 
 
 def beam_flat_map(items: Iterable[Any], fn: Callable[[Any], Iterable[Any]]):
@@ -87,14 +84,13 @@ def small_limit(default: int | None = None) -> int | None:
     return int(value) if value else default
 
 
-
-
-
 def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, Any]]], item: Any, schema: TaskSchema,
                            extra_metadata: Mapping[str, Any] | None = None,
                            defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Examples of the episodes ``episodes_fn(item)`` yields (use with ``functools.partial`` in Beam)."""
     for episode in episodes_fn(item):
         yield episode_to_example(episode, schema, extra_metadata, defaults)
+
+
 __all__ = ["SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes", "examples_from_log_dir",
            "small_limit"]
