@@ -1,8 +1,38 @@
-"""Episode-aware ``tf.data`` pipelines over rlds-lang datasets, and the PyTorch bridge.
+"""Episode-aware ``tf.data`` transforms over RLDS datasets, and the PyTorch bridge.
 
-No ``import rlds`` here (see ARCHITECTURE.md, "Known traps"); TensorFlow is imported by the modules.
+The rlds transformation set under rlds' names and semantics (checked against ``rlds.transformations``
+on the TF 2.15 stack by ``tests/legacy``), vectorised and safe on text-only steps, plus what language RL
+needs: returns-to-go, n-step windows, top-p episode filtering, deterministic splits, statistics.
+No ``import rlds`` here (it needs dm-reverb, which only loads beside TF 2.15; ARCHITECTURE.md). The
+PyTorch bridge lives in ``transforms.torch_bridge`` so that this package imports without torch.
+
+| module | what |
+| --- | --- |
+| ``loading`` | ``load`` a built dataset, ``to_turns`` |
+| ``steps`` | ``map_steps``, ``map_nested_steps``, ``apply_nested_steps``, ``sum_dataset``, ``sum_nested_steps``, ``episode_length``, ``final_step``, ``concatenate``, ``concat_if_terminal``, ``truncate_after_condition`` |
+| ``windows`` | ``batch`` (size/shift/stride/drop_remainder), ``batch_nested_steps``, ``n_step_windows`` |
+| ``alignment`` | ``shift_keys``, ``AlignmentType``, ``add_alignment_to_step`` |
+| ``moments`` | ``mean_and_std``, ``sar_fields_mask`` |
+| ``specs`` | ``zeros_from_spec``, ``zero_dataset_like``, ``BATCH_AUTO_TUNE`` |
+| ``returns`` | ``add_returns_to_go``, ``episode_return``, ``add_episode_return`` |
+| ``selection`` | ``filter_top_p``, ``split_by_episode_id``, ``episode_returns`` |
 """
 
+from transforms.alignment import AlignmentType, add_alignment_to_step, shift_keys
 from transforms.loading import load, to_turns
+from transforms.moments import mean_and_std, sar_fields_mask
+from transforms.returns import add_episode_return, add_returns_to_go, episode_return, returns_to_go_of
+from transforms.selection import episode_returns, filter_top_p, split_by_episode_id, top_p_mask
+from transforms.specs import BATCH_AUTO_TUNE, zero_dataset_like, zeros_from_spec
+from transforms.steps import (apply_nested_steps, concat_if_terminal, concatenate, episode_length, final_step,
+                              map_nested_steps, map_steps, sum_dataset, sum_nested_steps, truncate_after_condition)
+from transforms.windows import batch, batch_nested_steps, n_step_windows
 
-__all__ = ["load", "to_turns"]
+__all__ = [
+    "AlignmentType", "add_alignment_to_step", "shift_keys", "load", "to_turns", "mean_and_std", "sar_fields_mask",
+    "add_episode_return", "add_returns_to_go", "episode_return", "returns_to_go_of", "episode_returns",
+    "filter_top_p", "split_by_episode_id", "top_p_mask", "BATCH_AUTO_TUNE", "zero_dataset_like", "zeros_from_spec",
+    "apply_nested_steps", "concat_if_terminal", "concatenate", "episode_length", "final_step", "map_nested_steps",
+    "map_steps", "sum_dataset", "sum_nested_steps", "truncate_after_condition", "batch", "batch_nested_steps",
+    "n_step_windows",
+]

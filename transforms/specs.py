@@ -1,0 +1,101 @@
+"""Helpers over ``tf.data`` element specs: zeros shaped like a spec, empty blocks, sizes in steps.
+
+rlds sizes its step batches by bytes and counts a ``tf.string`` as 0 bytes, so string-only steps divide
+by zero (ARCHITECTURE.md, "Known traps"). rlds-lang sizes batches by a step count instead.
+
+Example::
+
+    import tensorflow as tf
+    from transforms.specs import zeros_from_spec, zero_dataset_like
+
+    steps = tf.data.Dataset.from_tensor_slices({"action": ["a", "b"], "reward": [1.0, 2.0]})
+    zeros_from_spec(steps.element_spec)          # {"action": b"", "reward": 0.0}
+    list(zero_dataset_like(steps).as_numpy_iterator())
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+#: Pass as ``optimization_batch_size`` to let rlds-lang choose (by step count, never by bytes).
+BATCH_AUTO_TUNE = -1
+#: Steps per batch when ``BATCH_AUTO_TUNE`` is given: large enough that Python/tf.data overhead per batch
+#: is negligible, small enough that a batch of long texts stays a few MB.
+DEFAULT_STEPS_PER_BATCH = 1024
+#: Larger than any episode: ``steps.batch(WHOLE)`` turns an episode's steps into one tensor per field.
+WHOLE = 1 << 30
+
+
+def resolve_batch_size(optimization_batch_size: int) -> int:
+    """The batch size to use: the given one, or ``DEFAULT_STEPS_PER_BATCH`` for ``BATCH_AUTO_TUNE``.
+
+    >>> resolve_batch_size(BATCH_AUTO_TUNE), resolve_batch_size(8)
+    (1024, 8)
+    """
+    if optimization_batch_size == BATCH_AUTO_TUNE:
+        return DEFAULT_STEPS_PER_BATCH
+    if optimization_batch_size < 1:
+        raise ValueError(f"optimization_batch_size must be >= 1 or BATCH_AUTO_TUNE, got {optimization_batch_size}")
+    return int(optimization_batch_size)
+
+
+def _zeros_shape(shape: tf.TensorShape, unknown: int) -> list[int]:
+    if shape.rank is None:
+        return []
+    return [unknown if d is None else d for d in shape.as_list()]
+
+
+def zeros_from_spec(spec: Any) -> Any:
+    """A nested structure of zero tensors (``b""`` for strings, ``False`` for bools) matching ``spec``.
+
+    Unknown dimensions become 1, as in ``rlds.transformations.zeros_from_spec`` (a batched spec
+    ``[None, ...]`` gives a batch of one).
+
+    >>> zeros_from_spec({"r": tf.TensorSpec([2], tf.float32)})["r"].numpy().tolist()
+    [0.0, 0.0]
+    """
+    return tf.nest.map_structure(lambda s: tf.zeros(_zeros_shape(s.shape, 1), s.dtype), spec)
+
+
+def empty_block(spec: Any) -> Any:
+    """A batch of zero elements of ``spec`` (leading dimension 0), to start or end a stream of batches.
+
+    >>> empty_block({"a": tf.TensorSpec([3], tf.int32)})["a"].shape.as_list()
+    [0, 3]
+    """
+    return tf.nest.map_structure(lambda s: tf.zeros([0] + _zeros_shape(s.shape, 0), s.dtype), spec)
+
+
+def zero_dataset_like(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """A one-element dataset with ``dataset``'s element spec, holding zeros.
+
+    >>> ds = tf.data.Dataset.from_tensor_slices({"a": [1, 2]})
+    >>> [x["a"] for x in zero_dataset_like(ds).as_numpy_iterator()]
+    [0]
+    """
+    return tf.data.Dataset.from_tensors(zeros_from_spec(dataset.element_spec))
+
+
+def leading_size(batch: Any) -> tf.Tensor:
+    """The leading (batch) dimension of a nested batch, read from its first leaf, as int64.
+
+    >>> int(leading_size({"a": tf.zeros([4, 2]), "b": tf.zeros([4])}))
+    4
+    """
+    return tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
+
+
+def broadcast_rows(mask: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
+    """``mask`` (shape = the leading axes of ``like``) reshaped to broadcast over ``like``'s other axes.
+
+    >>> broadcast_rows(tf.constant([True, False]), tf.zeros([2, 3])).shape.as_list()
+    [2, 1]
+    """
+    extra = tf.rank(like) - tf.rank(mask)
+    return tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([extra], tf.int32)], 0))
+
+
+__all__ = ["broadcast_rows", "BATCH_AUTO_TUNE", "DEFAULT_STEPS_PER_BATCH", "WHOLE", "resolve_batch_size", "zeros_from_spec",
+           "empty_block", "zero_dataset_like", "leading_size"]

@@ -1,0 +1,207 @@
+"""Per-step and per-episode operations on RLDS steps datasets, with rlds' names and semantics.
+
+``map_steps`` / ``map_nested_steps`` (a function of one step), ``apply_nested_steps`` (a function of an
+episode's steps dataset), ``sum_dataset`` / ``sum_nested_steps``, ``episode_length``, ``final_step``,
+``concatenate``, ``concat_if_terminal`` (absorbing steps) and ``truncate_after_condition``.
+
+Work is batched: steps are batched (by count, ``optimization_batch_size``), the function runs on the
+whole batch (``tf.vectorized_map`` for a per-step function, or directly with ``batched=True``), then the
+result is unbatched or reduced. String-only steps work (rlds' byte-based auto size divides by zero).
+
+Example::
+
+    import tensorflow as tf
+    from transforms.steps import map_nested_steps, sum_nested_steps
+
+    steps = {"action": ["a", "bb", ""], "reward": [1.0, 2.0, 0.0], "is_last": [False, False, True]}
+    episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)})
+    sum_nested_steps(episodes, lambda s: s["reward"])                          # 3.0
+    lengths = map_nested_steps(episodes, lambda s: tf.strings.length(s["action"]))
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from transforms.specs import BATCH_AUTO_TUNE, leading_size, resolve_batch_size, zeros_from_spec
+
+Step = dict[str, Any]
+STEPS = "steps"
+
+
+def _on_batch(fn: Callable[[Any], Any], batched: bool) -> Callable[[Any], Any]:
+    if batched:
+        return fn
+    return lambda steps: tf.vectorized_map(fn, steps, fallback_to_while_loop=True)
+
+
+def map_steps(steps: tf.data.Dataset, transform_step: Callable[[Step], Any],
+              optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> tf.data.Dataset:
+    """Applies ``transform_step`` to every step of a steps dataset.
+
+    Args:
+      steps: a dataset of steps.
+      transform_step: a function of one step (or of a batch of steps when ``batched``); its output need
+        not be a step.
+      optimization_batch_size: steps per batch (``1`` maps step by step).
+      batched: ``transform_step`` already works on a batch of steps (leading dimension); fastest.
+
+    >>> ds = tf.data.Dataset.from_tensor_slices({"r": [1.0, 2.0]})
+    >>> list(map_steps(ds, lambda s: s["r"] * 2).as_numpy_iterator())
+    [2.0, 4.0]
+    """
+    size = resolve_batch_size(optimization_batch_size)
+    if size == 1 and not batched:
+        return steps.map(transform_step, num_parallel_calls=tf.data.AUTOTUNE)
+    return steps.batch(size).map(_on_batch(transform_step, batched), num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+
+
+def _with_steps(episode: dict[str, Any], steps: tf.data.Dataset) -> dict[str, Any]:
+    out = dict(episode)
+    out[STEPS] = steps
+    return out
+
+
+def map_nested_steps(episodes: tf.data.Dataset, transform_step: Callable[[Step], Any],
+                     optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> tf.data.Dataset:
+    """Applies ``transform_step`` to every step of every episode; episode metadata is kept.
+
+    >>> eps = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices({"r": [1.0, 2.0]})})
+    >>> [list(e["steps"].as_numpy_iterator()) for e in map_nested_steps(eps, lambda s: s["r"] + 1)]
+    [[2.0, 3.0]]
+    """
+    return episodes.map(lambda episode: _with_steps(
+        episode, map_steps(episode[STEPS], transform_step, optimization_batch_size, batched)))
+
+
+def apply_nested_steps(episodes: tf.data.Dataset,
+                       transform_step_dataset: Callable[[tf.data.Dataset], tf.data.Dataset]) -> tf.data.Dataset:
+    """Replaces each episode's steps dataset by ``transform_step_dataset(steps)``; metadata is kept.
+
+    >>> eps = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.range(5)})
+    >>> [list(e["steps"].as_numpy_iterator()) for e in apply_nested_steps(eps, lambda s: s.take(2))]
+    [[0, 1]]
+    """
+    return episodes.map(lambda episode: _with_steps(episode, transform_step_dataset(episode[STEPS])))
+
+
+def sum_dataset(steps: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
+                optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> Any:
+    """The sum over all steps of ``data_to_sum(step)`` (any nested structure of numbers).
+
+    >>> ds = tf.data.Dataset.from_tensor_slices({"r": [1.0, 2.0, 3.5]})
+    >>> float(sum_dataset(ds, lambda s: s["r"]))
+    6.5
+    """
+    size = resolve_batch_size(optimization_batch_size)
+    if size == 1 and not batched:
+        values = steps.map(data_to_sum, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        on_batch = _on_batch(data_to_sum, batched)
+        values = steps.batch(size).map(
+            lambda b: tf.nest.map_structure(lambda v: tf.reduce_sum(v, 0), on_batch(b)),
+            num_parallel_calls=tf.data.AUTOTUNE)
+    zeros = zeros_from_spec(values.element_spec)
+    return values.reduce(zeros, lambda total, value: tf.nest.map_structure(tf.add, total, value))
+
+
+def sum_nested_steps(episodes: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
+                     optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> Any:
+    """The sum of ``data_to_sum(step)`` over all steps of all episodes (see ``sum_dataset``).
+
+    >>> eps = tf.data.Dataset.range(3).map(lambda i: {"steps": tf.data.Dataset.range(i + 1)})
+    >>> int(sum_nested_steps(eps, lambda s: s))   # (0) + (0 + 1) + (0 + 1 + 2)
+    4
+    """
+    return sum_dataset(episodes.flat_map(lambda episode: episode[STEPS]), data_to_sum,
+                       optimization_batch_size, batched)
+
+
+def episode_length(steps: tf.data.Dataset, optimization_batch_size: int = BATCH_AUTO_TUNE) -> tf.Tensor:
+    """The number of steps (int32), from the cardinality when known, else counted batch by batch.
+
+    >>> int(episode_length(tf.data.Dataset.range(7).filter(lambda x: x > 2)))
+    4
+    """
+    cardinality = steps.cardinality()
+    known = tf.reduce_all([cardinality != tf.data.UNKNOWN_CARDINALITY, cardinality != tf.data.INFINITE_CARDINALITY])
+
+    def count() -> tf.Tensor:
+        size = resolve_batch_size(optimization_batch_size) * 16
+        return steps.batch(size).reduce(tf.constant(0, tf.int64), lambda n, b: n + leading_size(b))
+
+    return tf.cast(tf.cond(known, lambda: cardinality, count), tf.int32)
+
+
+def final_step(steps: tf.data.Dataset) -> Any:
+    """The last step of a steps dataset (a step of zeros when it is empty).
+
+    >>> int(final_step(tf.data.Dataset.range(4).filter(lambda x: x < 3)))
+    2
+    """
+    # Batch by batch, keeping the last row of each: vectorised and one pass.
+    zeros = zeros_from_spec(steps.element_spec)
+    return steps.batch(resolve_batch_size(BATCH_AUTO_TUNE)).reduce(
+        zeros, lambda _, b: tf.nest.map_structure(lambda t: t[-1], b))
+
+
+def _add_missing(step: Step, spec: dict[str, Any]) -> Step:
+    out = dict(step)
+    for key, field_spec in spec.items():
+        if key not in out:
+            out[key] = zeros_from_spec(field_spec)
+    return out
+
+
+def concatenate(steps1: tf.data.Dataset, steps2: tf.data.Dataset) -> tf.data.Dataset:
+    """``steps1`` then ``steps2``; a top-level field present in only one of them is zero-filled in the other.
+
+    >>> a = tf.data.Dataset.from_tensor_slices({"x": [1]})
+    >>> b = tf.data.Dataset.from_tensor_slices({"y": ["t"]})
+    >>> list(concatenate(a, b).as_numpy_iterator())
+    [{'x': 1, 'y': b''}, {'x': 0, 'y': b't'}]
+    """
+    spec1, spec2 = steps1.element_spec, steps2.element_spec
+    if set(spec1) == set(spec2):
+        return steps1.concatenate(steps2)
+    return steps1.map(functools.partial(_add_missing, spec=spec2)).concatenate(
+        steps2.map(functools.partial(_add_missing, spec=spec1)))
+
+
+def concat_if_terminal(steps: tf.data.Dataset,
+                       make_extra_steps: Callable[[Step], tf.data.Dataset]) -> tf.data.Dataset:
+    """Appends ``make_extra_steps(final step)`` when the episode ends in a terminal step (absorbing steps).
+
+    Fields of the extra steps missing from ``steps`` (or the reverse) are zero-filled, as in
+    ``concatenate``. Usable inside ``apply_nested_steps``.
+
+    >>> steps = tf.data.Dataset.from_tensor_slices({"r": [1.0, 0.0], "is_terminal": [False, True]})
+    >>> absorb = lambda last: tf.data.Dataset.from_tensors({"r": 0.0, "is_terminal": True}).repeat(2)
+    >>> len(list(concat_if_terminal(steps, absorb).as_numpy_iterator()))
+    4
+    """
+    last = final_step(steps)
+    extra = make_extra_steps(last).filter(lambda *_: last["is_terminal"])
+    return concatenate(steps, extra)
+
+
+def truncate_after_condition(steps: tf.data.Dataset, truncate_condition: Callable[[Step], Any]) -> tf.data.Dataset:
+    """The steps up to and including the first one for which ``truncate_condition(step)`` holds.
+
+    >>> ds = tf.data.Dataset.range(10)
+    >>> list(truncate_after_condition(ds, lambda x: x == 3).as_numpy_iterator())
+    [0, 1, 2, 3]
+    """
+    def tag(stop_before: tf.Tensor, step: Any) -> tuple[tf.Tensor, tuple[Any, tf.Tensor]]:
+        return tf.logical_or(stop_before, tf.cast(truncate_condition(step), tf.bool)), (step, stop_before)
+
+    return (steps.scan(tf.constant(False), tag)
+            .take_while(lambda step, stop_before: tf.logical_not(stop_before))
+            .map(lambda step, stop_before: step))
+
+
+__all__ = ["map_steps", "map_nested_steps", "apply_nested_steps", "sum_dataset", "sum_nested_steps",
+           "episode_length", "final_step", "concatenate", "concat_if_terminal", "truncate_after_condition"]

@@ -1,0 +1,200 @@
+"""Windows of steps: ``batch`` (rlds' size/shift/stride/drop_remainder), per-episode batching that never
+crosses an episode boundary unless asked, and padded n-step windows with masks.
+
+All of it is vectorised: steps are gathered into large blocks, every window of a block is cut with one
+``tf.gather`` over computed indices, and the windows are then unbatched. Nothing iterates step by step.
+
+Window semantics are those of ``tf.data.Dataset.window`` / ``rlds.transformations.batch``: windows start
+at positions ``0, shift, 2*shift, ...``; a window holds the elements ``start, start + stride, ...`` up to
+``size`` of them; with ``drop_remainder=False`` the windows that run past the end are kept, shorter.
+
+Example::
+
+    import tensorflow as tf
+    from transforms.windows import batch
+
+    ds = tf.data.Dataset.range(1, 5)                      # 1, 2, 3, 4
+    [w.tolist() for w in batch(ds, size=2, shift=1).as_numpy_iterator()]
+    # [[1, 2], [2, 3], [3, 4], [4]]
+    [w.tolist() for w in batch(ds, size=2, shift=1, stride=2).as_numpy_iterator()]
+    # [[1, 3], [2, 4], [3], [4]]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import tensorflow as tf
+
+from transforms.specs import BATCH_AUTO_TUNE, WHOLE, broadcast_rows, empty_block, leading_size, resolve_batch_size
+
+#: Episodes gathered into one block by the per-episode paths (one gather per block).
+EPISODES_PER_BLOCK = 256
+
+
+def _check(size: int, shift: int | None, stride: int) -> int:
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    shift = size if shift is None else shift
+    if shift < 1 or stride < 1:
+        raise ValueError(f"shift and stride must be >= 1, got shift={shift}, stride={stride}")
+    return shift
+
+
+def _plan(lengths: tf.Tensor, limits: tf.Tensor, size: int, shift: int, stride: int,
+          drop_remainder: bool) -> tuple[tf.Tensor, tf.Tensor]:
+    """Windows of segments laid end to end: flat start index and length of each window.
+
+    Segment ``e`` has ``lengths[e]`` elements; its windows start at ``0, shift, ...`` below ``limits[e]``.
+    """
+    lengths = tf.cast(lengths, tf.int64)
+    limits = tf.cast(limits, tf.int64)
+    span = (size - 1) * stride + 1
+    if drop_remainder:
+        limits = tf.minimum(limits, tf.maximum(lengths - span + 1, 0))
+    local = tf.ragged.range(tf.zeros_like(limits), limits, shift)
+    offsets = tf.cumsum(lengths, exclusive=True)
+    starts = local.values + tf.repeat(offsets, local.row_lengths())
+    available = tf.repeat(lengths, local.row_lengths()) - local.values
+    return starts, tf.minimum(tf.cast(size, tf.int64), (available + stride - 1) // stride)
+
+
+def _cut(values: Any, starts: tf.Tensor, window_lengths: tf.Tensor, size: int, stride: int,
+         drop_remainder: bool) -> tf.data.Dataset:
+    """The windows ``values[start + k*stride]`` (k < length) as a dataset of dense windows."""
+    offsets = tf.range(size, dtype=tf.int64) * stride
+    index = starts[:, None] + offsets[None, :]
+    if drop_remainder:  # every window is full: one dense gather, windows of static length `size`
+        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(lambda v: tf.gather(v, index), values))
+    flat = tf.boolean_mask(index, offsets[None, :] < window_lengths[:, None] * stride)
+    windows = tf.nest.map_structure(
+        lambda v: tf.RaggedTensor.from_row_lengths(tf.gather(v, flat), window_lengths), values)
+    # Slices of a ragged_rank-1 tensor are dense; the identity map turns their spec into TensorSpec.
+    return tf.data.Dataset.from_tensor_slices(windows).map(lambda w: w)
+
+
+def batch(dataset: tf.data.Dataset, size: int, shift: int | None = None, stride: int = 1,
+          drop_remainder: bool = False) -> tf.data.Dataset:
+    """Windows of consecutive elements of ``dataset`` (rlds' ``batch``), each field stacked.
+
+    Args:
+      dataset: any dataset, typically one episode's steps or a flat stream of steps.
+      size: elements per window (an explicit count: rlds' byte-based auto size fails on text steps).
+      shift: distance between window starts; defaults to ``size`` (non-overlapping).
+      stride: distance between the elements of a window.
+      drop_remainder: drop the windows that run past the end instead of keeping them shorter.
+
+    A flat stream crosses episode boundaries; use ``batch_nested_steps`` to window within episodes.
+
+    >>> ds = tf.data.Dataset.range(1, 5)
+    >>> [w.tolist() for w in batch(ds, size=2, shift=1, drop_remainder=True).as_numpy_iterator()]
+    [[1, 2], [2, 3], [3, 4]]
+    """
+    shift = _check(size, shift, stride)
+    if shift == size and stride == 1:
+        return dataset.batch(size, drop_remainder=drop_remainder)
+    span = (size - 1) * stride + 1
+    block = shift * math.ceil(max(span, resolve_batch_size(BATCH_AUTO_TUNE) * 4) / shift)
+    blocks = dataset.batch(block).concatenate(tf.data.Dataset.from_tensors(empty_block(dataset.element_spec)))
+
+    def pair(previous: Any, current: Any) -> tuple[Any, tuple[Any, tf.Tensor]]:
+        # Windows starting in `previous` end at most `span - shift` elements into `current` (block >= span).
+        joined = tf.nest.map_structure(lambda a, b: tf.concat([a, b], 0), previous, current)
+        return current, (joined, leading_size(previous))
+
+    def windows(joined: Any, limit: tf.Tensor) -> tf.data.Dataset:
+        starts, lengths = _plan(leading_size(joined)[None], limit[None], size, shift, stride, drop_remainder)
+        return _cut(joined, starts, lengths, size, stride, drop_remainder)
+
+    return blocks.scan(empty_block(dataset.element_spec), pair).flat_map(windows)
+
+
+def episode_blocks(episodes: tf.data.Dataset, steps_key: str = "steps",
+                   episodes_per_block: int = EPISODES_PER_BLOCK) -> tf.data.Dataset:
+    """Blocks of whole episodes: ``(steps, lengths)`` with each step field concatenated over the block's
+    episodes (leading dimension = their total steps) and ``lengths`` the steps of each episode.
+
+    Episodes without steps are skipped. The building block of the vectorised per-episode transforms.
+
+    >>> eps = tf.data.Dataset.range(4).map(lambda i: {"steps": tf.data.Dataset.range(i)})
+    >>> [(s.tolist(), n.tolist()) for s, n in episode_blocks(eps, episodes_per_block=2).as_numpy_iterator()]
+    [([0, 0, 1], [1, 2]), ([0, 1, 2], [3])]
+    """
+    whole = episodes.flat_map(lambda episode: episode[steps_key].batch(WHOLE))
+    ragged = whole.ragged_batch(episodes_per_block)
+
+    def flatten(block: Any) -> tuple[Any, tf.Tensor]:
+        leaves = tf.nest.flatten(block)
+        return tf.nest.map_structure(lambda r: r.values, block), leaves[0].row_lengths()
+
+    return ragged.map(flatten)
+
+
+def batch_nested_steps(episodes: tf.data.Dataset, size: int, shift: int | None = None, stride: int = 1,
+                       drop_remainder: bool = False, cross_episodes: bool = False,
+                       steps_key: str = "steps") -> tf.data.Dataset:
+    """Windows of steps of every episode, as one flat dataset of windows (each field stacked).
+
+    Args:
+      episodes: a dataset of RLDS episodes.
+      size, shift, stride, drop_remainder: as for ``batch``.
+      cross_episodes: let windows run from one episode into the next (the flat step stream). By default a
+        window never crosses an episode boundary: each episode is windowed on its own, as
+        ``rlds.transformations.batch`` applied to each episode's steps.
+
+    >>> eps = tf.data.Dataset.range(2).map(lambda i: {"steps": tf.data.Dataset.range(3 * i, 3 * i + 3)})
+    >>> [w.tolist() for w in batch_nested_steps(eps, size=2, shift=1, drop_remainder=True).as_numpy_iterator()]
+    [[0, 1], [1, 2], [3, 4], [4, 5]]
+    """
+    shift = _check(size, shift, stride)
+    if cross_episodes:
+        return batch(episodes.flat_map(lambda episode: episode[steps_key]), size, shift, stride, drop_remainder)
+
+    def windows(steps: Any, lengths: tf.Tensor) -> tf.data.Dataset:
+        starts, window_lengths = _plan(lengths, lengths, size, shift, stride, drop_remainder)
+        return _cut(steps, starts, window_lengths, size, stride, drop_remainder)
+
+    return episode_blocks(episodes, steps_key).flat_map(windows)
+
+
+def n_step_windows(episodes: tf.data.Dataset, n: int, steps_key: str = "steps",
+                   mask_key: str = "mask") -> tf.data.Dataset:
+    """For every step t of every episode, the steps t .. t+n-1 of its episode, padded to ``n``.
+
+    Each element has every step field stacked to ``[n, ...]``, padding with zeros (``b""`` for text,
+    ``False`` for flags) past the episode's end, and ``mask_key``: ``bool[n]``, true on real steps.
+    Windows never cross episodes. With SAR steps, the window starting at the ``is_last`` step holds that
+    step alone.
+
+    >>> eps = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices({"r": [1., 2., 3.]})})
+    >>> [(w["r"].tolist(), w["mask"].tolist()) for w in n_step_windows(eps, 2).as_numpy_iterator()][-1]
+    ([3.0, 0.0], [True, False])
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+
+    def windows(steps: Any, lengths: tf.Tensor) -> tf.data.Dataset:
+        starts, window_lengths = _plan(lengths, lengths, n, 1, 1, False)
+        offsets = tf.range(n, dtype=tf.int64)
+        mask = offsets[None, :] < window_lengths[:, None]
+        total = tf.reduce_sum(lengths)
+        index = tf.minimum(starts[:, None] + offsets[None, :], tf.maximum(total - 1, 0))
+
+        def pad(v: tf.Tensor) -> tf.Tensor:
+            gathered = tf.gather(v, index)
+            return tf.where(broadcast_rows(mask, gathered), gathered, tf.zeros_like(gathered))
+
+        out = tf.nest.map_structure(pad, steps)
+        if isinstance(out, dict):
+            if mask_key in out:
+                raise ValueError(f"steps already have a field named {mask_key!r}; pass another mask_key")
+            out = {**out, mask_key: mask}
+        else:
+            out = (out, mask)
+        return tf.data.Dataset.from_tensor_slices(out)
+
+    return episode_blocks(episodes, steps_key).flat_map(windows)
+
+
+__all__ = ["batch", "batch_nested_steps", "episode_blocks", "n_step_windows", "EPISODES_PER_BLOCK"]
