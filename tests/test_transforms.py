@@ -13,7 +13,8 @@ from loggers import record
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from tests.test_builder_roundtrip import ReplayRoundtrip
 from transforms.loading import load, to_turns
-from transforms.torch_bridge import TurnDataset, dataset_statistics
+from transforms.statistics import dataset_statistics
+from transforms.torch_bridge import TurnDataset
 
 EPISODES = [
     ScriptedEpisode([{"text": t, "turn": np.int32(i)} for i, t in enumerate(["", "🟩⬛", "🟩🟩"])],

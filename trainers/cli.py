@@ -4,6 +4,8 @@
 ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config ``manual_dir``),
 ``tfds.load`` them back, and print dataset statistics and one episode as coloured squares.
 ``rlds-lang record`` records any Wordle policy to a log folder.
+``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
+return, episode length and action length distributions to a PNG.
 """
 
 from __future__ import annotations
@@ -65,13 +67,10 @@ def cmd_demo(args: argparse.Namespace) -> None:
     print(f"      built in {time.perf_counter() - started:.1f} s")
     print("[3/3] tfds.load and statistics")
     from transforms.loading import load
-    from transforms.torch_bridge import dataset_statistics
+    from transforms.statistics import compute_statistics
 
     episodes = load("wordle_synthetic", config="manual_dir", data_dir=data)
-    stats = dataset_statistics(episodes)
-    width = max(len(k) for k in stats)
-    for key, value in stats.items():
-        print(f"  {key:<{width}}  {value:.3f}" if isinstance(value, float) else f"  {key:<{width}}  {value}")
+    print("\n".join("  " + line for line in compute_statistics(episodes).table().splitlines()))
     first = next(iter(episodes.take(1)))
     steps = [{"action": st["action"].decode(), "reward": float(st["reward"]),
               "observation": {"text": st["observation"]["text"].decode()}}
@@ -79,6 +78,21 @@ def cmd_demo(args: argparse.Namespace) -> None:
     meta = {k: first[k].numpy().decode() for k in ("episode_id", "answer", "policy")}
     print(f"episode {meta['episode_id']} (answer {meta['answer']!r}, policy {meta['policy']}):")
     print(render_episode(steps))
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    """Prints the statistics table of a dataset split and, with ``--plot``, writes the histograms PNG."""
+    from transforms.loading import load
+    from transforms.statistics import compute_statistics
+
+    episodes = load(args.dataset, split=args.split, config=args.config, data_dir=args.data_dir)
+    stats = compute_statistics(episodes, win_reward=args.win_reward, action_key=args.action_key,
+                               reward_key=args.reward_key, batch_size=args.batch_size)
+    name = f"{args.dataset}{'/' + args.config if args.config else ''} [{args.split}]"
+    print(name)
+    print(stats.table())
+    if args.plot:
+        print(f"plot -> {stats.plot(args.plot, title=name)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--run-name", default="run")
     rec.add_argument("--workers", type=int, default=1)
     rec.set_defaults(func=cmd_record)
+    stats = sub.add_parser("stats", help="statistics table (and histograms PNG) of a built dataset")
+    stats.add_argument("dataset", help="a folder written by tfds build (with dataset_info.json) or a dataset name")
+    stats.add_argument("--config", default=None, help="builder config when loading by name")
+    stats.add_argument("--data_dir", "--data-dir", dest="data_dir", default=None,
+                       help="TFDS data folder when loading by name")
+    stats.add_argument("--split", default="train")
+    stats.add_argument("--plot", default=None, help="write the histograms to this PNG")
+    stats.add_argument("--win-reward", type=float, default=0.0,
+                       help="an episode is won when it terminated and its final action earned at least this")
+    stats.add_argument("--action-key", default="action", help="action field or /-path to its text")
+    stats.add_argument("--reward-key", default="reward")
+    stats.add_argument("--batch-size", type=int, default=4096, help="steps per vectorised batch")
+    stats.set_defaults(func=cmd_stats)
     return parser
 
 

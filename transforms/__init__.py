@@ -15,6 +15,7 @@ PyTorch bridge lives in ``transforms.torch_bridge`` so that this package imports
 | ``moments`` | ``mean_and_std``, ``sar_fields_mask`` |
 | ``specs`` | ``zeros_from_spec``, ``zero_dataset_like``, ``BATCH_AUTO_TUNE`` |
 | ``returns`` | ``add_returns_to_go``, ``episode_return``, ``add_episode_return`` |
+| ``statistics`` | ``compute_statistics`` → ``DatasetStatistics`` (``table()``, ``plot()``), ``dataset_statistics`` |
 | ``selection`` | ``filter_top_p``, ``split_by_episode_id``, ``episode_returns`` |
 """
 
@@ -23,6 +24,7 @@ from transforms.loading import load, to_turns
 from transforms.moments import mean_and_std, sar_fields_mask
 from transforms.returns import add_episode_return, add_returns_to_go, episode_return, returns_to_go_of
 from transforms.selection import episode_returns, filter_top_p, split_by_episode_id, top_p_mask
+from transforms.statistics import DatasetStatistics, compute_statistics, dataset_statistics
 from transforms.specs import BATCH_AUTO_TUNE, zero_dataset_like, zeros_from_spec
 from transforms.steps import (apply_nested_steps, concat_if_terminal, concatenate, episode_length, final_step,
                               map_nested_steps, map_steps, sum_dataset, sum_nested_steps, truncate_after_condition)
@@ -34,5 +36,5 @@ __all__ = [
     "filter_top_p", "split_by_episode_id", "top_p_mask", "BATCH_AUTO_TUNE", "zero_dataset_like", "zeros_from_spec",
     "apply_nested_steps", "concat_if_terminal", "concatenate", "episode_length", "final_step", "map_nested_steps",
     "map_steps", "sum_dataset", "sum_nested_steps", "truncate_after_condition", "batch", "batch_nested_steps",
-    "n_step_windows",
+    "n_step_windows", "DatasetStatistics", "compute_statistics", "dataset_statistics",
 ]

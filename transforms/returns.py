@@ -27,7 +27,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from transforms.specs import WHOLE
+from transforms.specs import WHOLE, collect
 
 STEPS = "steps"
 
@@ -104,11 +104,9 @@ def episode_return(steps: tf.data.Dataset, gamma: float = 1.0, use_discount: boo
     >>> float(episode_return(ds))
     -1.0
     """
-    def fold(total: tf.Tensor, batch: dict[str, tf.Tensor]) -> tf.Tensor:
-        return total + returns_to_go_of(batch, gamma, use_discount, reward_key)[0]
-
-    # One batch per episode: the fold runs once (or not at all for an empty episode).
-    return steps.batch(WHOLE).reduce(tf.constant(0.0, tf.float64), fold)
+    steps_block = collect(steps)
+    returns = returns_to_go_of(steps_block, gamma, use_discount, reward_key)
+    return tf.concat([returns, tf.zeros([1], tf.float64)], 0)[0]  # 0.0 for an episode without steps
 
 
 def add_episode_return(episodes: tf.data.Dataset, gamma: float = 1.0, use_discount: bool = False,

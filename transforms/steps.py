@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from transforms.specs import BATCH_AUTO_TUNE, leading_size, resolve_batch_size, zeros_from_spec
+from transforms.specs import BATCH_AUTO_TUNE, collect, leading_size, resolve_batch_size, zeros_from_spec
 
 Step = dict[str, Any]
 STEPS = "steps"
@@ -104,8 +104,9 @@ def sum_dataset(steps: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
         values = steps.batch(size).map(
             lambda b: tf.nest.map_structure(lambda v: tf.reduce_sum(v, 0), on_batch(b)),
             num_parallel_calls=tf.data.AUTOTUNE)
-    zeros = zeros_from_spec(values.element_spec)
-    return values.reduce(zeros, lambda total, value: tf.nest.map_structure(tf.add, total, value))
+    # Per-batch sums (one per `size` steps) are collected and summed at once: no Dataset.reduce, which is
+    # slow when this runs per episode inside a map.
+    return tf.nest.map_structure(lambda v: tf.reduce_sum(v, 0), collect(values))
 
 
 def sum_nested_steps(episodes: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
@@ -121,19 +122,15 @@ def sum_nested_steps(episodes: tf.data.Dataset, data_to_sum: Callable[[Step], An
 
 
 def episode_length(steps: tf.data.Dataset, optimization_batch_size: int = BATCH_AUTO_TUNE) -> tf.Tensor:
-    """The number of steps (int32), from the cardinality when known, else counted batch by batch.
+    """The number of steps (int32), from the cardinality when known, else counted in one batch.
 
     >>> int(episode_length(tf.data.Dataset.range(7).filter(lambda x: x > 2)))
     4
     """
     cardinality = steps.cardinality()
     known = tf.reduce_all([cardinality != tf.data.UNKNOWN_CARDINALITY, cardinality != tf.data.INFINITE_CARDINALITY])
-
-    def count() -> tf.Tensor:
-        size = resolve_batch_size(optimization_batch_size) * 16
-        return steps.batch(size).reduce(tf.constant(0, tf.int64), lambda n, b: n + leading_size(b))
-
-    return tf.cast(tf.cond(known, lambda: cardinality, count), tf.int32)
+    del optimization_batch_size  # the steps are read as one batch; kept for rlds' signature
+    return tf.cast(tf.cond(known, lambda: cardinality, lambda: leading_size(collect(steps))), tf.int32)
 
 
 def final_step(steps: tf.data.Dataset) -> Any:
@@ -142,10 +139,11 @@ def final_step(steps: tf.data.Dataset) -> Any:
     >>> int(final_step(tf.data.Dataset.range(4).filter(lambda x: x < 3)))
     2
     """
-    # Batch by batch, keeping the last row of each: vectorised and one pass.
+    whole = collect(steps)
     zeros = zeros_from_spec(steps.element_spec)
-    return steps.batch(resolve_batch_size(BATCH_AUTO_TUNE)).reduce(
-        zeros, lambda _, b: tf.nest.map_structure(lambda t: t[-1], b))
+    last = tf.maximum(leading_size(whole) - 1, 0)
+    padded = tf.nest.map_structure(lambda b, z: tf.concat([b, z[None]], 0), whole, zeros)
+    return tf.nest.map_structure(lambda b: b[last], padded)
 
 
 def _add_missing(step: Step, spec: dict[str, Any]) -> Step:

@@ -1,4 +1,4 @@
-"""The PyTorch bridge: a ``torch.utils.data.IterableDataset`` over the per-turn view, and dataset statistics.
+"""The PyTorch bridge: a ``torch.utils.data.IterableDataset`` over the per-turn view.
 
 ``TurnDataset`` yields Python values (``str`` decoded from UTF-8, ``float``, ``bool``), so trainers
 tokenise with any tokenizer; with a multi-worker ``DataLoader`` each worker reads a disjoint shard.
@@ -7,10 +7,11 @@ Example::
 
     from torch.utils.data import DataLoader
     from transforms.loading import load
-    from transforms.torch_bridge import TurnDataset, dataset_statistics
+    from transforms.statistics import compute_statistics
+    from transforms.torch_bridge import TurnDataset
 
     episodes = load("wordle_synthetic", config="expert", data_dir="/tmp/tfds")
-    print(dataset_statistics(episodes))
+    print(compute_statistics(episodes).table())
     for batch in DataLoader(TurnDataset(episodes), batch_size=32):
         print(batch["observation"][:2], batch["reward"][:2])
         break
@@ -71,43 +72,4 @@ class TurnDataset(torch.utils.data.IterableDataset):
             yield {k: _decode(v) for k, v in turn.items()}
 
 
-def dataset_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0) -> dict[str, float]:
-    """Episodes, steps (all RLDS steps, ``is_last`` included), actions, mean/min/max return and win rate.
-
-    An episode counts as won when it terminated (``is_terminal`` on its last step) and its final action
-    earned at least ``win_reward`` (Wordle: the winning guess earns 0, every other guess -1).
-    """
-    def flags(step: dict[str, Any]) -> dict[str, tf.Tensor]:
-        return {"reward": tf.cast(step["reward"], tf.float64), "is_last": step["is_last"],
-                "is_terminal": step["is_terminal"]}
-
-    steps = episodes.flat_map(lambda episode: episode["steps"].map(flags)).batch(4096)
-    n_episodes = n_steps = n_actions = wins = 0
-    returns: list[float] = []
-    running, last_reward, actions = 0.0, 0.0, 0
-    for batch in steps.as_numpy_iterator():  # a flat stream of steps; is_last closes an episode
-        for reward, last, terminal in zip(batch["reward"], batch["is_last"], batch["is_terminal"]):
-            n_steps += 1
-            if not last:
-                running += float(reward)
-                last_reward = float(reward)
-                actions += 1
-                continue
-            n_episodes += 1
-            n_actions += actions
-            returns.append(running)
-            wins += int(bool(terminal) and actions > 0 and last_reward >= win_reward)
-            running, last_reward, actions = 0.0, 0.0, 0
-    arr = np.asarray(returns, dtype=np.float64)
-    return {
-        "episodes": n_episodes,
-        "steps": n_steps,
-        "actions": n_actions,
-        "mean_return": float(arr.mean()) if n_episodes else float("nan"),
-        "min_return": float(arr.min()) if n_episodes else float("nan"),
-        "max_return": float(arr.max()) if n_episodes else float("nan"),
-        "win_rate": wins / n_episodes if n_episodes else float("nan"),
-    }
-
-
-__all__ = ["TurnDataset", "dataset_statistics"]
+__all__ = ["TurnDataset"]

@@ -1,0 +1,457 @@
+"""Dataset statistics of RLDS episodes: counts, return / episode length / action length distributions.
+
+``compute_statistics`` reads a dataset once, vectorised: the steps of all episodes are flattened into one
+stream reduced to the few fields it needs, batched (``batch_size`` steps at a time, by count: text-only
+steps are fine), measured per batch in TensorFlow (``tf.strings.length(..., unit="UTF8_CHAR")``, a
+whitespace split), and cut into episodes with numpy segment sums over the ``is_last`` boundaries
+(``np.add.reduceat``); an episode split across batches is carried over to the next one. No Python loop
+runs per step. ``DatasetStatistics`` then prints a table (``table``), summarises (``summary``) and plots
+three histograms to a PNG (``plot``; matplotlib is imported there, Agg canvas, never at import time).
+
+SAR alignment (ARCHITECTURE.md): step i's reward is what its action earned; the ``is_last`` step carries
+no action and its reward is ignored. An episode's length is its number of actions (its non-last steps).
+
+Example::
+
+    from transforms.loading import load
+    from transforms.statistics import compute_statistics
+
+    stats = compute_statistics(load("wordle_synthetic", config="expert", data_dir="/tmp/tfds"))
+    print(stats.table())
+    stats.plot("/tmp/wordle_statistics.png")
+
+Or from the shell: ``rlds-lang stats wordle_synthetic --config expert --data_dir /tmp/tfds --plot out.png``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import pathlib
+import warnings
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+QUANTITIES = ("return", "episode_length", "action_length", "action_words")
+_LABELS = {
+    "return": "return",
+    "episode_length": "episode length (actions)",
+    "action_length": "action length (chars)",
+    "action_words": "action length (words)",
+}
+_COLUMNS = ("count", "mean", "std", "min", "p25", "median", "p75", "max")
+
+
+def _frozen(values: Any, dtype: Any) -> np.ndarray:
+    array = np.array(values, dtype=dtype).reshape(-1)
+    array.setflags(write=False)
+    return array
+
+
+def _describe(values: np.ndarray) -> dict[str, float]:
+    """count/mean/std (population, ddof=0)/min/p25/median/p75/max; NaN statistics when there is no value."""
+    values = np.asarray(values, np.float64)
+    if values.size == 0:
+        return {"count": 0.0, **{column: math.nan for column in _COLUMNS[1:]}}
+    p25, median, p75 = np.quantile(values, [0.25, 0.5, 0.75])
+    return {"count": float(values.size), "mean": float(values.mean()), "std": float(values.std()),
+            "min": float(values.min()), "p25": float(p25), "median": float(median), "p75": float(p75),
+            "max": float(values.max())}
+
+
+def _format(value: float) -> str:
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.3f}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DatasetStatistics:
+    """What ``compute_statistics`` found in a dataset (arrays are read-only numpy arrays, in dataset order).
+
+    Attributes:
+      episodes: complete episodes (closed by an ``is_last`` step).
+      steps: all RLDS steps read, ``is_last`` steps included.
+      actions: non-last steps of complete episodes (each holds an action).
+      terminated: episodes whose ``is_last`` step has ``is_terminal`` set.
+      truncated: the other episodes (ended by a time limit or cut short; ``episodes - terminated``).
+      wins: terminated episodes with at least one action whose final action earned ``>= win_reward``.
+      win_reward: the threshold ``wins`` used.
+      returns: float64 ``[episodes]``, the sum of each episode's rewards over its non-last steps (NaN when
+        the steps have no reward field).
+      episode_lengths: int64 ``[episodes]``, actions per episode.
+      action_lengths: int64 ``[actions]``, Unicode code points of each action text (an emoji such as
+        "🟩" or a CJK character such as "二" counts 1; a ZWJ emoji sequence counts its code points). Empty
+        when the steps have no text action.
+      action_words: int64 ``[actions]``, whitespace-separated words of each action text.
+      action_field: the ``/``-joined path of the text field measured as the action, or ``None``.
+
+    >>> stats = DatasetStatistics(episodes=1, steps=3, actions=2, terminated=1, truncated=0, wins=1,
+    ...                           win_reward=0.0, returns=[-1.0], episode_lengths=[2],
+    ...                           action_lengths=[5, 5], action_words=[1, 1], action_field="action")
+    >>> stats.win_rate, stats.summary()["return_mean"], stats.returns.dtype
+    (1.0, -1.0, dtype('float64'))
+    """
+
+    episodes: int
+    steps: int
+    actions: int
+    terminated: int
+    truncated: int
+    wins: int
+    win_reward: float
+    returns: np.ndarray
+    episode_lengths: np.ndarray
+    action_lengths: np.ndarray
+    action_words: np.ndarray
+    action_field: str | None = "action"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "returns", _frozen(self.returns, np.float64))
+        object.__setattr__(self, "episode_lengths", _frozen(self.episode_lengths, np.int64))
+        object.__setattr__(self, "action_lengths", _frozen(self.action_lengths, np.int64))
+        object.__setattr__(self, "action_words", _frozen(self.action_words, np.int64))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DatasetStatistics):
+            return NotImplemented
+        for field in dataclasses.fields(self):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            if isinstance(mine, np.ndarray):
+                if not np.array_equal(mine, theirs, equal_nan=True):
+                    return False
+            elif mine != theirs:
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking arrays inside: not hashable
+
+    @property
+    def win_rate(self) -> float:
+        """``wins / episodes`` (NaN without episodes or without rewards).
+
+        >>> DatasetStatistics(2, 6, 4, 2, 0, 1, 0.0, [-1.0, -3.0], [2, 2], [], []).win_rate
+        0.5
+        """
+        if self.episodes == 0 or np.isnan(self.returns).any():
+            return math.nan
+        return self.wins / self.episodes
+
+    def _values(self, quantity: str) -> np.ndarray:
+        return {"return": self.returns, "episode_length": self.episode_lengths,
+                "action_length": self.action_lengths, "action_words": self.action_words}[quantity]
+
+    def summary(self) -> dict[str, float]:
+        """Counts, win rate, and ``<quantity>_<statistic>`` for every quantity and statistic, as floats.
+
+        Quantities: ``return``, ``episode_length``, ``action_length`` (characters), ``action_words``;
+        statistics: ``count``, ``mean``, ``std`` (population), ``min``, ``p25``, ``median``, ``p75``,
+        ``max`` (quantiles interpolate linearly). NaN where there is nothing to summarise.
+
+        >>> s = DatasetStatistics(2, 6, 4, 2, 0, 1, 0.0, [-1.0, -3.0], [2, 2], [5, 5, 1, 3], [1, 1, 1, 1])
+        >>> s.summary()["return_mean"], s.summary()["action_length_median"], s.summary()["episodes"]
+        (-2.0, 4.0, 2.0)
+        """
+        out = {"episodes": float(self.episodes), "steps": float(self.steps), "actions": float(self.actions),
+               "terminated": float(self.terminated), "truncated": float(self.truncated),
+               "win_rate": float(self.win_rate)}
+        for quantity in QUANTITIES:
+            for column, value in _describe(self._values(quantity)).items():
+                out[f"{quantity}_{column}"] = value
+        return out
+
+    def table(self) -> str:
+        """A plain-text table: a line of counts, then one row per quantity and one column per statistic.
+
+        Integral values print without decimals, others with three.
+
+        >>> s = DatasetStatistics(2, 7, 5, 1, 1, 1, 0.0, [-1.0, -3.0], [2, 3], [5, 5, 3, 1, 0], [1, 1, 1, 1, 0])
+        >>> print(s.table())  # doctest: +NORMALIZE_WHITESPACE
+        episodes 2  steps 7  actions 5  terminated 1  truncated 1  win rate 0.500 (final reward >= 0)
+        quantity                  count   mean    std  min    p25  median    p75  max
+        return                        2     -2      1   -3 -2.500     -2 -1.500   -1
+        episode length (actions)      2  2.500  0.500    2  2.250  2.500  2.750    3
+        action length (chars)         5  2.800  2.040    0      1      3      5    5
+        action length (words)         5  0.800  0.400    0      1      1      1    1
+        """
+        head = (f"episodes {self.episodes}  steps {self.steps}  actions {self.actions}  "
+                f"terminated {self.terminated}  truncated {self.truncated}  "
+                f"win rate {self.win_rate:.3f} (final reward >= {_format(self.win_reward)})")
+        rows = [["quantity", *_COLUMNS]]
+        for quantity in QUANTITIES:
+            described = _describe(self._values(quantity))
+            rows.append([_LABELS[quantity], *(_format(described[column]) for column in _COLUMNS)])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = [head]
+        for row in rows:
+            cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]
+            lines.append("  ".join(cells).rstrip())
+        return "\n".join(lines)
+
+    def plot(self, path: str | os.PathLike, title: str | None = None) -> pathlib.Path:
+        """Writes a PNG with three histograms (returns, episode lengths, action lengths); returns its path.
+
+        Each panel has a title with its count and mean, axis labels and the count above every bar (when
+        there are at most 40 bars). Integer-valued data get one bar per integer. matplotlib is imported
+        here, drawing on an Agg canvas (no display, no change to the global pyplot backend).
+
+        >>> import tempfile
+        >>> s = DatasetStatistics(2, 7, 5, 1, 1, 1, 0.0, [-1.0, -3.0], [2, 3], [5, 5, 3, 1, 0], [1, 1, 1, 1, 0])
+        >>> out = s.plot(os.path.join(tempfile.mkdtemp(), "stats.png"))
+        >>> out.read_bytes()[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+        True
+        """
+        try:
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+        except ImportError as error:  # e.g. the legacy TF 2.15 environment, which has no matplotlib
+            raise ImportError("DatasetStatistics.plot needs matplotlib: pip install -c constraints.txt matplotlib"
+                              ) from error
+
+        figure = Figure(figsize=(15, 4.5), layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.subplots(1, 3)
+        panels = [
+            (self.returns, "Return distribution", "return (sum of rewards over actions)", "episodes"),
+            (self.episode_lengths, "Episode length distribution", "episode length (actions)", "episodes"),
+            (self.action_lengths, "Action length distribution",
+             f"action length (Unicode characters of {self.action_field!r})", "actions"),
+        ]
+        for ax, (values, name, xlabel, unit) in zip(axes, panels):
+            _histogram(ax, np.asarray(values, np.float64), name, xlabel, unit)
+        figure.suptitle(title or (f"{self.episodes} episodes, {self.steps} steps, {self.actions} actions; "
+                                  f"{self.terminated} terminated, {self.truncated} truncated; win rate "
+                                  f"{self.win_rate:.3f}"))
+        out = pathlib.Path(path)
+        if out.parent and not out.parent.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(out, format="png", dpi=100)
+        return out
+
+
+def _histogram(ax: Any, values: np.ndarray, name: str, xlabel: str, unit: str) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    values = values[np.isfinite(values)]
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"{unit} (count)")
+    if values.size == 0:
+        ax.set_title(f"{name} (no data)")
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        return
+    low, high = float(values.min()), float(values.max())
+    integral = bool(np.all(values == np.round(values)))
+    if integral and high - low <= 60:
+        edges = np.arange(low - 0.5, high + 1.5, 1.0)
+    else:
+        auto = np.histogram_bin_edges(values, bins="auto")
+        edges = np.histogram_bin_edges(values, bins=max(1, min(50, len(auto) - 1)))
+    counts, _, bars = ax.hist(values, bins=edges, color="#4c72b0", edgecolor="white")
+    if len(counts) <= 40:
+        ax.bar_label(bars, labels=[str(int(c)) if c else "" for c in counts], fontsize=8)
+    if integral and high - low <= 20:
+        ax.set_xticks(np.arange(low, high + 1.0))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.margins(y=0.12)
+    ax.set_title(f"{name} (n={values.size} {unit}, mean {values.mean():.2f})")
+
+
+def _resolve_action(spec: Mapping[str, Any], action_key: str) -> tuple[str, ...] | None:
+    """The path of the action text: ``action_key`` split on ``/``, then the first string leaf below it.
+
+    Leaves are visited in ``tf.nest`` order (dict keys sorted). ``None`` when the path is missing or holds no
+    scalar string.
+    """
+    node: Any = spec
+    path: tuple[str, ...] = ()
+    for key in action_key.split("/"):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node, path = node[key], path + (key,)
+
+    def first(node: Any, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        if isinstance(node, Mapping):
+            for key in sorted(node):
+                found = first(node[key], path + (key,))
+                if found is not None:
+                    return found
+            return None
+        if isinstance(node, tf.TensorSpec) and node.dtype == tf.string and node.shape.rank == 0:
+            return path
+        return None
+
+    return first(node, path)
+
+
+def _get(step: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        step = step[key]
+    return step
+
+
+def _step_stream(episodes: tf.data.Dataset, action_path: tuple[str, ...] | None, reward_key: str,
+                 has_reward: bool, has_terminal: bool, batch_size: int) -> tf.data.Dataset:
+    """Batches of ``reward``/``is_last``/``is_terminal``/``chars``/``words`` over all steps, in order."""
+
+    def select(step: Mapping[str, Any]) -> dict[str, tf.Tensor]:  # per step: picks fields, computes nothing
+        out = {"is_last": step["is_last"]}
+        if has_terminal:
+            out["is_terminal"] = step["is_terminal"]
+        if has_reward:
+            out["reward"] = step[reward_key]
+        if action_path is not None:
+            out["action"] = _get(step, action_path)
+        return out
+
+    def measure(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:  # per batch: vectorised
+        n = tf.shape(batch["is_last"])[0]
+        out = {"is_last": tf.cast(batch["is_last"], tf.bool),
+               "is_terminal": (tf.cast(batch["is_terminal"], tf.bool) if has_terminal
+                               else tf.zeros([n], tf.bool)),
+               "reward": (tf.cast(batch["reward"], tf.float64) if has_reward
+                          else tf.fill([n], tf.constant(math.nan, tf.float64)))}
+        if action_path is not None:
+            out["chars"] = tf.cast(tf.strings.length(batch["action"], unit="UTF8_CHAR"), tf.int64)
+            out["words"] = tf.strings.split(batch["action"]).row_lengths()
+        return out
+
+    steps = episodes.flat_map(lambda episode: episode["steps"].map(select))
+    return steps.batch(batch_size).map(measure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+
+
+def _episodes_of(chunk: dict[str, np.ndarray], win_reward: float) -> dict[str, np.ndarray]:
+    """Per-episode and per-action arrays of a chunk of whole episodes (its last step is ``is_last``)."""
+    last = chunk["is_last"]
+    ends = np.flatnonzero(last)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    acting = ~last
+    rewards = np.where(last, 0.0, chunk["reward"])
+    lengths = np.add.reduceat(acting.astype(np.int64), starts)
+    returns = np.add.reduceat(rewards, starts)
+    terminal = chunk["is_terminal"][ends]
+    final_reward = np.where(lengths > 0, chunk["reward"][np.maximum(ends - 1, 0)], -np.inf)
+    won = terminal & (lengths > 0) & (final_reward >= win_reward)
+    out = {"returns": returns, "lengths": lengths, "terminal": terminal, "won": won}
+    if "chars" in chunk:
+        out["chars"], out["words"] = chunk["chars"][acting], chunk["words"][acting]
+    return out
+
+
+def _whole_episode_chunks(batches: Iterator[dict[str, np.ndarray]]) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """``(steps in the batch, chunk of whole episodes)`` per batch; the open episode carries to the next.
+
+    The carried steps are prepended to the next batch, so every episode is summed from one contiguous
+    array whatever the batch size (results do not depend on where batches cut).
+    """
+    pending: dict[str, np.ndarray] | None = None
+    for batch in batches:
+        n = len(batch["is_last"])
+        if pending is not None:
+            batch = {key: np.concatenate([pending[key], value]) for key, value in batch.items()}
+        ends = np.flatnonzero(batch["is_last"])
+        if ends.size == 0:
+            pending = batch
+            yield n, {}
+            continue
+        cut = int(ends[-1]) + 1
+        pending = {key: value[cut:] for key, value in batch.items()} if cut < len(batch["is_last"]) else None
+        yield n, {key: value[:cut] for key, value in batch.items()}
+    if pending is not None and len(pending["is_last"]):
+        warnings.warn(f"compute_statistics: {len(pending['is_last'])} trailing steps have no is_last step after "
+                      "them; they count as steps but belong to no episode", RuntimeWarning, stacklevel=3)
+
+
+def compute_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0, action_key: str = "action",
+                       reward_key: str = "reward", batch_size: int = 4096) -> DatasetStatistics:
+    """Statistics of an RLDS episodes dataset, read once and vectorised.
+
+    Args:
+      episodes: a ``tf.data.Dataset`` of RLDS episodes ``{"steps": Dataset(step), ...}`` (as
+        ``transforms.loading.load`` returns). Steps need ``is_last``; ``is_terminal`` is read when present
+        (without it every episode counts as truncated), the reward when present (without it returns and
+        the win rate are NaN). Steps may hold only strings and flags.
+      win_reward: an episode is won when it terminated and its final action earned at least this
+        (Wordle: the winning guess earns 0, every other guess -1).
+      action_key: the action's field, or a ``/``-separated path into a nested action
+        (``"action/text"``). When it names a dict, the first scalar string leaf in ``tf.nest`` order (keys
+        sorted, depth first) is measured; ``DatasetStatistics.action_field`` says which. When no string is
+        found, action lengths are empty.
+      reward_key: the reward's field (cast to float64; the reward of ``is_last`` steps is ignored).
+      batch_size: steps per batch (by count, so text-only steps are fine); any value gives the same result.
+
+    Steps after the last ``is_last`` (an unfinished episode) count in ``steps`` only, with a warning.
+
+    >>> steps = {"action": ["crane", "二 🟩", ""], "reward": [-1.0, 0.0, 0.0],
+    ...          "is_last": [False, False, True], "is_terminal": [False, False, True]}
+    >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)}).repeat(2)
+    >>> stats = compute_statistics(episodes, batch_size=2)
+    >>> stats.episodes, stats.steps, stats.actions, stats.terminated, stats.win_rate
+    (2, 6, 4, 2, 1.0)
+    >>> stats.returns.tolist(), stats.episode_lengths.tolist(), stats.action_lengths.tolist()
+    ([-1.0, -1.0], [2, 2], [5, 3, 5, 3])
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    spec = episodes.element_spec
+    if not isinstance(spec, Mapping) or "steps" not in spec:
+        raise ValueError(f"compute_statistics: episodes must be dicts with a 'steps' dataset, got {spec}")
+    step_spec = spec["steps"].element_spec
+    if not isinstance(step_spec, Mapping) or "is_last" not in step_spec:
+        raise KeyError(f"compute_statistics: steps need an 'is_last' field; they have "
+                       f"{sorted(step_spec) if isinstance(step_spec, Mapping) else step_spec}")
+    action_path = _resolve_action(step_spec, action_key)
+    stream = _step_stream(episodes, action_path, reward_key, reward_key in step_spec, "is_terminal" in step_spec,
+                          batch_size)
+
+    n_steps = 0
+    parts: dict[str, list[np.ndarray]] = {"returns": [], "lengths": [], "terminal": [], "won": [], "chars": [],
+                                          "words": []}
+    for n, chunk in _whole_episode_chunks(stream.as_numpy_iterator()):
+        n_steps += n
+        if chunk:
+            for key, value in _episodes_of(chunk, win_reward).items():
+                parts[key].append(value)
+
+    def joined(key: str, dtype: Any) -> np.ndarray:
+        return np.concatenate(parts[key]).astype(dtype) if parts[key] else np.zeros([0], dtype)
+
+    lengths, terminal = joined("lengths", np.int64), joined("terminal", bool)
+    return DatasetStatistics(
+        episodes=int(lengths.size), steps=n_steps, actions=int(lengths.sum()), terminated=int(terminal.sum()),
+        truncated=int(lengths.size - terminal.sum()), wins=int(joined("won", bool).sum()),
+        win_reward=float(win_reward), returns=joined("returns", np.float64), episode_lengths=lengths,
+        action_lengths=joined("chars", np.int64), action_words=joined("words", np.int64),
+        action_field="/".join(action_path) if action_path is not None else None)
+
+
+def dataset_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0) -> dict[str, float]:
+    """Episodes, steps (all RLDS steps, ``is_last`` included), actions, mean/min/max return and win rate.
+
+    An episode counts as won when it terminated (``is_terminal`` on its last step) and its final action
+    earned at least ``win_reward`` (Wordle: the winning guess earns 0, every other guess -1). The compact
+    dict form of ``compute_statistics`` (kept for ``transforms.torch_bridge.dataset_statistics`` callers).
+
+    >>> steps = {"action": ["crane", ""], "reward": [0.0, 0.0], "is_last": [False, True],
+    ...          "is_terminal": [False, True]}
+    >>> dataset_statistics(tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)}))
+    {'episodes': 1, 'steps': 2, 'actions': 1, 'mean_return': 0.0, 'min_return': 0.0, 'max_return': 0.0, 'win_rate': 1.0}
+    """
+    stats = compute_statistics(episodes, win_reward=win_reward)
+    returns = stats.returns
+    return {
+        "episodes": stats.episodes,
+        "steps": stats.steps,
+        "actions": stats.actions,
+        "mean_return": float(returns.mean()) if stats.episodes else float("nan"),
+        "min_return": float(returns.min()) if stats.episodes else float("nan"),
+        "max_return": float(returns.max()) if stats.episodes else float("nan"),
+        "win_rate": stats.win_rate,
+    }
+
+
+__all__ = ["DatasetStatistics", "compute_statistics", "dataset_statistics"]
