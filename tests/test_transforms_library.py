@@ -22,7 +22,7 @@ from transforms import (add_episode_return, add_returns_to_go, batch, batch_nest
                         n_step_windows, sar_fields_mask, shift_keys, split_by_episode_id, sum_nested_steps,
                         truncate_after_condition)
 
-MODULES = ["specs", "windows", "steps", "alignment", "moments", "returns", "selection", "statistics", "loading"]
+MODULES = ["specs", "windows", "steps", "alignment", "moments", "returns", "selection", "statistics", "loading", "torch_bridge"]
 
 
 def reference_windows(items: list, size: int, shift: int, stride: int, drop_remainder: bool) -> list[list]:

@@ -20,6 +20,8 @@ from typing import Any
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from transforms.specs import collect
+
 
 def load(name_or_dir: str | os.PathLike, split: str = "train", config: str | None = None,
          data_dir: str | os.PathLike | None = None, **as_dataset_kwargs: Any) -> tf.data.Dataset:
@@ -42,21 +44,18 @@ def load(name_or_dir: str | os.PathLike, split: str = "train", config: str | Non
 
 
 def _turns_of_episode(episode: dict[str, Any]) -> tf.data.Dataset:
-    steps = episode["steps"]
+    steps = collect(episode["steps"])  # the whole episode as one batch: turns are cut with slices
     episode_id = episode.get("episode_id", tf.constant("", tf.string))
-
-    def turn(step: dict[str, Any], following: dict[str, Any]) -> dict[str, tf.Tensor]:
-        observation = step["observation"]
-        text = observation["text"] if isinstance(observation, dict) else observation
-        return {
-            "observation": text,
-            "action": step["action"],
-            "reward": tf.cast(step["reward"], tf.float64),
-            "done": following["is_last"],
-            "episode_id": episode_id,
-        }
-
-    return tf.data.Dataset.zip((steps, steps.skip(1))).map(turn)
+    observation = steps["observation"]
+    text = observation["text"] if isinstance(observation, dict) else observation
+    turns = {
+        "observation": text[:-1],
+        "action": steps["action"][:-1],
+        "reward": tf.cast(steps["reward"][:-1], tf.float64),
+        "done": steps["is_last"][1:],
+    }
+    turns["episode_id"] = tf.fill(tf.shape(turns["done"]), episode_id)
+    return tf.data.Dataset.from_tensor_slices(turns)
 
 
 def to_turns(episodes: tf.data.Dataset) -> tf.data.Dataset:

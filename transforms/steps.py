@@ -186,19 +186,31 @@ def concat_if_terminal(steps: tf.data.Dataset,
     return concatenate(steps, extra)
 
 
-def truncate_after_condition(steps: tf.data.Dataset, truncate_condition: Callable[[Step], Any]) -> tf.data.Dataset:
+def truncate_after_condition(steps: tf.data.Dataset, truncate_condition: Callable[[Step], Any],
+                             optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> tf.data.Dataset:
     """The steps up to and including the first one for which ``truncate_condition(step)`` holds.
 
+    Vectorised: the condition runs on whole batches; a scan over batches (not steps) carries whether the
+    cut has happened, and reading stops at the batch that holds it.
+
     >>> ds = tf.data.Dataset.range(10)
-    >>> list(truncate_after_condition(ds, lambda x: x == 3).as_numpy_iterator())
+    >>> list(truncate_after_condition(ds, lambda x: x == 3, optimization_batch_size=2).as_numpy_iterator())
     [0, 1, 2, 3]
     """
-    def tag(stop_before: tf.Tensor, step: Any) -> tuple[tf.Tensor, tuple[Any, tf.Tensor]]:
-        return tf.logical_or(stop_before, tf.cast(truncate_condition(step), tf.bool)), (step, stop_before)
+    condition = _on_batch(truncate_condition, batched)
 
-    return (steps.scan(tf.constant(False), tag)
-            .take_while(lambda step, stop_before: tf.logical_not(stop_before))
-            .map(lambda step, stop_before: step))
+    def cut(stopped: tf.Tensor, batch: Any) -> tuple[tf.Tensor, tuple[Any, tf.Tensor]]:
+        hits = tf.cast(tf.reshape(condition(batch), [-1]), tf.int32)
+        before_first = tf.equal(tf.cumsum(hits) - hits, 0)  # rows up to and including the first hit
+        keep = tf.logical_and(before_first, tf.logical_not(stopped))
+        kept = tf.nest.map_structure(lambda v: tf.boolean_mask(v, keep), batch)
+        return tf.logical_or(stopped, tf.reduce_any(hits > 0)), (kept, stopped)
+
+    return (steps.batch(resolve_batch_size(optimization_batch_size))
+            .scan(tf.constant(False), cut)
+            .take_while(lambda kept, stopped_before: tf.logical_not(stopped_before))
+            .map(lambda kept, stopped_before: kept)
+            .unbatch())
 
 
 __all__ = ["map_steps", "map_nested_steps", "apply_nested_steps", "sum_dataset", "sum_nested_steps",

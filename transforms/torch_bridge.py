@@ -72,4 +72,50 @@ class TurnDataset(torch.utils.data.IterableDataset):
             yield {k: _decode(v) for k, v in turn.items()}
 
 
-__all__ = ["TurnDataset"]
+def to_torch(batch: Any) -> Any:
+    """A numpy batch (as ``as_numpy_iterator`` yields) as torch: numbers and flags become tensors
+    (sharing memory when the array is writable), text becomes lists of ``str`` decoded from UTF-8.
+
+    >>> out = to_torch({"reward": np.array([1.0, 2.0], np.float32), "action": np.array([b"a", "é".encode()])})
+    >>> out["reward"].dtype, out["action"]
+    (torch.float32, ['a', 'é'])
+    """
+    if isinstance(batch, dict):
+        return {key: to_torch(value) for key, value in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_torch(value) for value in batch)
+    array = np.asarray(batch)
+    if array.dtype.kind in "OSU":
+        return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in array.reshape(-1).tolist()] \
+            if array.ndim <= 1 else [to_torch(row) for row in array]
+    if not array.flags.writeable:  # tf.data hands out read-only buffers; torch wants to own writable ones
+        array = array.copy()
+    return torch.from_numpy(array)
+
+
+class TensorBatches(torch.utils.data.IterableDataset):
+    """A batched ``tf.data.Dataset`` as an iterable of torch batches (see ``to_torch``), prefetched.
+
+    The dataset is already batched in tf.data (vectorised), so PyTorch receives whole batches: use
+    ``DataLoader(TensorBatches(ds), batch_size=None)``. With several DataLoader workers each reads a
+    disjoint shard of the batches.
+
+    >>> ds = tf.data.Dataset.from_tensor_slices({"reward": [1.0, 2.0, 3.0]}).batch(2)
+    >>> [b["reward"].tolist() for b in TensorBatches(ds)]
+    [[1.0, 2.0], [3.0]]
+    """
+
+    def __init__(self, batches: tf.data.Dataset):
+        super().__init__()
+        self._batches = batches
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        batches = self._batches
+        if info is not None and info.num_workers > 1:
+            batches = batches.shard(info.num_workers, info.id)
+        for batch in batches.prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
+            yield to_torch(batch)
+
+
+__all__ = ["TurnDataset", "TensorBatches", "to_torch"]
