@@ -217,3 +217,23 @@ def test_every_public_function_has_an_example_and_type_hints():
             assert obj.__doc__ and ">>>" in obj.__doc__, f"transforms.{name} has no runnable example"
             assert obj.__annotations__.get("return") is not None, f"transforms.{name} has no return type hint"
     assert math.isclose(float(sum_nested_steps(episodes_of([2]), lambda s: tf.cast(s["value"], tf.float64))), 1.0)
+
+
+def test_realign_between_sar_ars_rsa():
+    from transforms import AlignmentType as A, realign
+
+    sar = tf.data.Dataset.from_tensor_slices({"observation": ["o0", "o1", "o2", "o3"], "action": ["a0", "a1", "a2", ""],
+                                              "reward": [1.0, 2.0, 3.0, 0.0]})
+
+    def rows(ds):
+        return [(s["observation"].decode(), s["action"].decode(), float(s["reward"])) for s in ds.as_numpy_iterator()]
+
+    assert rows(realign(sar, A.SAR, A.ARS)) == [("o1", "a0", 1.0), ("o2", "a1", 2.0), ("o3", "a2", 3.0)]
+    assert rows(realign(sar, A.SAR, A.RSA)) == [("o1", "a1", 1.0), ("o2", "a2", 2.0), ("o3", "", 3.0)]
+    # ARS -> SAR undoes the move (one more step is lost at the other end)
+    assert rows(realign(realign(sar, A.SAR, A.ARS), A.ARS, A.SAR)) == [("o1", "a1", 2.0), ("o2", "a2", 3.0)]
+    # RSA -> ARS goes through SAR: two more moves, each dropping a step at one end of the episode
+    assert rows(realign(realign(sar, A.SAR, A.RSA), A.RSA, A.ARS)) == [("o2", "a1", 2.0)]
+    assert rows(realign(sar, A.SAR, A.SAR)) == rows(sar)
+    with pytest.raises(ValueError, match="supports SAR, ARS and RSA"):
+        realign(sar, A.SAR, A.UNKNOWN)

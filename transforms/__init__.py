@@ -11,7 +11,7 @@ PyTorch bridge lives in ``transforms.torch_bridge`` so that this package imports
 | ``loading`` | ``load`` a built dataset, ``to_turns`` |
 | ``steps`` | ``map_steps``, ``map_nested_steps``, ``apply_nested_steps``, ``sum_dataset``, ``sum_nested_steps``, ``episode_length``, ``final_step``, ``concatenate``, ``concat_if_terminal``, ``truncate_after_condition`` |
 | ``windows`` | ``batch`` (size/shift/stride/drop_remainder), ``batch_nested_steps``, ``n_step_windows`` |
-| ``alignment`` | ``shift_keys``, ``AlignmentType``, ``add_alignment_to_step`` |
+| ``alignment`` | ``shift_keys``, ``realign`` (SAR ↔ ARS / RSA), ``AlignmentType``, ``add_alignment_to_step`` |
 | ``moments`` | ``mean_and_std``, ``sar_fields_mask`` |
 | ``specs`` | ``zeros_from_spec``, ``zero_dataset_like``, ``BATCH_AUTO_TUNE`` |
 | ``returns`` | ``add_returns_to_go``, ``episode_return``, ``add_episode_return`` |
@@ -19,7 +19,7 @@ PyTorch bridge lives in ``transforms.torch_bridge`` so that this package imports
 | ``selection`` | ``filter_top_p``, ``split_by_episode_id``, ``episode_returns`` |
 """
 
-from transforms.alignment import AlignmentType, add_alignment_to_step, shift_keys
+from transforms.alignment import AlignmentType, add_alignment_to_step, realign, shift_keys
 from transforms.loading import load, to_turns
 from transforms.moments import mean_and_std, sar_fields_mask
 from transforms.returns import add_episode_return, add_returns_to_go, episode_return, returns_to_go_of
@@ -31,7 +31,7 @@ from transforms.steps import (apply_nested_steps, concat_if_terminal, concatenat
 from transforms.windows import batch, batch_nested_steps, n_step_windows
 
 __all__ = [
-    "AlignmentType", "add_alignment_to_step", "shift_keys", "load", "to_turns", "mean_and_std", "sar_fields_mask",
+    "AlignmentType", "add_alignment_to_step", "realign", "shift_keys", "load", "to_turns", "mean_and_std", "sar_fields_mask",
     "add_episode_return", "add_returns_to_go", "episode_return", "returns_to_go_of", "episode_returns",
     "filter_top_p", "split_by_episode_id", "top_p_mask", "BATCH_AUTO_TUNE", "zero_dataset_like", "zeros_from_spec",
     "apply_nested_steps", "concat_if_terminal", "concatenate", "episode_length", "final_step", "map_nested_steps",

@@ -85,4 +85,38 @@ def shift_keys(steps: tf.data.Dataset, keys: Sequence[str], shift: int,
     return batch(steps, size=size, shift=size - abs(shift)).map(realign).unbatch()
 
 
-__all__ = ["AlignmentType", "add_alignment_to_step", "shift_keys", "ALIGNMENT"]
+#: From SAR, which fields move and how far to reach each alignment (step i of the result holds ...):
+#: ARS: (a_i, r_i, o_{i+1}) — the observation comes from the next step;
+#: RSA: (r_{i-1}, o_i, a_i) — the reward comes from the previous step.
+_FROM_SAR = {AlignmentType.SAR: ("reward", 0), AlignmentType.ARS: ("observation", 1),
+             AlignmentType.RSA: ("reward", -1)}
+
+
+def realign(steps: tf.data.Dataset, source: AlignmentType, target: AlignmentType,
+            batch_size: int = BATCH_AUTO_TUNE) -> tf.data.Dataset:
+    """One episode's steps moved from the ``source`` alignment to ``target`` (SAR, ARS or RSA).
+
+    Each move is one ``shift_keys`` and drops one step (the one whose moved field would fall outside the
+    episode); going through SAR composes two moves. Apply per episode with ``apply_nested_steps``.
+
+    >>> sar = tf.data.Dataset.from_tensor_slices({"observation": ["o0", "o1", "o2"], "action": ["a0", "a1", ""],
+    ...                                           "reward": [1.0, 2.0, 0.0]})
+    >>> [(s["action"], s["reward"], s["observation"])
+    ...  for s in realign(sar, AlignmentType.SAR, AlignmentType.ARS).as_numpy_iterator()]
+    [(b'a0', 1.0, b'o1'), (b'a1', 2.0, b'o2')]
+    """
+    for alignment in (source, target):
+        if alignment not in _FROM_SAR:
+            raise ValueError(f"realign: supports SAR, ARS and RSA, got {alignment}")
+    if source == target:
+        return steps
+    if source != AlignmentType.SAR:  # back to SAR first: undo source's move
+        key, shift = _FROM_SAR[source]
+        steps = shift_keys(steps, [key], -shift, batch_size)
+    if target != AlignmentType.SAR:
+        key, shift = _FROM_SAR[target]
+        steps = shift_keys(steps, [key], shift, batch_size)
+    return steps
+
+
+__all__ = ["AlignmentType", "add_alignment_to_step", "shift_keys", "realign", "ALIGNMENT"]
