@@ -72,19 +72,19 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def mean_and_std(episodes: tf.data.Dataset, get_step_fields: Callable[[dict[str, Any]], FieldsAndMask],
+def mean_and_std(episodes_dataset: tf.data.Dataset, get_step_fields: Callable[[dict[str, Any]], FieldsAndMask],
                  optimization_batch_size: int = BATCH_AUTO_TUNE) -> tuple[dict[str, Any], dict[str, Any]]:
     """Mean and (sample) standard deviation of the fields ``get_step_fields`` selects, over all steps.
 
     Args:
-      episodes: a dataset of episodes.
+      episodes_dataset: a dataset of episodes.
       get_step_fields: ``step -> (fields, mask)``: ``fields`` a dict of numeric (nested) tensors,
         ``mask`` a dict with the same keys, true where that field is valid in this step.
       optimization_batch_size: steps per batch.
 
     Returns:
       ``(mean, std)``, dicts shaped like ``fields``, float64. A field valid in fewer than two steps has
-      a NaN standard deviation (as with rlds).
+      a NaN standard deviation, and one valid in no step a NaN mean too (as with rlds).
 
     >>> steps = {"observation": [1.0, 2.0, 3.0], "action": [1.0, 3.0, 0.0], "reward": [0.0, 1.0, 0.0],
     ...          "is_last": [False, False, True]}
@@ -94,14 +94,20 @@ def mean_and_std(episodes: tf.data.Dataset, get_step_fields: Callable[[dict[str,
     (2.0, 1.0)
     """
     per_step = tf.function(get_step_fields)
-    steps = episodes.flat_map(lambda episode: episode["steps"]).batch(resolve_batch_size(optimization_batch_size))
+    steps = episodes_dataset.flat_map(lambda episode: episode["steps"]).batch(resolve_batch_size(optimization_batch_size))
     summaries = steps.map(lambda b: _batch_moments(*tf.vectorized_map(per_step, b, fallback_to_while_loop=True)),
                           num_parallel_calls=tf.data.AUTOTUNE)
     zero = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), summaries.element_spec)
     total = summaries.reduce(zero, _merge)
-    mean = {key: total[key]["mean"] for key in total}
-    std = {key: tf.nest.map_structure(lambda m2, n=total[key]["count"]: tf.sqrt(m2 / (n - 1)), total[key]["m2"])
-           for key in total}
+    # Too few valid steps give NaN (rlds' 0/0), never a made-up 0: no mean without a step, no sample
+    # standard deviation without two.
+    def unless_fewer(value: tf.Tensor, count: tf.Tensor, minimum: int) -> tf.Tensor:
+        return tf.where(count >= minimum, value, tf.constant(float("nan"), value.dtype))
+
+    mean = {key: tf.nest.map_structure(lambda m, n=total[key]["count"]: unless_fewer(m, n, 1), total[key]["mean"])
+            for key in total}
+    std = {key: tf.nest.map_structure(lambda m2, n=total[key]["count"]: unless_fewer(tf.sqrt(m2 / (n - 1)), n, 2),
+                                      total[key]["m2"]) for key in total}
     return mean, std
 
 

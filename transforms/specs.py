@@ -68,14 +68,14 @@ def empty_block(spec: Any) -> Any:
     return tf.nest.map_structure(lambda s: tf.zeros([0] + _zeros_shape(s.shape, 0), s.dtype), spec)
 
 
-def zero_dataset_like(dataset: tf.data.Dataset) -> tf.data.Dataset:
-    """A one-element dataset with ``dataset``'s element spec, holding zeros.
+def zero_dataset_like(ds: tf.data.Dataset) -> tf.data.Dataset:
+    """A one-element dataset with ``ds``'s element spec, holding zeros (rlds' parameter name).
 
     >>> ds = tf.data.Dataset.from_tensor_slices({"a": [1, 2]})
     >>> [x["a"] for x in zero_dataset_like(ds).as_numpy_iterator()]
     [0]
     """
-    return tf.data.Dataset.from_tensors(zeros_from_spec(dataset.element_spec))
+    return tf.data.Dataset.from_tensors(zeros_from_spec(ds.element_spec))
 
 
 def collect(dataset: tf.data.Dataset) -> Any:

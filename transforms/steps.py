@@ -38,12 +38,12 @@ def _on_batch(fn: Callable[[Any], Any], batched: bool) -> Callable[[Any], Any]:
     return lambda steps: tf.vectorized_map(fn, steps, fallback_to_while_loop=True)
 
 
-def map_steps(steps: tf.data.Dataset, transform_step: Callable[[Step], Any],
+def map_steps(steps_dataset: tf.data.Dataset, transform_step: Callable[[Step], Any],
               optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> tf.data.Dataset:
     """Applies ``transform_step`` to every step of a steps dataset.
 
     Args:
-      steps: a dataset of steps.
+      steps_dataset: a dataset of steps.
       transform_step: a function of one step (or of a batch of steps when ``batched``); its output need
         not be a step.
       optimization_batch_size: steps per batch (``1`` maps step by step).
@@ -55,8 +55,8 @@ def map_steps(steps: tf.data.Dataset, transform_step: Callable[[Step], Any],
     """
     size = resolve_batch_size(optimization_batch_size)
     if size == 1 and not batched:
-        return steps.map(transform_step, num_parallel_calls=tf.data.AUTOTUNE)
-    return steps.batch(size).map(_on_batch(transform_step, batched), num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        return steps_dataset.map(transform_step, num_parallel_calls=tf.data.AUTOTUNE)
+    return steps_dataset.batch(size).map(_on_batch(transform_step, batched), num_parallel_calls=tf.data.AUTOTUNE).unbatch()
 
 
 def _with_steps(episode: dict[str, Any], steps: tf.data.Dataset) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def _with_steps(episode: dict[str, Any], steps: tf.data.Dataset) -> dict[str, An
     return out
 
 
-def map_nested_steps(episodes: tf.data.Dataset, transform_step: Callable[[Step], Any],
+def map_nested_steps(episodes_dataset: tf.data.Dataset, transform_step: Callable[[Step], Any],
                      optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> tf.data.Dataset:
     """Applies ``transform_step`` to every step of every episode; episode metadata is kept.
 
@@ -73,11 +73,11 @@ def map_nested_steps(episodes: tf.data.Dataset, transform_step: Callable[[Step],
     >>> [list(e["steps"].as_numpy_iterator()) for e in map_nested_steps(eps, lambda s: s["r"] + 1)]
     [[2.0, 3.0]]
     """
-    return episodes.map(lambda episode: _with_steps(
+    return episodes_dataset.map(lambda episode: _with_steps(
         episode, map_steps(episode[STEPS], transform_step, optimization_batch_size, batched)))
 
 
-def apply_nested_steps(episodes: tf.data.Dataset,
+def apply_nested_steps(episodes_dataset: tf.data.Dataset,
                        transform_step_dataset: Callable[[tf.data.Dataset], tf.data.Dataset]) -> tf.data.Dataset:
     """Replaces each episode's steps dataset by ``transform_step_dataset(steps)``; metadata is kept.
 
@@ -85,10 +85,10 @@ def apply_nested_steps(episodes: tf.data.Dataset,
     >>> [list(e["steps"].as_numpy_iterator()) for e in apply_nested_steps(eps, lambda s: s.take(2))]
     [[0, 1]]
     """
-    return episodes.map(lambda episode: _with_steps(episode, transform_step_dataset(episode[STEPS])))
+    return episodes_dataset.map(lambda episode: _with_steps(episode, transform_step_dataset(episode[STEPS])))
 
 
-def sum_dataset(steps: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
+def sum_dataset(steps_dataset: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
                 optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> Any:
     """The sum over all steps of ``data_to_sum(step)`` (any nested structure of numbers).
 
@@ -98,10 +98,10 @@ def sum_dataset(steps: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
     """
     size = resolve_batch_size(optimization_batch_size)
     if size == 1 and not batched:
-        values = steps.map(data_to_sum, num_parallel_calls=tf.data.AUTOTUNE)
+        values = steps_dataset.map(data_to_sum, num_parallel_calls=tf.data.AUTOTUNE)
     else:
         on_batch = _on_batch(data_to_sum, batched)
-        values = steps.batch(size).map(
+        values = steps_dataset.batch(size).map(
             lambda b: tf.nest.map_structure(lambda v: tf.reduce_sum(v, 0), on_batch(b)),
             num_parallel_calls=tf.data.AUTOTUNE)
     # Per-batch sums (one per `size` steps) are collected and summed at once: no Dataset.reduce, which is
@@ -109,7 +109,7 @@ def sum_dataset(steps: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
     return tf.nest.map_structure(lambda v: tf.reduce_sum(v, 0), collect(values))
 
 
-def sum_nested_steps(episodes: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
+def sum_nested_steps(episodes_dataset: tf.data.Dataset, data_to_sum: Callable[[Step], Any],
                      optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> Any:
     """The sum of ``data_to_sum(step)`` over all steps of all episodes (see ``sum_dataset``).
 
@@ -117,30 +117,30 @@ def sum_nested_steps(episodes: tf.data.Dataset, data_to_sum: Callable[[Step], An
     >>> int(sum_nested_steps(eps, lambda s: s))   # (0) + (0 + 1) + (0 + 1 + 2)
     4
     """
-    return sum_dataset(episodes.flat_map(lambda episode: episode[STEPS]), data_to_sum,
+    return sum_dataset(episodes_dataset.flat_map(lambda episode: episode[STEPS]), data_to_sum,
                        optimization_batch_size, batched)
 
 
-def episode_length(steps: tf.data.Dataset, optimization_batch_size: int = BATCH_AUTO_TUNE) -> tf.Tensor:
+def episode_length(steps_dataset: tf.data.Dataset, optimization_batch_size: int = BATCH_AUTO_TUNE) -> tf.Tensor:
     """The number of steps (int32), from the cardinality when known, else counted in one batch.
 
     >>> int(episode_length(tf.data.Dataset.range(7).filter(lambda x: x > 2)))
     4
     """
-    cardinality = steps.cardinality()
+    cardinality = steps_dataset.cardinality()
     known = tf.reduce_all([cardinality != tf.data.UNKNOWN_CARDINALITY, cardinality != tf.data.INFINITE_CARDINALITY])
     del optimization_batch_size  # the steps are read as one batch; kept for rlds' signature
-    return tf.cast(tf.cond(known, lambda: cardinality, lambda: leading_size(collect(steps))), tf.int32)
+    return tf.cast(tf.cond(known, lambda: cardinality, lambda: leading_size(collect(steps_dataset))), tf.int32)
 
 
-def final_step(steps: tf.data.Dataset) -> Any:
+def final_step(steps_dataset: tf.data.Dataset) -> Any:
     """The last step of a steps dataset (a step of zeros when it is empty).
 
     >>> int(final_step(tf.data.Dataset.range(4).filter(lambda x: x < 3)))
     2
     """
-    whole = collect(steps)
-    zeros = zeros_from_spec(steps.element_spec)
+    whole = collect(steps_dataset)
+    zeros = zeros_from_spec(steps_dataset.element_spec)
     last = tf.maximum(leading_size(whole) - 1, 0)
     padded = tf.nest.map_structure(lambda b, z: tf.concat([b, z[None]], 0), whole, zeros)
     return tf.nest.map_structure(lambda b: b[last], padded)
@@ -186,7 +186,7 @@ def concat_if_terminal(steps: tf.data.Dataset,
     return concatenate(steps, extra)
 
 
-def truncate_after_condition(steps: tf.data.Dataset, truncate_condition: Callable[[Step], Any],
+def truncate_after_condition(steps_dataset: tf.data.Dataset, truncate_condition: Callable[[Step], Any],
                              optimization_batch_size: int = BATCH_AUTO_TUNE, batched: bool = False) -> tf.data.Dataset:
     """The steps up to and including the first one for which ``truncate_condition(step)`` holds.
 
@@ -206,7 +206,7 @@ def truncate_after_condition(steps: tf.data.Dataset, truncate_condition: Callabl
         kept = tf.nest.map_structure(lambda v: tf.boolean_mask(v, keep), batch)
         return tf.logical_or(stopped, tf.reduce_any(hits > 0)), (kept, stopped)
 
-    return (steps.batch(resolve_batch_size(optimization_batch_size))
+    return (steps_dataset.batch(resolve_batch_size(optimization_batch_size))
             .scan(tf.constant(False), cut)
             .take_while(lambda kept, stopped_before: tf.logical_not(stopped_before))
             .map(lambda kept, stopped_before: kept)
