@@ -1,0 +1,108 @@
+"""Shared model code of the trainers: a causal transformer (``transformers``' GPT-2 architecture) and the
+value heads that ILQL puts on its hidden states.
+
+The language model starts from random weights by default (nothing can be downloaded on the machines this
+project targets); ``ModelConfig.checkpoint`` loads any local folder written by ``save_pretrained`` (or a
+checkpoint a pip package ships) instead. Sizes are small by default so that training runs on 2 CPU cores.
+
+Example::
+
+    from trainers.model import ModelConfig, build_language_model, ValueHeads
+
+    lm = build_language_model(ModelConfig(n_layer=2, n_embd=64, n_head=2), vocab_size=40, pad_id=0)
+    heads = ValueHeads(hidden_size=64, vocab_size=40)
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+
+import torch
+from torch import nn
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """Size of the causal transformer (GPT-2 architecture) and where its weights come from."""
+
+    #: transformer blocks. The ILQL paper's Wordle runs use GPT-2 small (12); 2-4 train on CPU in minutes.
+    n_layer: int = 4
+    #: hidden size (GPT-2 small: 768).
+    n_embd: int = 128
+    #: attention heads; must divide ``n_embd``.
+    n_head: int = 4
+    #: longest token sequence (a 6-guess Wordle game is ~80 characters with the character tokenizer).
+    n_positions: int = 256
+    #: dropout on embeddings, attention and residuals (GPT-2's default 0.1; 0 makes runs bit-reproducible).
+    dropout: float = 0.0
+    #: a local folder with ``config.json`` + weights (``save_pretrained``) to start from; None = random init.
+    checkpoint: str | None = None
+
+
+def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int | None = None,
+                         eos_id: int | None = None) -> nn.Module:
+    """A ``GPT2LMHeadModel`` for the task's vocabulary, randomly initialised or loaded from ``checkpoint``.
+
+    >>> lm = build_language_model(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=8), 10, pad_id=0)
+    >>> lm(input_ids=torch.zeros(1, 3, dtype=torch.long)).logits.shape
+    torch.Size([1, 3, 10])
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel  # heavy import: only when a model is built
+
+    if config.checkpoint is not None:
+        if not os.path.isdir(config.checkpoint):
+            raise FileNotFoundError(f"ModelConfig.checkpoint: {config.checkpoint!r} is not a folder")
+        model = GPT2LMHeadModel.from_pretrained(config.checkpoint)
+        if model.config.vocab_size != vocab_size:
+            raise ValueError(f"checkpoint {config.checkpoint!r} has vocab_size {model.config.vocab_size}, "
+                             f"the tokenizer {vocab_size}")
+        return model
+    if config.n_embd % config.n_head:
+        raise ValueError(f"ModelConfig: n_head={config.n_head} must divide n_embd={config.n_embd}")
+    gpt2 = GPT2Config(vocab_size=vocab_size, n_positions=config.n_positions, n_embd=config.n_embd,
+                      n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=config.dropout,
+                      embd_pdrop=config.dropout, attn_pdrop=config.dropout, pad_token_id=pad_id,
+                      bos_token_id=bos_id, eos_token_id=eos_id)
+    return GPT2LMHeadModel(gpt2)
+
+
+def mlp_head(hidden_size: int, out_size: int) -> nn.Sequential:
+    """The ILQL paper's head: ``Linear(h, 2h) -> ReLU -> Linear(2h, out)``.
+
+    >>> mlp_head(4, 3)(torch.zeros(2, 4)).shape
+    torch.Size([2, 3])
+    """
+    return nn.Sequential(nn.Linear(hidden_size, 2 * hidden_size), nn.ReLU(), nn.Linear(2 * hidden_size, out_size))
+
+
+class ValueHeads(nn.Module):
+    """ILQL's heads on the transformer's last hidden states: twin ``Q`` heads over the vocabulary, a ``V``
+    head, and target copies of the ``Q`` heads that only move by Polyak averaging (``trainers.ilql``).
+
+    >>> heads = ValueHeads(hidden_size=8, vocab_size=5)
+    >>> q1, q2, v = heads(torch.zeros(2, 3, 8))
+    >>> q1.shape, v.shape
+    (torch.Size([2, 3, 5]), torch.Size([2, 3]))
+    """
+
+    def __init__(self, hidden_size: int, vocab_size: int):
+        super().__init__()
+        self.q1 = mlp_head(hidden_size, vocab_size)
+        self.q2 = mlp_head(hidden_size, vocab_size)
+        self.v = mlp_head(hidden_size, 1)
+        self.target_q1 = copy.deepcopy(self.q1).requires_grad_(False)
+        self.target_q2 = copy.deepcopy(self.q2).requires_grad_(False)
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(Q1, Q2, V)`` at every position: ``[batch, time, vocab]`` twice and ``[batch, time]``."""
+        return self.q1(hidden), self.q2(hidden), self.v(hidden).squeeze(-1)
+
+    @torch.no_grad()
+    def target_q(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``min(target Q1, target Q2)`` at every position, without gradient: ``[batch, time, vocab]``."""
+        return torch.minimum(self.target_q1(hidden), self.target_q2(hidden))
+
+
+__all__ = ["ModelConfig", "build_language_model", "mlp_head", "ValueHeads"]
