@@ -1,0 +1,1 @@
+"""wordle_tweets dataset."""
