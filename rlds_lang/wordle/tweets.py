@@ -223,7 +223,7 @@ class TweetsCsvError(ValueError):
 def _csv_records(path: str) -> Iterator[tuple[int, list[str] | None, str]]:
     """``(first line, fields or None, error)`` per CSV record; a record the csv module cannot parse gives None."""
     with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
+        reader = csv.reader(f, strict=True)  # bad quoting is a malformed record, not silently mended
         line = 1
         while True:
             try:
