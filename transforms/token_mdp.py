@@ -1,0 +1,351 @@
+"""The token-level MDP view of language episodes (the ILQL paper's), padded batches and a PyTorch collate.
+
+One episode (SAR steps o_0, a_0, r_0, ..., o_T with a_T == "" on the ``is_last`` step) becomes one token
+sequence laid out as
+
+    [BOS] o_0 [EOO] a_0 [EOA] o_1 [EOO] a_1 [EOA] ... o_T [EOO] [EOS]
+
+with per-token fields:
+
+* ``action_mask``: the agent's tokens, i.e. the characters of every action a_i (i < T) and its ``[EOA]``
+  (deciding to stop is an action too); everything else (BOS, observation characters, EOO, EOS) is the
+  environment's.
+* ``turn_index``: the step each token belongs to (-1 for BOS and EOS); ``turn_end``: each action's ``[EOA]``.
+* ``rewards``: the environment reward r_i on a_i's ``[EOA]``, plus ``TokenMDPConfig.token_reward`` on
+  every action token.
+* ``dones``: true on the final action's ``[EOA]`` when the episode ended in a terminal state (false when it
+  was truncated: the value of what follows is unknown, not zero).
+* ``returns_to_go``: on action tokens, ``sum_k gamma^k * rewards`` over this and the later action tokens of
+  the whole episode (``gamma`` per action token, environment tokens skipped); 0 on environment tokens.
+
+Sequences longer than ``max_length`` keep their first ``max_length`` tokens and set ``truncated``;
+``returns_to_go``, ``dones`` and ``episode_return`` still describe the whole episode (a cut does not
+change what the agent's actions earned). Everything is vectorised per episode: the steps are read as one
+batch, all texts are tokenised in one ``tf_encode`` call and the layout is assembled with ragged ops.
+
+Example::
+
+    import tensorflow as tf
+    from torch.utils.data import DataLoader
+    from rlds_lang.tokenizers import wordle_tokenizer
+    from transforms.token_mdp import TokenMDPConfig, token_batches
+    from transforms.torch_bridge import TensorBatches
+
+    steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
+             "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True], "is_terminal": [False, False, True]}
+    episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)})
+    config = TokenMDPConfig(max_length=32, observation_key="observation")
+    for batch in DataLoader(TensorBatches(token_batches(episodes, wordle_tokenizer(), config, batch_size=8)),
+                            batch_size=None):
+        print(batch["input_ids"].shape, batch["returns_to_go"][0, batch["action_mask"][0]])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from rlds_lang.tokenizers import CharTokenizer
+from transforms.selection import filter_top_p
+from transforms.specs import collect
+
+#: Per-token fields of a sequence, in output order.
+TOKEN_KEYS = ("input_ids", "action_mask", "turn_index", "turn_end", "rewards", "dones", "returns_to_go")
+#: Per-episode (scalar) fields of a sequence.
+EPISODE_KEYS = ("length", "truncated", "episode_return", "episode_id")
+#: Role codes of tokens while the layout is assembled.
+_ENV, _ACTION, _END_OF_ACTION = 0, 1, 2
+#: Above this exponent range (``n_action_tokens * -ln(gamma)``) the cumsum formula's ``gamma**k`` could
+#: underflow float64 (e**-708), so returns-to-go fall back to the exact recurrence.
+_MAX_LOG_RANGE = 600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenMDPConfig:
+    """How episodes become token sequences (see the module docstring for the layout and fields).
+
+    >>> TokenMDPConfig(max_length=64, gamma=0.99).max_length
+    64
+    """
+
+    #: tokens per sequence after truncation (the first ``max_length`` are kept).
+    max_length: int = 128
+    #: ``/``-path of the observation text inside a step; ``"observation"`` when it is plain text.
+    observation_key: str = "observation/text"
+    #: ``/``-path of the action text inside a step.
+    action_key: str = "action"
+    #: ``/``-path of the environment reward inside a step.
+    reward_key: str = "reward"
+    #: added to the reward of every action token (e.g. a per-character cost).
+    token_reward: float = 0.0
+    #: discount per action token for ``returns_to_go`` (environment tokens are not counted).
+    gamma: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_length < 1:
+            raise ValueError(f"TokenMDPConfig.max_length must be >= 1, got {self.max_length}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"TokenMDPConfig.gamma must be in [0, 1], got {self.gamma}")
+        if not math.isfinite(self.token_reward):
+            raise ValueError(f"TokenMDPConfig.token_reward must be finite, got {self.token_reward}")
+
+
+def _field_spec(spec: Any, path: str, what: str) -> Any:
+    """The spec at ``/``-path ``path`` of a step spec; a missing field raises ``KeyError`` naming it."""
+    value = spec
+    for part in path.split("/"):
+        if not isinstance(value, Mapping) or part not in value:
+            fields = sorted(value) if isinstance(value, Mapping) else f"none ({path!r} stops at a {value.dtype.name} tensor)"
+            raise KeyError(f"token_mdp: {what}={path!r}: no field {part!r} in the steps; fields there: {fields}")
+        value = value[part]
+    return value
+
+
+def _check_steps_spec(episodes: tf.data.Dataset, config: TokenMDPConfig) -> None:
+    """Fails early, naming the field, when the episodes lack a field the layout needs or hold the wrong type."""
+    if not isinstance(episodes.element_spec, Mapping) or "steps" not in episodes.element_spec:
+        raise KeyError(f"token_mdp: episodes need a 'steps' dataset; got {episodes.element_spec}")
+    steps = episodes.element_spec["steps"].element_spec
+    for what, path, kind in (("observation_key", config.observation_key, "text"),
+                             ("action_key", config.action_key, "text"),
+                             ("reward_key", config.reward_key, "number"),
+                             ("is_last", "is_last", "flag"), ("is_terminal", "is_terminal", "flag")):
+        spec = _field_spec(steps, path, what)
+        if not isinstance(spec, tf.TensorSpec) or spec.shape.rank != 0:
+            raise ValueError(f"token_mdp: step field {path!r} ({what}) must be a scalar {kind}, got {spec}")
+        if (kind == "text") != (spec.dtype == tf.string):
+            raise ValueError(f"token_mdp: step field {path!r} ({what}) must be {kind}, got dtype {spec.dtype.name}")
+
+
+def _field(steps: Mapping[str, Any], path: str) -> tf.Tensor:
+    for part in path.split("/"):
+        steps = steps[part]
+    return steps
+
+
+def _returns_to_go(rewards: tf.Tensor, gamma: float) -> tf.Tensor:
+    """Discounted returns-to-go of a float64 vector: ``G_k = sum_{j >= k} gamma^(j-k) r_j``, vectorised.
+
+    ``gamma == 1`` is an exact reverse cumulative sum; otherwise ``cumsum(r * gamma^j) / gamma^k`` in
+    float64, or the exact reverse recurrence when ``gamma^n`` could underflow (very long sequences or a
+    tiny ``gamma``).
+
+    >>> _returns_to_go(tf.constant([1.0, 1.0, 1.0], tf.float64), 0.5).numpy().tolist()
+    [1.75, 1.5, 1.0]
+    """
+    if gamma == 1.0:
+        return tf.cumsum(rewards, reverse=True)
+    if gamma == 0.0:
+        return rewards
+    log_gamma = math.log(gamma)
+
+    def closed_form() -> tf.Tensor:
+        scale = tf.exp(tf.cast(tf.range(tf.size(rewards)), tf.float64) * log_gamma)
+        return tf.cumsum(rewards * scale, reverse=True) / scale
+
+    def recurrence() -> tf.Tensor:
+        return tf.scan(lambda following, r: r + gamma * following, rewards,
+                       initializer=tf.constant(0.0, tf.float64), reverse=True)
+
+    span = tf.cast(tf.size(rewards), tf.float64) * -log_gamma
+    return tf.cond(span < _MAX_LOG_RANGE, closed_form, recurrence)
+
+
+def _episode_sequence(episode: Mapping[str, Any], tokenizer: CharTokenizer, config: TokenMDPConfig) -> dict[str, tf.Tensor]:
+    """The token sequence of one episode (all fields of ``TOKEN_KEYS`` and ``EPISODE_KEYS``)."""
+    steps = collect(episode["steps"])
+    has_action = tf.logical_not(tf.cast(steps["is_last"], tf.bool))
+    step_rewards = tf.where(has_action, tf.cast(_field(steps, config.reward_key), tf.float64), 0.0)
+    following_terminal = tf.concat([tf.cast(steps["is_terminal"], tf.bool)[1:], [False]], 0)
+    observations = tokenizer.tf_encode(_field(steps, config.observation_key))
+    actions = tokenizer.tf_encode(tf.where(has_action, _field(steps, config.action_key), ""))
+    n_steps = tf.shape(has_action)[0]
+    eoo = tf.RaggedTensor.from_tensor(tf.fill([n_steps, 1], tokenizer.eoo_id), row_splits_dtype=tf.int64)
+    eoa = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(tf.cast(has_action, tf.int32))], tokenizer.eoa_id),
+                                           tf.cast(has_action, tf.int64))
+    # each step's tokens: o_i [EOO] a_i [EOA] (no action part on the is_last step)
+    per_step = tf.concat([observations, eoo, actions, eoa], axis=1)
+    roles = tf.concat([tf.zeros_like(observations) + _ENV, tf.zeros_like(eoo) + _ENV,
+                       tf.zeros_like(actions) + _ACTION, tf.zeros_like(eoa) + _END_OF_ACTION], axis=1).values
+    input_ids = tf.concat([[tokenizer.bos_id], per_step.values, [tokenizer.eos_id]], 0)
+    roles = tf.concat([[_ENV], roles, [_ENV]], 0)
+    turn_index = tf.concat([[-1], tf.cast(per_step.value_rowids(), tf.int32), [-1]], 0)
+    step_of_token = tf.maximum(turn_index, 0)
+
+    action_mask = roles != _ENV
+    turn_end = roles == _END_OF_ACTION
+    rewards = (tf.where(turn_end, tf.gather(step_rewards, step_of_token), 0.0)
+               + tf.where(action_mask, tf.constant(config.token_reward, tf.float64), 0.0))
+    dones = turn_end & tf.gather(following_terminal, step_of_token)
+    positions = tf.where(action_mask)
+    returns_to_go = tf.scatter_nd(positions, _returns_to_go(tf.gather_nd(rewards, positions), config.gamma),
+                                  tf.shape(rewards, out_type=tf.int64))
+
+    full_length = tf.size(input_ids)
+    tokens = {"input_ids": input_ids, "action_mask": action_mask, "turn_index": turn_index, "turn_end": turn_end,
+              "rewards": tf.cast(rewards, tf.float32), "dones": dones,
+              "returns_to_go": tf.cast(returns_to_go, tf.float32)}
+    out = {key: tokens[key][:config.max_length] for key in TOKEN_KEYS}
+    out["length"] = tf.minimum(full_length, config.max_length)
+    out["truncated"] = full_length > config.max_length
+    out["episode_return"] = tf.cast(tf.reduce_sum(step_rewards), tf.float32)
+    out["episode_id"] = tf.convert_to_tensor(episode.get("episode_id", ""), tf.string)
+    return out
+
+
+def token_mdp(episodes: tf.data.Dataset, tokenizer: CharTokenizer,
+              config: TokenMDPConfig = TokenMDPConfig()) -> tf.data.Dataset:
+    """One token sequence per episode (variable length ``L <= max_length``), fields as in the module docstring.
+
+    Element: ``input_ids`` int32[L], ``action_mask`` bool[L], ``turn_index`` int32[L], ``turn_end`` bool[L],
+    ``rewards`` float32[L], ``dones`` bool[L], ``returns_to_go`` float32[L], ``length`` int32,
+    ``truncated`` bool, ``episode_return`` float32 (sum of the environment rewards), ``episode_id`` string
+    (``""`` when episodes have none). Text outside the tokenizer's alphabet becomes ``unk_id``.
+
+    >>> from rlds_lang.tokenizers import CharTokenizer
+    >>> steps = {"observation": ["a", "b"], "action": ["ab", ""], "reward": [2.0, 0.0],
+    ...          "is_last": [False, True], "is_terminal": [False, True]}
+    >>> eps = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)})
+    >>> seq = next(token_mdp(eps, CharTokenizer("ab"), TokenMDPConfig(observation_key="observation")).as_numpy_iterator())
+    >>> seq["input_ids"].tolist(), seq["rewards"].tolist(), seq["dones"].astype(int).tolist()
+    ([1, 6, 3, 6, 7, 4, 7, 3, 2], [0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0], [0, 0, 0, 0, 0, 1, 0, 0, 0])
+    """
+    _check_steps_spec(episodes, config)
+    return episodes.map(lambda episode: _episode_sequence(episode, tokenizer, config),
+                        num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def _padding_value(key: str, dtype: tf.DType, pad_id: int) -> tf.Tensor:
+    if key == "input_ids":
+        return tf.constant(pad_id, dtype)
+    if dtype == tf.string:
+        return tf.constant("", tf.string)
+    return tf.zeros([], dtype)
+
+
+def _widen_integers(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """int32 fields as int64 (torch embeddings and indexing want long), others unchanged."""
+    return {key: tf.cast(value, tf.int64) if value.dtype == tf.int32 else value for key, value in batch.items()}
+
+
+def pad_batches(sequences: tf.data.Dataset, batch_size: int, max_length: int, pad_id: int,
+                drop_remainder: bool = False) -> tf.data.Dataset:
+    """Batches of ``token_mdp`` sequences padded to exactly ``max_length``, with an ``attention_mask``.
+
+    ``input_ids`` are padded with ``pad_id`` (give ``tokenizer.pad_id``, never EOS), other per-token
+    fields with ``False``/``0``; ``attention_mask`` is 1 on real tokens. Integer fields come out as int64
+    (``input_ids``, ``turn_index``, ``attention_mask``, ``length``), ready for ``TensorBatches``.
+    A sequence longer than ``max_length`` fails with an error naming ``max_length``.
+
+    >>> seqs = tf.data.Dataset.from_tensors({"input_ids": tf.constant([1, 7, 2], tf.int32), "length": 3})
+    >>> batch = next(pad_batches(seqs, 4, 5, pad_id=0).as_numpy_iterator())
+    >>> batch["input_ids"].tolist(), batch["attention_mask"].tolist()
+    ([[1, 7, 2, 0, 0]], [[1, 1, 1, 0, 0]])
+    """
+    if not isinstance(pad_id, (int, np.integer)):
+        raise ValueError(f"pad_batches: pad_id must be an int (tokenizer.pad_id), got {pad_id!r}")
+    if "attention_mask" in sequences.element_spec:
+        raise ValueError("pad_batches: sequences already have an 'attention_mask' field")
+
+    def add_mask(sequence: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        check_length = tf.debugging.assert_less_equal(
+            tf.size(sequence["input_ids"]), max_length,
+            message=f"pad_batches: a sequence is longer than max_length={max_length} (use token_mdp's max_length)")
+        with tf.control_dependencies([check_length]):
+            return {**sequence, "attention_mask": tf.ones_like(sequence["input_ids"], tf.int64)}
+
+    masked = sequences.map(add_mask)
+    shapes = {key: [max_length] if s.shape.rank == 1 else [] for key, s in masked.element_spec.items()}
+    values = {key: _padding_value(key, s.dtype, pad_id) for key, s in masked.element_spec.items()}
+    return (masked.padded_batch(batch_size, shapes, values, drop_remainder=drop_remainder)
+            .map(_widen_integers, num_parallel_calls=tf.data.AUTOTUNE))
+
+
+def token_batches(episodes: tf.data.Dataset, tokenizer: CharTokenizer, config: TokenMDPConfig, batch_size: int,
+                  top_p: float | None = None, shuffle_buffer: int = 0, seed: int = 0, repeat: bool = False,
+                  drop_remainder: bool = False, cache: bool = False) -> tf.data.Dataset:
+    """The whole pipeline from RLDS episodes to padded token batches, for ``TensorBatches``.
+
+    Optional ``filter_top_p`` (filtered BC: the best ``top_p`` fraction of episodes by undiscounted
+    return) -> ``token_mdp`` -> optional in-memory ``cache`` of the sequences (worth it for several
+    epochs over a dataset that fits in memory) -> optional ``shuffle`` (``shuffle_buffer`` sequences,
+    ``seed``; a new order each epoch) -> optional ``repeat`` -> ``pad_batches`` to ``config.max_length``
+    -> ``prefetch``.
+
+    >>> from rlds_lang.tokenizers import CharTokenizer
+    >>> steps = {"observation": ["a", "b"], "action": ["ab", ""], "reward": [2.0, 0.0],
+    ...          "is_last": [False, True], "is_terminal": [False, True]}
+    >>> eps = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)})
+    >>> config = TokenMDPConfig(max_length=12, observation_key="observation")
+    >>> batch = next(token_batches(eps, CharTokenizer("ab"), config, batch_size=2).as_numpy_iterator())
+    >>> batch["input_ids"].shape, batch["input_ids"].dtype, batch["attention_mask"].sum()
+    ((1, 12), dtype('int64'), 9)
+    """
+    if batch_size < 1:
+        raise ValueError(f"token_batches: batch_size must be >= 1, got {batch_size}")
+    if top_p is not None:
+        episodes = filter_top_p(episodes, top_p, reward_key=config.reward_key)
+    sequences = token_mdp(episodes, tokenizer, config)
+    if cache:
+        sequences = sequences.cache()
+    if shuffle_buffer > 0:
+        sequences = sequences.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        sequences = sequences.repeat()
+    return pad_batches(sequences, batch_size, config.max_length, tokenizer.pad_id,
+                       drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def _as_numpy(value: Any) -> Any:
+    if hasattr(value, "detach"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    return value
+
+
+def collate_token_mdp(items: Sequence[Mapping[str, Any]], pad_id: int,
+                      max_length: int | None = None) -> dict[str, Any]:
+    """PyTorch collate for unbatched ``token_mdp`` sequences (numpy, as ``as_numpy_iterator`` gives, or torch).
+
+    Pads per-token fields to the longest sequence (or to ``max_length``) with ``pad_id`` for
+    ``input_ids`` and ``False``/``0`` elsewhere, and adds ``attention_mask``: the same keys and dtypes
+    as ``TensorBatches(pad_batches(...))`` (integers int64, flags bool, floats float32, ``episode_id`` a
+    list of ``str``). Use as ``DataLoader(..., collate_fn=functools.partial(collate_token_mdp, pad_id=...))``.
+
+    >>> items = [{"input_ids": np.array([1, 6, 2], np.int32), "length": np.int32(3)},
+    ...          {"input_ids": np.array([1, 2], np.int32), "length": np.int32(2)}]
+    >>> batch = collate_token_mdp(items, pad_id=0)
+    >>> batch["input_ids"].tolist(), batch["attention_mask"].tolist(), batch["input_ids"].dtype
+    ([[1, 6, 2], [1, 2, 0]], [[1, 1, 1], [1, 1, 0]], torch.int64)
+    """
+    from transforms.torch_bridge import to_torch  # torch only when collating
+
+    if not items:
+        raise ValueError("collate_token_mdp: no items to collate")
+    items = [{key: _as_numpy(value) for key, value in item.items()} for item in items]
+    lengths = [len(item["input_ids"]) for item in items]
+    width = max(lengths) if max_length is None else max_length
+    for index, length in enumerate(lengths):
+        if length > width:
+            raise ValueError(f"collate_token_mdp: item {index} (episode_id {items[index].get('episode_id', '?')!r}) "
+                             f"has {length} tokens, more than max_length={width}")
+    batch: dict[str, Any] = {}
+    for key, first in items[0].items():
+        first = np.asarray(first)
+        if first.ndim == 1:
+            fill = pad_id if key == "input_ids" else 0
+            column = np.full((len(items), width), fill, first.dtype)
+            for row, item in enumerate(items):
+                column[row, :lengths[row]] = item[key]
+        else:
+            column = np.asarray([item[key] for item in items], dtype=object if first.dtype.kind in "OSU" else first.dtype)
+        batch[key] = column.astype(np.int64) if column.dtype == np.int32 else column
+    batch["attention_mask"] = (np.arange(width)[None, :] < np.asarray(lengths)[:, None]).astype(np.int64)
+    return to_torch(batch)
+
+
+__all__ = ["TokenMDPConfig", "token_mdp", "pad_batches", "token_batches", "collate_token_mdp", "TOKEN_KEYS",
+           "EPISODE_KEYS"]
