@@ -82,12 +82,12 @@ class RetrofitIndex:
     @classmethod
     def from_matrix(cls, matrix: FeedbackMatrix) -> "RetrofitIndex":
         """Groups the matrix's guesses by pattern, per answer, with array operations only."""
-        by_answer = matrix.patterns.T  # (answers, guesses)
+        by_answer = np.ascontiguousarray(matrix.patterns.T)  # (answers, guesses), rows contiguous
         num_answers, num_guesses = by_answer.shape
         index_dtype = np.int16 if num_guesses < 2**15 else np.int32
         order = np.argsort(by_answer, axis=1, kind="stable").astype(index_dtype)
-        flat = (np.arange(num_answers, dtype=np.int64)[:, None] * NUM_PATTERNS + by_answer).ravel()
-        counts = np.bincount(flat, minlength=num_answers * NUM_PATTERNS).reshape(num_answers, NUM_PATTERNS)
+        flat = by_answer + (np.arange(num_answers, dtype=np.int64) * NUM_PATTERNS)[:, None]  # (answer, pattern) cells
+        counts = np.bincount(flat.ravel(), minlength=num_answers * NUM_PATTERNS).reshape(num_answers, NUM_PATTERNS)
         offsets = np.zeros((num_answers, NUM_PATTERNS + 1), np.int32)
         np.cumsum(counts, axis=1, out=offsets[:, 1:])
         return cls(matrix, order, offsets)
