@@ -6,6 +6,10 @@
 ``rlds-lang record`` records any Wordle policy to a log folder.
 ``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
 return, episode length and action length distributions to a PNG.
+``rlds-lang train bc|ilql --dataset DIR [--field value ...]`` trains an algorithm (every field of its config
+dataclass is an option: ``rlds-lang train ilql --help``); it runs unchanged under ``torchrun``.
+``rlds-lang eval --agent NAME=CHECKPOINT[,beta=B,greedy=true] [--optimal] --games N`` plays seeded games
+with each agent and prints one table (mean reward ± SE, win rate, guesses), writing JSON and a PNG.
 """
 
 from __future__ import annotations
@@ -95,6 +99,67 @@ def cmd_stats(args: argparse.Namespace) -> None:
         print(f"plot -> {stats.plot(args.plot, title=name)}")
 
 
+def cmd_train(args: argparse.Namespace) -> None:
+    """Trains ``args.algorithm`` with the config built from the command line's dataclass options."""
+    from trainers.algorithms import algorithm_by_name
+    from trainers.config import dataclass_from_args
+    from trainers.loop import train
+
+    config = dataclass_from_args(algorithm_by_name(args.algorithm).config_class, args)
+    result = train(args.algorithm, config, progress=args.progress)
+    if int(os.environ.get("RANK", "0")) == 0:
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in result.final_metrics.items())
+        print(f"{args.algorithm}: {result.steps} steps in {result.seconds:.1f} s "
+              f"({result.tokens_per_second:,.0f} tokens/s, {100 * result.data_wait_share:.1f}% waiting for data) "
+              f"-> {result.out}\n  {shown}")
+
+
+def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``NAME=PATH[,key=value...]`` -> ``(name, path, options)``; errors name the malformed spec."""
+    head, *options = spec.split(",")
+    name, sep, path = head.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"--agent {spec!r}: expected NAME=CHECKPOINT[,beta=16,greedy=true]")
+    parsed = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or key not in ("beta", "greedy", "temperature"):
+            raise argparse.ArgumentTypeError(f"--agent {spec!r}: unknown option {option!r} "
+                                             f"(known: beta=, greedy=, temperature=)")
+        parsed[key] = value
+    return name, path, parsed
+
+
+def cmd_eval(args: argparse.Namespace) -> list:
+    """Evaluates every ``--agent`` (and the optimal policy with ``--optimal``) on the same seeded games."""
+    from rlds_lang.wordle.policies import OptimalPolicy
+    from trainers.agents import policy_from_checkpoint
+    from trainers.config import _parse_bool
+    from trainers.eval import EvalConfig, evaluate, plot_results, results_table, save_results
+
+    config = EvalConfig(games=args.games, seed=args.seed, rule=args.rule, mode=args.mode, answers=args.answers,
+                        guesses=args.guesses, batch_games=args.batch_games)
+    results = []
+    for name, path, options in args.agent:
+        policy = policy_from_checkpoint(
+            path, allowed_actions=config.guesses, name=name,
+            beta=float(options["beta"]) if "beta" in options else None,
+            greedy=_parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)))
+        results.append(evaluate(policy, config, name=name, progress=args.progress))
+    if args.optimal:
+        optimal = OptimalPolicy(answers=config.answers, guesses=config.guesses, rule=config.rule)
+        results.append(evaluate(optimal, config, name="optimal", progress=args.progress))
+    if not results:
+        raise SystemExit("rlds-lang eval: give at least one --agent or --optimal")
+    print(f"{config.games} games, rule {config.rule}, mode {config.mode}, seed {config.seed}")
+    print(results_table(results, baseline=args.baseline))
+    if args.out:
+        print(f"results -> {save_results(results, args.out)}")
+    if args.plot:
+        print(f"plot -> {plot_results(results, args.plot)}")
+    return results
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rlds-lang``."""
     parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
@@ -129,7 +194,44 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--reward-key", default="reward")
     stats.add_argument("--batch-size", type=int, default=4096, help="steps per vectorised batch")
     stats.set_defaults(func=cmd_stats)
+    _add_train_parsers(sub)
+    _add_eval_parser(sub)
     return parser
+
+
+def _add_train_parsers(sub) -> None:
+    from trainers.algorithms import ALGORITHMS
+    from trainers.config import add_dataclass_arguments
+
+    train = sub.add_parser("train", help="train an agent from an RLDS dataset (BC, %%BC, ILQL)")
+    algorithms = train.add_subparsers(dest="algorithm", required=True)
+    for name, spec in ALGORITHMS.items():
+        parser = algorithms.add_parser(name, help=spec.description,
+                                       description=f"{spec.description}; options are the fields of "
+                                                   f"{spec.config_class.__module__}.{spec.config_class.__name__}")
+        add_dataclass_arguments(parser, spec.config_class)
+        parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+        parser.set_defaults(func=cmd_train)
+
+
+def _add_eval_parser(sub) -> None:
+    ev = sub.add_parser("eval", help="play seeded Wordle games with trained agents; table + plot")
+    ev.add_argument("--agent", action="append", default=[], type=parse_agent,
+                    help="NAME=CHECKPOINT[,beta=B,greedy=true,temperature=T] (repeatable); ILQL's beta defaults "
+                         "to its config's, BC's to 0")
+    ev.add_argument("--optimal", action="store_true", help="add the optimal policy (upper reference)")
+    ev.add_argument("--games", type=int, default=500)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--rule", default="official", choices=["official", "ilql"])
+    ev.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
+    ev.add_argument("--answers", default="official_answers")
+    ev.add_argument("--guesses", default="official_guesses")
+    ev.add_argument("--batch-games", type=int, default=64, help="games played in lockstep (batched decoding)")
+    ev.add_argument("--baseline", default=None, help="agent name to compare every row with (paired)")
+    ev.add_argument("--out", default=None, help="write the results as JSON")
+    ev.add_argument("--plot", default=None, help="write the results plot (PNG)")
+    ev.add_argument("--no-progress", dest="progress", action="store_false")
+    ev.set_defaults(func=cmd_eval)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -105,4 +105,21 @@ class ValueHeads(nn.Module):
         return torch.minimum(self.target_q1(hidden), self.target_q2(hidden))
 
 
-__all__ = ["ModelConfig", "build_language_model", "mlp_head", "ValueHeads"]
+def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the outputs at positions ``0..T-2`` are trained on: the next token and whether it is an action.
+
+    A causal LM's output at position ``t`` is about token ``t + 1`` (the state before it is tokens ``<= t``),
+    so every trainer compares ``outputs[:, :-1]`` with ``targets = input_ids[:, 1:]`` on the positions of
+    ``mask = action_mask[:, 1:]`` (agent tokens that are not padding). Returns ``(targets, mask)``.
+
+    >>> batch = {"input_ids": torch.tensor([[1, 7, 8, 4]]), "action_mask": torch.tensor([[False, True, True, False]]),
+    ...          "attention_mask": torch.tensor([[1, 1, 1, 0]])}
+    >>> targets, mask = action_targets(batch)
+    >>> targets.tolist(), mask.tolist()
+    ([[7, 8, 4]], [[True, True, False]])
+    """
+    mask = batch["action_mask"][:, 1:].bool() & batch["attention_mask"][:, 1:].bool()
+    return batch["input_ids"][:, 1:], mask
+
+
+__all__ = ["ModelConfig", "build_language_model", "mlp_head", "ValueHeads", "action_targets"]

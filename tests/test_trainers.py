@@ -1,0 +1,154 @@
+"""Trainers: training changes the model and lowers the loss, accumulation is exact, resumption is exact,
+ILQL finds a rare rewarded action that BC does not, and ``torchrun`` runs the same loop with 2 processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.toy_data import build_dataset, rare_best_action, wordle_like
+from trainers.algorithms import algorithm_by_name
+from trainers.bc import BCConfig
+from trainers.checkpoint import load_agent_model
+from trainers.ilql import ILQLConfig
+from trainers.loop import DistInfo, accumulate_gradients, make_tokenizer, train, training_batches
+from trainers.model import ModelConfig
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=64)
+
+
+@pytest.fixture(scope="module")
+def wordle_dataset(tmp_path_factory) -> str:
+    return build_dataset(wordle_like(48, seed=3), tmp_path_factory.mktemp("wordle_like"))
+
+
+def config(algorithm: str, dataset: str, out: Path, **kwargs):
+    cls = algorithm_by_name(algorithm).config_class
+    base = dict(dataset=dataset, out=str(out), model=TINY, max_length=64, batch_size=8, lr=3e-3, warmup_steps=0,
+                log_every=1, checkpoint_every=1000, shuffle_buffer=64)
+    base.update(kwargs)
+    return cls(**base)
+
+
+def metrics(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def initial_state(cfg) -> dict[str, torch.Tensor]:
+    torch.manual_seed(cfg.seed)
+    module = algorithm_by_name("ilql" if isinstance(cfg, ILQLConfig) else "bc").model_class(cfg, make_tokenizer("wordle"))
+    return {k: v.clone() for k, v in module.state_dict().items()}
+
+
+@pytest.mark.parametrize("algorithm", ["bc", "ilql"])
+def test_training_changes_parameters_and_lowers_loss(algorithm, wordle_dataset, tmp_path):
+    cfg = config(algorithm, wordle_dataset, tmp_path / algorithm, steps=30)
+    before = initial_state(cfg)
+    result = train(algorithm, cfg, progress=False)
+    after = load_agent_model(tmp_path / algorithm / "checkpoint")
+    assert after.step == 30 and result.steps == 30
+    changed = [k for k, v in after.model.state_dict().items() if not torch.equal(v, before[k])]
+    assert any(k.startswith("lm.") for k in changed)
+    losses = [row["loss"] for row in metrics(tmp_path / algorithm)]
+    assert len(losses) == 30
+    assert sum(losses[-5:]) / 5 < 0.9 * sum(losses[:5]) / 5, losses
+    assert (tmp_path / algorithm / "training_curves.png").stat().st_size > 1000
+    assert any((tmp_path / algorithm / "tb").iterdir()), "no TensorBoard events written"
+    if algorithm == "ilql":
+        state = after.model.state_dict()
+        for head in ("q1", "q2"):
+            key = f"heads.{head}.0.weight"
+            target = f"heads.target_{head}.0.weight"
+            assert not torch.equal(state[key], before[key])          # trained
+            assert not torch.equal(state[target], before[target])    # moved by Polyak averaging...
+            assert not torch.equal(state[target], state[key])        # ...but only part of the way
+
+
+@pytest.mark.parametrize("algorithm", ["bc", "ilql"])
+def test_one_batch_of_8_equals_8_accumulated_micro_batches_of_1(algorithm, wordle_dataset, tmp_path):
+    whole = config(algorithm, wordle_dataset, tmp_path / "a", batch_size=8, grad_accum=1, shuffle_buffer=0)
+    split = dataclasses.replace(whole, batch_size=1, grad_accum=8)
+    grads, logged = [], []
+    tokenizer = make_tokenizer("wordle")
+    for cfg in (whole, split):
+        torch.manual_seed(0)
+        module = algorithm_by_name(algorithm).model_class(cfg, tokenizer)
+        batches = training_batches(cfg, tokenizer, DistInfo())
+        micro = [next(batches) for _ in range(cfg.grad_accum)]
+        logged.append(accumulate_gradients(module, micro))
+        grads.append({n: p.grad.clone() for n, p in module.named_parameters() if p.grad is not None})
+    assert set(grads[0]) == set(grads[1]) and grads[0]
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], rtol=1e-4, atol=1e-6, msg=name)
+    assert logged[0]["loss"] == pytest.approx(logged[1]["loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("algorithm", ["bc", "ilql"])
+def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_dataset, tmp_path):
+    straight = config(algorithm, wordle_dataset, tmp_path / "straight", steps=4)
+    train(algorithm, straight, progress=False)
+    interrupted = config(algorithm, wordle_dataset, tmp_path / "resumed", steps=2, checkpoint_every=2)
+    train(algorithm, interrupted, progress=False)
+    train(algorithm, dataclasses.replace(interrupted, steps=4), progress=False)
+    a, b = metrics(tmp_path / "straight"), metrics(tmp_path / "resumed")
+    assert [r["step"] for r in b] == [1, 2, 3, 4]
+    for step in (2, 3):  # rows of steps 3 and 4, the first two after resuming
+        assert b[step]["loss"] == pytest.approx(a[step]["loss"], rel=1e-6, abs=1e-7), (a[step], b[step])
+    final_a = load_agent_model(tmp_path / "straight" / "checkpoint").model.state_dict()
+    final_b = load_agent_model(tmp_path / "resumed" / "checkpoint").model.state_dict()
+    for key in final_a:
+        torch.testing.assert_close(final_b[key], final_a[key], rtol=1e-5, atol=1e-7, msg=key)
+
+
+def test_ilql_prefers_a_rare_rewarded_action_that_bc_rarely_takes(tmp_path):
+    """Data: 10% of episodes take ``ab`` (reward 0), 90% ``ba`` (reward -1). BC imitates the data; ILQL's
+    perturbed policy should take ``ab``. Compared by each policy's exact expected reward."""
+    from trainers.agents import next_token_logits
+
+    dataset = build_dataset(rare_best_action(n_good=12, n_bad=108), tmp_path / "data")
+    common = dict(steps=150, batch_size=24, lr=2e-3, log_every=50, shuffle_buffer=120, seed=1)
+    train("bc", config("bc", dataset, tmp_path / "bc", **common), progress=False)
+    # alpha=0.1: the paper's 0.005 suits 100k-step runs; in 150 steps the targets must move faster for the
+    # value of the final token to reach the first one (three Bellman backups: 'a', 'b', end of action)
+    train("ilql", config("ilql", dataset, tmp_path / "ilql", tau=0.9, alpha=0.1, **common), progress=False)
+    tokenizer = make_tokenizer("wordle")
+    prompt = torch.tensor([tokenizer.encode_prompt([""], [])])
+    a, b = tokenizer.encode("a")[0], tokenizer.encode("b")[0]
+
+    def expected_reward(path: Path, beta: float) -> float:
+        loaded = load_agent_model(path / "checkpoint")
+        logits = next_token_logits(loaded.lm, loaded.heads, prompt, torch.ones_like(prompt), beta)[0]
+        p_good = torch.softmax(logits[[a, b]], dim=0)[0].item()   # the only two valid first letters
+        return p_good * 0.0 + (1 - p_good) * -1.0
+
+    bc = expected_reward(tmp_path / "bc", beta=0.0)
+    ilql = expected_reward(tmp_path / "ilql", beta=16.0)
+    assert bc < -0.6, f"BC should imitate the data (mostly 'ba'), expected reward {bc:.3f}"
+    assert ilql > -0.3, f"ILQL should take the rare rewarded 'ab', expected reward {ilql:.3f}"
+
+
+def test_torchrun_two_processes_match_one_process(wordle_dataset, tmp_path):
+    """DDP over 2 gloo processes, each with half the episodes of a batch, logs the same first-step loss as
+    one process with the whole batch, and writes one checkpoint."""
+    single = config("bc", wordle_dataset, tmp_path / "single", steps=2, batch_size=8, shuffle_buffer=0)
+    train("bc", single, progress=False)
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+            "-m", "trainers.cli", "train", "bc", "--dataset", wordle_dataset, "--out", str(tmp_path / "ddp"),
+            "--steps", "2", "--batch_size", "4", "--shuffle_buffer", "0", "--lr", "3e-3", "--warmup_steps", "0",
+            "--log_every", "1", "--max_length", "64", "--model.n_layer", "1", "--model.n_embd", "32",
+            "--model.n_head", "2", "--model.n_positions", "64", "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ddp, one = metrics(tmp_path / "ddp"), metrics(tmp_path / "single")
+    assert [r["step"] for r in ddp] == [1, 2]
+    assert ddp[0]["loss"] == pytest.approx(one[0]["loss"], rel=1e-5)
+    assert load_agent_model(tmp_path / "ddp" / "checkpoint").step == 2

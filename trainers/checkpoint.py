@@ -1,0 +1,119 @@
+"""Checkpoints: one folder that both resumes training exactly and loads a trained agent for evaluation.
+
+Layout of ``<out>/checkpoint/``:
+
+| file | what |
+| --- | --- |
+| ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers) |
+| ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads) |
+| ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs) |
+| ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}}`` |
+| ``tokenizer.json`` | the tokenizer |
+
+A checkpoint is written into a temporary folder and renamed over the previous one, so a run killed while
+saving keeps its last complete checkpoint.
+
+Example::
+
+    from trainers.checkpoint import load_agent_model
+
+    loaded = load_agent_model("runs/ilql/checkpoint")
+    print(loaded.algorithm, loaded.step, loaded.tokenizer.vocab_size)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+CHECKPOINT = "checkpoint"
+
+
+def checkpoint_dir(out: str | os.PathLike) -> Path:
+    """The checkpoint folder of a training output folder."""
+    return Path(out) / CHECKPOINT
+
+
+def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: nn.Module, tokenizer: Any,
+                    trainer_state: dict[str, Any]) -> Path:
+    """Writes ``out/checkpoint`` atomically (temporary folder, then rename) and returns its path."""
+    from trainers.config import config_to_dict
+
+    final = checkpoint_dir(out)
+    tmp = final.with_name(CHECKPOINT + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    model.lm.save_pretrained(tmp / "lm")
+    torch.save(model.state_dict(), tmp / "model.pt")
+    torch.save(trainer_state, tmp / "trainer_state.pt")
+    (tmp / "config.json").write_text(json.dumps({"algorithm": algorithm, "config": config_to_dict(config)},
+                                                sort_keys=True, indent=2))
+    tokenizer.save(tmp / "tokenizer.json")
+    old = final.with_name(CHECKPOINT + ".old")
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    if old.exists():
+        shutil.rmtree(old)
+    return final
+
+
+def read_checkpoint_config(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
+    """``(algorithm, config dict)`` of a checkpoint folder; a clear error when it is not one."""
+    path = Path(path)
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{path} is not a checkpoint folder: it has no config.json "
+                                f"(give the 'checkpoint' folder inside a training output folder)")
+    data = json.loads(config_file.read_text())
+    return data["algorithm"], data["config"]
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    """A trained module back from a checkpoint, ready to act (``eval()`` mode, no gradients)."""
+
+    algorithm: str
+    config: Any
+    model: nn.Module
+    tokenizer: Any
+    step: int
+
+    @property
+    def lm(self) -> nn.Module:
+        """The causal LM (the behaviour policy's logits)."""
+        return self.model.lm
+
+    @property
+    def heads(self) -> nn.Module | None:
+        """ILQL's value heads, or None for BC."""
+        return getattr(self.model, "heads", None)
+
+
+def load_agent_model(path: str | os.PathLike) -> LoadedModel:
+    """Rebuilds the trained module of a checkpoint folder (see the module docstring for the layout)."""
+    from rlds_lang.tokenizers import CharTokenizer
+    from trainers.algorithms import algorithm_by_name
+
+    path = Path(path)
+    algorithm, config_dict = read_checkpoint_config(path)
+    spec = algorithm_by_name(algorithm)
+    config = spec.config_from_dict(config_dict)
+    tokenizer = CharTokenizer.load(path / "tokenizer.json")
+    model = spec.model_class(config, tokenizer)
+    model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
+    model.eval().requires_grad_(False)
+    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+    return LoadedModel(algorithm, config, model, tokenizer, int(state["step"]))
+
+
+__all__ = ["CHECKPOINT", "checkpoint_dir", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
+           "load_agent_model"]

@@ -1,0 +1,289 @@
+"""The training loop every algorithm shares: data, exact gradient accumulation, DDP, logs and checkpoints.
+
+``train(algorithm, config)`` reads the episodes with ``transforms.loading.load`` (any RLDS dataset of
+ours), keeps the top ``p`` by return for %BC, turns them into padded token-MDP batches in ``tf.data``
+(``transforms.token_mdp.token_batches``, prefetched in TensorFlow's threads) and hands them to PyTorch
+through ``transforms.torch_bridge.TensorBatches``. Each optimizer step takes ``grad_accum`` micro-batches
+and weights each micro-batch's mean loss by its share of the step's tokens, so the step does not depend
+on how the batch was cut; under ``torchrun`` (``WORLD_SIZE > 1``) each process reads its own shard of
+episodes and DistributedDataParallel (gloo on CPU) averages gradients, the token counts summed over all
+processes first. Process 0 writes a tqdm bar, ``metrics.jsonl``, TensorBoard scalars (``tb/``), the
+checkpoint (``trainers.checkpoint``) and ``training_curves.png``. A run restarted with the same ``out``
+resumes from the checkpoint exactly: same weights, optimizer, learning-rate schedule, RNG and position in
+the (seeded, deterministic) data stream.
+
+Example::
+
+    from trainers.bc import BCConfig
+    from trainers.loop import train
+
+    result = train("bc", BCConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.0.0", steps=100, out="/tmp/bc"))
+    print(result.final_metrics, result.data_wait_share)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from trainers.algorithms import algorithm_by_name
+from trainers.checkpoint import checkpoint_dir, save_checkpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class DistInfo:
+    """This process' place in a ``torchrun`` job (``world_size == 1`` when run alone)."""
+
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process writes logs and checkpoints."""
+        return self.rank == 0
+
+
+def init_distributed() -> DistInfo:
+    """Joins the ``torchrun`` process group (gloo, CPU) when ``WORLD_SIZE > 1``; alone otherwise."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return DistInfo(dist.get_rank(), dist.get_world_size())
+
+
+def make_tokenizer(name: str):
+    """The tokenizer a config names (``wordle``)."""
+    from rlds_lang.tokenizers import wordle_tokenizer
+
+    tokenizers = {"wordle": wordle_tokenizer}
+    if name not in tokenizers:
+        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(tokenizers)}")
+    return tokenizers[name]()
+
+
+def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0) -> Iterator[dict[str, Any]]:
+    """Torch batches for this process: load -> (top-p) -> shard -> token MDP -> padded batches, repeated.
+
+    ``skip`` micro-batches are dropped first (a resumed run continues where it stopped; the stream is a
+    pure function of the dataset, the config and the seed).
+    """
+    from transforms.loading import load
+    from transforms.selection import filter_top_p
+    from transforms.token_mdp import TokenMDPConfig, token_batches
+    from transforms.torch_bridge import TensorBatches
+
+    if not config.dataset:
+        raise ValueError("config.dataset is empty: give a folder written by `tfds build` or a dataset name")
+    episodes = load(config.dataset, split=config.split, config=config.config, data_dir=config.data_dir)
+    if config.top_p is not None:
+        episodes = filter_top_p(episodes, config.top_p)
+    if info.world_size > 1:
+        episodes = episodes.shard(info.world_size, info.rank)
+    mdp = TokenMDPConfig(max_length=config.max_length, token_reward=config.token_reward)
+    batches = token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
+                            seed=config.seed, repeat=True, drop_remainder=True)
+    return iter(TensorBatches(batches.skip(skip)))
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished ``train`` call reports (process 0's view)."""
+
+    out: Path
+    steps: int
+    final_metrics: dict[str, float]
+    seconds: float
+    tokens_per_second: float
+    data_wait_share: float
+
+
+def _lr_lambda(warmup: int):
+    return lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
+
+
+class _Logs:
+    """Process 0's sinks: metrics.jsonl and TensorBoard (opened lazily, closed by ``close``)."""
+
+    def __init__(self, out: Path, enabled: bool):
+        self.enabled = enabled
+        self.path = out / "metrics.jsonl"
+        self._tb = None
+        if enabled:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(out / "tb"))
+
+    def write(self, step: int, metrics: dict[str, float]) -> None:
+        if not self.enabled:
+            return
+        with self.path.open("a") as f:
+            f.write(json.dumps({"step": step, **metrics}) + "\n")
+        for key, value in metrics.items():
+            self._tb.add_scalar(key, value, step)
+        self._tb.flush()
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _truncate_metrics_after(path: Path, step: int) -> None:
+    """Drops logged rows past ``step`` (written after the checkpoint a run resumes from)."""
+    if not path.exists():
+        return
+    rows = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+    path.write_text("".join(row + "\n" for row in rows))
+
+
+def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
+    """Trains ``algorithm`` (``bc`` or ``ilql``) with ``config`` (its config dataclass); see the module doc."""
+    spec = algorithm_by_name(algorithm)
+    if not isinstance(config, spec.config_class):
+        raise TypeError(f"{algorithm} needs a {spec.config_class.__name__}, got {type(config).__name__}")
+    info = init_distributed()
+    out = Path(config.out)
+    if info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)
+    tokenizer = make_tokenizer(config.tokenizer)
+    module = spec.model_class(config, tokenizer)
+    optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
+                                  weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
+    step = _maybe_resume(config, module, optimizer, scheduler)
+    model: nn.Module = nn.parallel.DistributedDataParallel(module) if info.world_size > 1 else module
+    batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum)
+    logs = _Logs(out, info.is_main)
+    if info.is_main:
+        _truncate_metrics_after(logs.path, step)
+        (out / "config.json").write_text(json.dumps({"algorithm": algorithm,
+                                                     "config": dataclasses.asdict(config)}, indent=2))
+
+    bar = None
+    if progress and info.is_main:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.steps, initial=step, desc=f"train {algorithm}", unit="step")
+    started, wait, tokens = time.perf_counter(), 0.0, 0
+    window: dict[str, float] = {}
+    last: dict[str, float] = {}
+    module.train()
+    while step < config.steps:
+        t0 = time.perf_counter()
+        micro = [next(batches) for _ in range(config.grad_accum)]
+        wait += time.perf_counter() - t0
+        metrics = _optimizer_step(model, module, optimizer, micro, config.grad_clip, info)
+        scheduler.step()
+        step += 1
+        tokens += sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size
+        for key, value in metrics.items():
+            window[key] = window.get(key, 0.0) + value
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.4f}")
+        if step % config.log_every == 0 or step == config.steps:
+            n = config.log_every if step % config.log_every == 0 else step % config.log_every
+            last = {k: v / n for k, v in window.items()}
+            elapsed = time.perf_counter() - started
+            last.update(lr=scheduler.get_last_lr()[0], tokens_per_second=tokens / elapsed,
+                        data_wait_share=wait / elapsed)
+            logs.write(step, last)
+            window = {}
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, info)
+    elapsed = time.perf_counter() - started
+    if bar is not None:
+        bar.close()
+    logs.close()
+    if info.is_main and logs.path.exists():
+        from trainers.plots import plot_training_curves
+
+        plot_training_curves(logs.path, out / "training_curves.png", title=f"{algorithm}: {config.dataset}")
+    return TrainResult(out, step, last, elapsed, tokens / elapsed if elapsed else 0.0,
+                       wait / elapsed if elapsed else 0.0)
+
+
+def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo()) -> dict[str, float]:
+    """Zeroes the gradients, then backpropagates every micro-batch of one optimizer step.
+
+    Each micro-batch's mean loss is weighted by its share of the step's tokens (summed over processes), so
+    the accumulated gradient is the gradient of the token mean over the whole step, however it was cut.
+    Returns the step's token-weighted mean metrics (``loss`` included); ``{}`` when it has no tokens.
+    """
+    from trainers.model import action_targets
+
+    total = torch.stack([action_targets(b)[1].sum() for b in micro]).sum().double()
+    if info.world_size > 1:
+        dist.all_reduce(total)
+    model.zero_grad(set_to_none=True)
+    sums: dict[str, float] = {}
+    if total == 0:
+        return sums
+    for i, batch in enumerate(micro):
+        last = i == len(micro) - 1
+        sync = contextlib.nullcontext() if last or info.world_size == 1 else model.no_sync()
+        with sync:
+            out = model(batch)
+            share = out.count.double() / total
+            # DDP averages gradients over processes: scale by world_size so the step is the global token mean
+            (out.loss * (share * info.world_size).float()).backward()
+        for key, value in {"loss": out.loss.detach(), **out.metrics}.items():
+            sums[key] = sums.get(key, 0.0) + float(value) * float(share)
+    if info.world_size > 1:  # every process reports the global mean
+        keys = sorted(sums)
+        packed = torch.tensor([sums[k] for k in keys], dtype=torch.float64)
+        dist.all_reduce(packed)
+        sums = dict(zip(keys, packed.tolist()))
+    return sums
+
+
+def _optimizer_step(model: nn.Module, module: nn.Module, optimizer: torch.optim.Optimizer,
+                    micro: list[dict[str, Any]], grad_clip: float, info: DistInfo) -> dict[str, float]:
+    """One optimizer step over ``micro`` (see ``accumulate_gradients``), then ILQL's target update."""
+    metrics = accumulate_gradients(model, micro, info)
+    if metrics:
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), grad_clip)
+        optimizer.step()
+        module.after_optimizer_step()
+    return metrics
+
+
+def _trainer_state(optimizer, scheduler, step: int) -> dict[str, Any]:
+    return {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state()}
+
+
+def _save(config, algorithm, module, tokenizer, optimizer, scheduler, step: int, info: DistInfo) -> None:
+    if info.is_main:
+        save_checkpoint(config.out, algorithm, config, module, tokenizer, _trainer_state(optimizer, scheduler, step))
+    if info.world_size > 1:
+        dist.barrier()
+
+
+def _maybe_resume(config, module: nn.Module, optimizer, scheduler) -> int:
+    """Loads ``out/checkpoint`` into the module/optimizer/scheduler when resuming; returns the step."""
+    path = checkpoint_dir(config.out)
+    if not (config.resume and (path / "trainer_state.pt").exists()):
+        return 0
+    module.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
+    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["torch_rng"])
+    return int(state["step"])
+
+
+__all__ = ["DistInfo", "init_distributed", "make_tokenizer", "training_batches", "accumulate_gradients", "TrainResult",
+           "train"]
