@@ -143,7 +143,9 @@ def test_next_token_logits_is_bc_plus_beta_advantage(tok):
     assert torch.equal(next_token_logits(stub, None, ids, mask, 0.0), bc.expand(2, -1))
 
 
-def test_next_token_logits_on_a_real_lm(lm, tok):
+def test_next_token_logits_on_a_real_lm(tok):
+    # its own LM: output_hidden_states installs transformers hooks that make a model unpicklable
+    lm = build_language_model(TINY, tok.vocab_size, pad_id=tok.pad_id)
     heads = ValueHeads(TINY.n_embd, tok.vocab_size)
     ids = torch.tensor([tok.encode_prompt([""], [])])
     mask = torch.ones_like(ids)
@@ -262,3 +264,39 @@ def test_params_are_json(lm, tok):
     params = json.loads(json.dumps(agent.params()))
     assert params["beta"] == 2.0 and params["allowed_actions"] == 2 and params["name"] == "ilql"
     assert params["value_heads"] is True and len(params["allowed_actions_sha256"]) == 64
+
+
+def test_agent_pickles_and_plays_the_same(lm, tok):
+    import pickle
+
+    agent = LanguageModelPolicy(lm, tok, allowed_actions=official_guesses().words, temperature=2.0)
+    env = WordleEnv()
+    run_episode(env, agent, seed=0)  # decoding leaves the LM picklable (no transformers hidden-state hooks)
+    copy = pickle.loads(pickle.dumps(agent))  # loggers.record(workers > 1) sends policies to processes
+    assert run_episode(env, copy, seed=9).actions == run_episode(env, agent, seed=9).actions
+
+
+@pytest.mark.parametrize("algorithm", ["bc", "ilql"])
+def test_policy_from_checkpoint(tmp_path, tok, algorithm):
+    from trainers.agents import policy_from_checkpoint
+    from trainers.algorithms import algorithm_by_name
+    from trainers.checkpoint import save_checkpoint
+
+    spec = algorithm_by_name(algorithm)
+    config = spec.config_class(dataset="unused", model=TINY)
+    torch.manual_seed(0)
+    model = spec.model_class(config, tok)
+    path = save_checkpoint(tmp_path / algorithm, algorithm, config, model, tok, {"step": 3})
+    agent = policy_from_checkpoint(path, allowed_actions="official_guesses", greedy=True)
+    assert agent.name == algorithm and agent.beta == (16.0 if algorithm == "ilql" else 0.0)
+    assert (agent.heads is not None) == (algorithm == "ilql")
+    params = agent.params()
+    assert params["checkpoint"] == str(path) and params["step"] == 3 and params["allowed_actions"] == len(official_guesses())
+    # the loaded agent decodes exactly as one built from the trained module
+    direct = LanguageModelPolicy(model.lm, tok, heads=getattr(model, "heads", None), beta=agent.beta, greedy=True,
+                                 allowed_actions=official_guesses().words)
+    histories = game_histories(["crane", "tolls"])
+    assert agent.act_batch(histories) == direct.act_batch(histories)
+    if algorithm == "bc":
+        with pytest.raises(ValueError, match="no value heads"):
+            policy_from_checkpoint(path, beta=2.0)

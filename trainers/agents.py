@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -60,6 +61,22 @@ def positions_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+def _last_logits_and_hidden(lm: nn.Module, want_hidden: bool, **inputs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The logits (float32) and last-layer hidden state at each row's last position.
+
+    A ``transformers`` LM with a separate base model and output embeddings (GPT-2's ``transformer`` and
+    ``lm_head``) is run as the two, which is what its ``forward`` computes, with the head applied to the last
+    position only. This also avoids ``output_hidden_states``, which in transformers 5 installs forward hooks
+    that make the model unpicklable. Other modules are called with ``output_hidden_states``.
+    """
+    base, head = getattr(lm, "base_model", None), getattr(lm, "get_output_embeddings", None)
+    if base is not None and base is not lm and callable(head) and head() is not None:
+        hidden = base(**inputs).last_hidden_state[:, -1, :]
+        return head()(hidden).float(), hidden
+    out = lm(**inputs, output_hidden_states=want_hidden)
+    return out.logits[:, -1, :].float(), (out.hidden_states[-1][:, -1, :] if want_hidden else None)
+
+
 def next_token_logits(lm: nn.Module, heads: ValueHeads | None, input_ids: torch.Tensor,
                       attention_mask: torch.Tensor, beta: float, position_ids: torch.Tensor | None = None,
                       past_key_values: Any = None) -> torch.Tensor:
@@ -79,12 +96,11 @@ def next_token_logits(lm: nn.Module, heads: ValueHeads | None, input_ids: torch.
     if position_ids is None:
         position_ids = positions_from_mask(attention_mask)[:, -input_ids.shape[1]:]
     perturb = heads is not None and beta != 0
-    out = lm(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-             past_key_values=past_key_values, use_cache=past_key_values is not None, output_hidden_states=perturb)
-    logits = out.logits[:, -1, :].float()
+    logits, hidden = _last_logits_and_hidden(lm, perturb, input_ids=input_ids, attention_mask=attention_mask,
+                                             position_ids=position_ids, past_key_values=past_key_values,
+                                             use_cache=past_key_values is not None)
     if not perturb:
         return logits
-    hidden = out.hidden_states[-1][:, -1, :]
     q = heads.target_q(hidden).float()
     v = heads.v(hidden).squeeze(-1).float()
     return perturbed_logits(logits, q, v, beta)
@@ -269,6 +285,8 @@ class LanguageModelPolicy:
         self.constraint = (PrefixConstraint(allowed_actions, tokenizer, self.vocab_size).to(self.device)
                            if allowed_actions is not None else None)
         self.stop_ids = (tokenizer.eoa_id, tokenizer.eos_id)
+        #: JSON-ready provenance merged into ``params()`` (e.g. the checkpoint it was loaded from).
+        self.info: dict[str, Any] = {}
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
@@ -289,7 +307,7 @@ class LanguageModelPolicy:
         if self.constraint is not None:
             params["allowed_actions"] = self.constraint.num_actions
             params["allowed_actions_sha256"] = self.constraint.sha256
-        return params
+        return {**params, **self.info}
 
     def __repr__(self) -> str:
         return f"LanguageModelPolicy({self.params()})"
@@ -377,5 +395,36 @@ class LanguageModelPolicy:
         return actions  # type: ignore[return-value]
 
 
-__all__ = ["LanguageModelPolicy", "PrefixConstraint", "next_token_logits", "positions_from_mask", "sample_tokens",
+def policy_from_checkpoint(path: str | os.PathLike, allowed_actions: Sequence[str] | str | None = None,
+                           name: str | None = None, beta: float | None = None, greedy: bool = False,
+                           temperature: float = 1.0, max_action_tokens: int = 16, seed: int = 0,
+                           device: str | torch.device = "cpu") -> LanguageModelPolicy:
+    """The agent of a trained checkpoint folder (``trainers.checkpoint``): its LM, tokenizer and, for ILQL, heads.
+
+    ``beta=None`` takes the checkpoint config's inference ``beta`` for ILQL and 0 for BC (a BC checkpoint
+    has no heads, so a non-zero ``beta`` is refused). ``allowed_actions`` may be a Wordle word-list name
+    or file (``rlds_lang.wordle.words.resolve_word_list``) or the actions themselves. ``params()`` records
+    the checkpoint path, algorithm and training step.
+    """
+    from trainers.checkpoint import load_agent_model
+
+    loaded = load_agent_model(path)
+    heads = loaded.heads
+    if beta is None:
+        beta = float(getattr(loaded.config, "beta", 0.0)) if heads is not None else 0.0
+    if beta != 0 and heads is None:
+        raise ValueError(f"{os.fspath(path)}: a {loaded.algorithm!r} checkpoint has no value heads; beta={beta} "
+                         f"needs an ILQL checkpoint")
+    if isinstance(allowed_actions, str):
+        from rlds_lang.wordle.words import resolve_word_list
+
+        allowed_actions = resolve_word_list(allowed_actions).words
+    policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=heads, beta=beta, temperature=temperature,
+                                 greedy=greedy, allowed_actions=allowed_actions, max_action_tokens=max_action_tokens,
+                                 name=name or loaded.algorithm, seed=seed, device=device)
+    policy.info = {"checkpoint": os.fspath(path), "algorithm": loaded.algorithm, "step": loaded.step}
+    return policy
+
+
+__all__ = ["LanguageModelPolicy", "policy_from_checkpoint", "PrefixConstraint", "next_token_logits", "positions_from_mask", "sample_tokens",
            "observation_text"]
