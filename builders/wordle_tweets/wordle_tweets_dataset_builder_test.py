@@ -8,6 +8,8 @@ tweet's colour rows with the environment's rewards, the eval split equal to ``sp
 
 import csv
 import math
+import os
+from unittest import mock
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -40,6 +42,11 @@ class _Base(tfds.testing.DatasetBuilderTestCase):
 
     def setUp(self):
         super().setUp()
+        # wordle_synthetic's test sets RLDS_LANG_SMALL for the whole process; these builds are full size.
+        environ = mock.patch.dict(os.environ)
+        environ.start()
+        self.addCleanup(environ.stop)
+        os.environ.pop("RLDS_LANG_SMALL", None)
         for patcher in list(self.patchers):
             if getattr(patcher, "attribute", None) == "load" and "numpy" in repr(getattr(patcher, "getter", lambda: "")()):
                 patcher.stop()
