@@ -264,6 +264,8 @@ def test_params_are_json(lm, tok):
     params = json.loads(json.dumps(agent.params()))
     assert params["beta"] == 2.0 and params["allowed_actions"] == 2 and params["name"] == "ilql"
     assert params["value_heads"] is True and len(params["allowed_actions_sha256"]) == 64
+    agent.info = {"checkpoint": "runs/ilql/checkpoint", "step": 3}  # provenance shows in params
+    assert agent.params()["step"] == 3 and agent.params()["beta"] == 2.0
 
 
 def test_agent_pickles_and_plays_the_same(lm, tok):
@@ -277,26 +279,19 @@ def test_agent_pickles_and_plays_the_same(lm, tok):
 
 
 @pytest.mark.parametrize("algorithm", ["bc", "ilql"])
-def test_policy_from_checkpoint(tmp_path, tok, algorithm):
-    from trainers.agents import policy_from_checkpoint
+def test_checkpoint_agents_decode_like_the_trained_module(tmp_path, tok, algorithm):
     from trainers.algorithms import algorithm_by_name
-    from trainers.checkpoint import save_checkpoint
+    from trainers.checkpoint import load_policy, save_checkpoint
 
     spec = algorithm_by_name(algorithm)
     config = spec.config_class(dataset="unused", model=TINY)
     torch.manual_seed(0)
     model = spec.model_class(config, tok)
     path = save_checkpoint(tmp_path / algorithm, algorithm, config, model, tok, {"step": 3})
-    agent = policy_from_checkpoint(path, allowed_actions="official_guesses", greedy=True)
+    agent = load_policy(path, allowed_actions="official_guesses", greedy=True)
     assert agent.name == algorithm and agent.beta == (16.0 if algorithm == "ilql" else 0.0)
     assert (agent.heads is not None) == (algorithm == "ilql")
-    params = agent.params()
-    assert params["checkpoint"] == str(path) and params["step"] == 3 and params["allowed_actions"] == len(official_guesses())
-    # the loaded agent decodes exactly as one built from the trained module
     direct = LanguageModelPolicy(model.lm, tok, heads=getattr(model, "heads", None), beta=agent.beta, greedy=True,
                                  allowed_actions=official_guesses().words)
     histories = game_histories(["crane", "tolls"])
     assert agent.act_batch(histories) == direct.act_batch(histories)
-    if algorithm == "bc":
-        with pytest.raises(ValueError, match="no value heads"):
-            policy_from_checkpoint(path, beta=2.0)

@@ -37,7 +37,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -285,7 +284,7 @@ class LanguageModelPolicy:
         self.constraint = (PrefixConstraint(allowed_actions, tokenizer, self.vocab_size).to(self.device)
                            if allowed_actions is not None else None)
         self.stop_ids = (tokenizer.eoa_id, tokenizer.eos_id)
-        #: JSON-ready provenance merged into ``params()`` (e.g. the checkpoint it was loaded from).
+        #: JSON-ready provenance merged into ``params()`` (e.g. the checkpoint path, algorithm and step).
         self.info: dict[str, Any] = {}
         self.reset(seed)
 
@@ -395,36 +394,5 @@ class LanguageModelPolicy:
         return actions  # type: ignore[return-value]
 
 
-def policy_from_checkpoint(path: str | os.PathLike, allowed_actions: Sequence[str] | str | None = None,
-                           name: str | None = None, beta: float | None = None, greedy: bool = False,
-                           temperature: float = 1.0, max_action_tokens: int = 16, seed: int = 0,
-                           device: str | torch.device = "cpu") -> LanguageModelPolicy:
-    """The agent of a trained checkpoint folder (``trainers.checkpoint``): its LM, tokenizer and, for ILQL, heads.
-
-    ``beta=None`` takes the checkpoint config's inference ``beta`` for ILQL and 0 for BC (a BC checkpoint
-    has no heads, so a non-zero ``beta`` is refused). ``allowed_actions`` may be a Wordle word-list name
-    or file (``rlds_lang.wordle.words.resolve_word_list``) or the actions themselves. ``params()`` records
-    the checkpoint path, algorithm and training step.
-    """
-    from trainers.checkpoint import load_agent_model
-
-    loaded = load_agent_model(path)
-    heads = loaded.heads
-    if beta is None:
-        beta = float(getattr(loaded.config, "beta", 0.0)) if heads is not None else 0.0
-    if beta != 0 and heads is None:
-        raise ValueError(f"{os.fspath(path)}: a {loaded.algorithm!r} checkpoint has no value heads; beta={beta} "
-                         f"needs an ILQL checkpoint")
-    if isinstance(allowed_actions, str):
-        from rlds_lang.wordle.words import resolve_word_list
-
-        allowed_actions = resolve_word_list(allowed_actions).words
-    policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=heads, beta=beta, temperature=temperature,
-                                 greedy=greedy, allowed_actions=allowed_actions, max_action_tokens=max_action_tokens,
-                                 name=name or loaded.algorithm, seed=seed, device=device)
-    policy.info = {"checkpoint": os.fspath(path), "algorithm": loaded.algorithm, "step": loaded.step}
-    return policy
-
-
-__all__ = ["LanguageModelPolicy", "policy_from_checkpoint", "PrefixConstraint", "next_token_logits", "positions_from_mask", "sample_tokens",
+__all__ = ["LanguageModelPolicy", "PrefixConstraint", "next_token_logits", "positions_from_mask", "sample_tokens",
            "observation_text"]
