@@ -24,7 +24,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, Iterator
 
 import tensorflow_datasets as tfds
 from absl import logging
@@ -106,7 +106,7 @@ class TweetShard:
     rule: str
 
 
-def record_shard(shard: TweetShard):
+def record_shard(shard: TweetShard) -> Iterator[dict[str, Any]]:
     """The RLDS episodes of one shard, recorded through ``loggers.record``."""
     return rf.record_retrofits(shard.games, shard.run_name, shard.answers, shard.guesses, shard.rule)
 
@@ -124,7 +124,8 @@ def _word_list(spec: str, manual_dir: epath.Path) -> WordList | str:
     return spec if spec in _DEFAULT_LISTS else resolve_word_list(_manual_file(manual_dir, spec))
 
 
-def retrofit_manual_dir(config: TweetsConfig, manual_dir: epath.Path):
+def retrofit_manual_dir(config: TweetsConfig, manual_dir: epath.Path) -> tuple[
+        list[rf.RetrofittedGame], collections.Counter, WordList | str, WordList | str]:
     """``(games, rejections, answers, guesses)``: every valid tweet of the manual folder retrofitted as the
     config says, the rejection counts by reason, and the word lists (names or loaded lists)."""
     tweets_path = _manual_file(manual_dir, config.tweets_file)
@@ -132,7 +133,7 @@ def retrofit_manual_dir(config: TweetsConfig, manual_dir: epath.Path):
     index = rf.RetrofitIndex.build(guesses, answers, config.rule)
     table = rf.load_answer_table(_manual_file(manual_dir, config.answer_table)) if config.use_true_word else None
     rejections: collections.Counter = collections.Counter()
-    tweets = tqdm(read_tweets_csv(tweets_path, rejections), desc="retrofit tweets", unit="tweet")
+    tweets = tqdm(read_tweets_csv(tweets_path, rejections), desc="valid tweets read", unit="game")
     games = list(rf.retrofit_tweets(tweets, index, config.seed, rejections, table))
     return games, rejections, answers, guesses
 
