@@ -244,8 +244,9 @@ class LanguageModelPolicy:
     Satisfies ``rlds_lang.env.Policy``; ``act_batch`` plays many games with batched forward passes.
 
     Args:
-      lm: a causal LM returning ``.logits`` (and ``.hidden_states`` with ``output_hidden_states``), e.g.
-        ``trainers.model.build_language_model``. It is put in eval mode.
+      lm: a causal LM, e.g. ``trainers.model.build_language_model`` (any ``transformers`` causal LM with a
+        base model and output embeddings, or a module returning ``.logits`` and, with
+        ``output_hidden_states``, ``.hidden_states``). It is put in eval mode.
       tokenizer: the ``CharTokenizer`` the LM was trained with.
       heads: ILQL value heads; with ``beta != 0`` the logits are perturbed by ``beta * (Q - V)``.
       beta: ILQL's advantage weight (0 samples the BC policy).
