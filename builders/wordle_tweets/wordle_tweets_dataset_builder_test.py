@@ -108,6 +108,17 @@ def test_every_config_counts_its_rejections():
         assert all(g.mode.value == ("true_word" if config.use_true_word else "any_answer") for g in games)
 
 
+def test_dummy_data_is_what_the_script_makes(tmp_path, monkeypatch):
+    """dummy_data/ is reproducible from make_dummy_data.py (seeded), byte for byte."""
+    committed = epath.Path(make_dummy_data.OUT)
+    monkeypatch.setattr(make_dummy_data, "OUT", str(tmp_path))
+    make_dummy_data.main()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["answers.txt", "answers_by_day.csv", "guesses.txt", "tweets.csv"]
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+
+
 if __name__ == "__main__":
     import tensorflow_datasets.public_api as tfds_api
 
