@@ -38,6 +38,7 @@ def test_index_groups_every_guess_by_its_pattern(rule):
             expected[game.pattern_id(game.colour(guess, answer, rule))].add(g)
         for p in range(game.NUM_PATTERNS):
             assert set(index.candidates(a, p).tolist()) == expected.get(p, set())
+            assert index.possible[p, a] == (p in expected)
         assert index.offsets[a, -1] == len(SMALL)
 
 

@@ -73,11 +73,13 @@ class RetrofitIndex:
       order: ``(answers, guesses)`` guess indices, grouped by pattern id within each answer's row.
       offsets: ``(answers, NUM_PATTERNS + 1)`` int32; answer ``a``'s guesses giving pattern ``p`` are
         ``order[a, offsets[a, p]:offsets[a, p + 1]]``.
+      possible: ``(NUM_PATTERNS, answers)`` bool; whether some guess gives pattern ``p`` against answer ``a``.
     """
 
     matrix: FeedbackMatrix
     order: np.ndarray
     offsets: np.ndarray
+    possible: np.ndarray
 
     @classmethod
     def from_matrix(cls, matrix: FeedbackMatrix) -> "RetrofitIndex":
@@ -90,7 +92,7 @@ class RetrofitIndex:
         counts = np.bincount(flat.ravel(), minlength=num_answers * NUM_PATTERNS).reshape(num_answers, NUM_PATTERNS)
         offsets = np.zeros((num_answers, NUM_PATTERNS + 1), np.int32)
         np.cumsum(counts, axis=1, out=offsets[:, 1:])
-        return cls(matrix, order, offsets)
+        return cls(matrix, order, offsets, np.ascontiguousarray(counts.T > 0))
 
     @classmethod
     def build(cls, guesses: WordList | str = "official_guesses", answers: WordList | str = "official_answers",
@@ -114,9 +116,7 @@ class RetrofitIndex:
 
     def answers_fitting(self, patterns: Sequence[int]) -> np.ndarray:
         """Indices of the answers against which every pattern has at least one guess."""
-        p = np.asarray(patterns, np.intp)
-        counts = self.offsets[:, p + 1] - self.offsets[:, p]  # (answers, rows)
-        return np.flatnonzero((counts > 0).all(axis=1))
+        return np.flatnonzero(self.possible[np.asarray(patterns, np.intp)].all(axis=0))
 
 
 @dataclasses.dataclass(frozen=True)
