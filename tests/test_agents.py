@@ -295,3 +295,25 @@ def test_checkpoint_agents_decode_like_the_trained_module(tmp_path, tok, algorit
                                  allowed_actions=official_guesses().words)
     histories = game_histories(["crane", "tolls"])
     assert agent.act_batch(histories) == direct.act_batch(histories)
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_reused_turn_states_give_the_same_actions(lm, tok, greedy):
+    from trainers.eval import EvalConfig, evaluate
+
+    words = official_guesses().words
+    results = [evaluate(LanguageModelPolicy(lm, tok, greedy=greedy, allowed_actions=words, reuse_states=reuse),
+                        EvalConfig(games=24, batch_games=8), progress=False) for reuse in (True, False)]
+    assert results[0].actions == results[1].actions
+    # the states are found again: the next turn of a stored game only runs its new tokens
+    agent = LanguageModelPolicy(lm, tok, greedy=greedy, allowed_actions=words)
+    (first,) = game_histories(["crane"])
+    guess = agent.act_batch([first])[0]
+    env = WordleEnv()
+    env.set_next_answer("pleat")
+    observations = [env.reset().observation, env.step(guess).observation]
+    past, new = agent.turn_states.split(agent.prompts([(observations, [guess])])[0])
+    assert past is not None and len(new) == 1 + 5 + 1  # [EOA] + five squares + [EOO]
+    assert past[0].shape[:3] == (TINY.n_layer, TINY.n_head, len(agent.prompts([first])[0]) + 5)
+    agent.reset(0)
+    assert agent.turn_states.states == {}

@@ -14,7 +14,8 @@ every agent, so comparisons between BC, %BC and ILQL are fair. Without it action
 
 Batching: ``act_batch`` plays several games at once -- prompts are left-padded (with an attention mask
 and position ids counted from each prompt's first real token, so padding changes nothing) and decoded in
-parallel with the KV cache. Randomness: given per-game ``seeds`` the uniform numbers of game ``s`` at turn
+parallel with the KV cache. ``TurnStates`` keeps each game's keys and values to the next call, so a turn
+runs only its new tokens (``[EOA]``, the feedback, ``[EOO]``) instead of the whole game again. Randomness: given per-game ``seeds`` the uniform numbers of game ``s`` at turn
 ``t`` come from a generator seeded by ``(s, t)`` alone, so a seeded game samples the same actions whether it
 is played alone (``act`` after ``reset(s)``) or inside any batch. Without seeds, one generator seeded by
 ``reset`` serves the whole batch in order.
@@ -229,6 +230,77 @@ def sample_tokens(logits: torch.Tensor, uniforms: torch.Tensor, temperature: flo
     return index.clamp(max=logits.shape[-1] - 1)
 
 
+GameStates = tuple[torch.Tensor, torch.Tensor]
+
+
+class TurnStates:
+    """Each game's keys and values from one ``act_batch`` call to the next, so a turn only runs its new tokens.
+
+    After a call it holds, for every game whose action ended with a stop token, the keys and values
+    (``[layers, heads, tokens, head_dim]`` each) of its prompt and action tokens, keyed by those token ids.
+    The game's next prompt is that key + ``[EOA] o_t [EOO]``, so it is found by its prefix before the last
+    ``[EOA]``. Only the last call's states are kept (memory stays one batch). Keys and values depend only
+    on the token ids, their positions and the weights: ``clear`` them after changing the weights.
+
+    >>> states = TurnStates(eoa_id=4)
+    >>> states.split([1, 6, 3, 7, 7, 4, 6, 3])       # nothing stored yet: the whole prompt is new
+    (None, [1, 6, 3, 7, 7, 4, 6, 3])
+    """
+
+    def __init__(self, eoa_id: int):
+        self.eoa_id = eoa_id
+        self.states: dict[tuple[int, ...], GameStates] = {}
+
+    def clear(self) -> None:
+        """Forgets every stored game."""
+        self.states = {}
+
+    def split(self, prompt: list[int]) -> tuple[GameStates | None, list[int]]:
+        """``(stored states of the prompt's cached prefix, the tokens after it)``, or ``(None, prompt)``."""
+        if self.eoa_id in prompt:
+            cut = len(prompt) - 1 - prompt[::-1].index(self.eoa_id)
+            past = self.states.get(tuple(prompt[:cut]))
+            if past is not None:
+                return past, prompt[cut:]
+        return None, prompt
+
+    @staticmethod
+    def batch_cache(pasts: Sequence[GameStates | None], width: int) -> Any:
+        """A ``transformers`` ``DynamicCache`` of the games' states, left-padded with zeros to ``width`` tokens."""
+        from transformers import DynamicCache  # heavy import: only when generating
+
+        known = [p for p in pasts if p is not None]
+        if not known:
+            return DynamicCache()
+        layers, heads, _, head_dim = known[0][0].shape
+        keys = known[0][0].new_zeros(layers, len(pasts), heads, width, head_dim)
+        values = torch.zeros_like(keys)
+        for row, past in enumerate(pasts):
+            if past is not None:
+                keys[:, row, :, width - past[0].shape[-2]:] = past[0]
+                values[:, row, :, width - past[1].shape[-2]:] = past[1]
+        return DynamicCache(ddp_cache_data=list(zip(keys.unbind(0), values.unbind(0))))
+
+    def remember(self, cache: Any, keys: Sequence[list[int] | None], spans: Sequence[tuple[int, int, int, int]]) -> None:
+        """Replaces the store with each game's states from the decoded batch's ``cache``.
+
+        ``keys[row]`` are the row's prompt and action token ids (None: do not store), ``spans[row]`` the
+        cache positions ``(past_start, past_end, new_start, new_end)`` of its stored past and of its new
+        prompt + action tokens.
+        """
+        self.states = {}
+        layers = getattr(cache, "layers", [])
+        if not layers or cache.get_seq_length() == 0:  # a model that does not use the cache
+            return
+        all_keys = torch.stack([layer.keys for layer in layers])  # [layers, batch, heads, tokens, head_dim]
+        all_values = torch.stack([layer.values for layer in layers])
+        for row, (key, (a, b, c, d)) in enumerate(zip(keys, spans)):
+            if key is not None:
+                index = torch.tensor([*range(a, b), *range(c, d)], device=all_keys.device)
+                self.states[tuple(key)] = (all_keys[:, row].index_select(-2, index),
+                                           all_values[:, row].index_select(-2, index))
+
+
 def observation_text(observation: Observation | str) -> str:
     """The text of an observation: its ``text`` field, or the observation itself when it is text."""
     if isinstance(observation, Mapping):
@@ -257,11 +329,15 @@ class LanguageModelPolicy:
       name: the agent's name in episode metadata and result tables.
       seed: initial seed (``reset`` changes it).
       device: where the model runs.
+      reuse_states: keep each game's keys/values between calls (``TurnStates``) so that a turn runs only its
+        new tokens; the actions are the same either way (up to float rounding). Call ``reset`` after
+        changing the model's weights.
     """
 
     def __init__(self, lm: nn.Module, tokenizer: CharTokenizer, heads: ValueHeads | None = None, beta: float = 0.0,
                  temperature: float = 1.0, greedy: bool = False, allowed_actions: Sequence[str] | None = None,
-                 max_action_tokens: int = 16, name: str = "lm", seed: int = 0, device: str | torch.device = "cpu"):
+                 max_action_tokens: int = 16, name: str = "lm", seed: int = 0, device: str | torch.device = "cpu",
+                 reuse_states: bool = True):
         if not greedy and not temperature > 0:
             raise ValueError(f"LanguageModelPolicy: temperature must be > 0, got {temperature}")
         if not np.isfinite(beta):
@@ -287,12 +363,15 @@ class LanguageModelPolicy:
         self.stop_ids = (tokenizer.eoa_id, tokenizer.eos_id)
         #: JSON-ready provenance merged into ``params()`` (e.g. the checkpoint path, algorithm and step).
         self.info: dict[str, Any] = {}
+        self.turn_states = TurnStates(tokenizer.eoa_id) if reuse_states else None
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
-        """Seeds the next game: ``act`` then samples from streams derived from ``(seed, turn)``."""
+        """Seeds the next game (``act`` then samples from streams derived from ``(seed, turn)``); forgets stored states."""
         self.seed = int(seed)
         self._generator = torch.Generator().manual_seed(self.seed % 2**63)
+        if self.turn_states is not None:
+            self.turn_states.clear()
 
     def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
         """The next action of the game seeded by the last ``reset``."""
@@ -349,22 +428,24 @@ class LanguageModelPolicy:
         """
         if not histories:
             return []
-        from transformers import DynamicCache  # heavy import: only when generating
-
         prompts = self.prompts(histories)
         uniforms = self._uniforms(histories, seeds).to(self.device)
-        batch, width = len(prompts), max(map(len, prompts))
+        splits = [self.turn_states.split(p) if self.turn_states is not None else (None, p) for p in prompts]
+        past_lens = [0 if past is None else past[0].shape[-2] for past, _ in splits]
+        batch, past_width, width = len(prompts), max(past_lens), max(len(new) for _, new in splits)
         input_ids = torch.full((batch, width), self.tokenizer.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((batch, width), dtype=torch.long)
-        for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids):] = torch.tensor(ids)
-            attention_mask[row, width - len(ids):] = 1
+        attention_mask = torch.zeros((batch, past_width + width), dtype=torch.long)
+        for row, ((_, new), past_len) in enumerate(zip(splits, past_lens)):
+            input_ids[row, width - len(new):] = torch.tensor(new)
+            attention_mask[row, past_width - past_len:past_width] = 1
+            attention_mask[row, past_width + width - len(new):] = 1
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
 
-        cache = DynamicCache()
+        cache = TurnStates.batch_cache([past for past, _ in splits], past_width)
         logits = next_token_logits(self.lm, self.heads, input_ids, attention_mask, self.beta, past_key_values=cache)
         nodes = torch.zeros(batch, dtype=torch.long, device=self.device)
         done = torch.zeros(batch, dtype=torch.bool, device=self.device)
+        written = torch.zeros(batch, dtype=torch.long, device=self.device)
         stop = torch.tensor(self.stop_ids, device=self.device)
         generated = torch.full((batch, self._max_steps()), self.tokenizer.pad_id, dtype=torch.long, device=self.device)
         for step in range(self._max_steps()):
@@ -375,6 +456,7 @@ class LanguageModelPolicy:
             ends = ~done & torch.isin(tokens, stop)
             writing = ~done & ~ends
             generated[:, step] = tokens.masked_fill(~writing, self.tokenizer.pad_id)
+            written += writing.long()
             if self.constraint is not None:
                 nodes = torch.where(writing, self.constraint.advance(nodes, tokens), nodes)
             done |= ends
@@ -383,6 +465,14 @@ class LanguageModelPolicy:
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones(batch, 1)], dim=1)
             logits = next_token_logits(self.lm, self.heads, tokens.unsqueeze(1), attention_mask, self.beta,
                                        past_key_values=cache)
+        if self.turn_states is not None:
+            # every written token of a row that stopped was fed back, so the cache holds all of them
+            counts, stopped = written.tolist(), done.tolist()
+            keys = [prompt + generated[row, :counts[row]].tolist() if stopped[row] else None
+                    for row, prompt in enumerate(prompts)]
+            spans = [(past_width - past_lens[row], past_width, past_width + width - len(new),
+                      past_width + width + counts[row]) for row, (_, new) in enumerate(splits)]
+            self.turn_states.remember(cache, keys, spans)
         return self._actions(generated, nodes)
 
     def _actions(self, generated: torch.Tensor, nodes: torch.Tensor) -> list[str]:
@@ -395,5 +485,5 @@ class LanguageModelPolicy:
         return actions  # type: ignore[return-value]
 
 
-__all__ = ["LanguageModelPolicy", "PrefixConstraint", "next_token_logits", "positions_from_mask", "sample_tokens",
+__all__ = ["LanguageModelPolicy", "PrefixConstraint", "TurnStates", "next_token_logits", "positions_from_mask", "sample_tokens",
            "observation_text"]

@@ -14,9 +14,10 @@ next unplayed one -- with per-game seeds ``config.seed + i``, so results do not 
 ``policy.reset(config.seed + i)``, exactly as ``rlds_lang.env.run_episode`` would.
 
 Speed (2-core CPU shared with other jobs, load average ~7): 500 games of an untrained default-size agent
-(``ModelConfig()``: 4 layers, 128 wide; every game lasts the full 6 guesses, the slowest case) take 10-17 s
-with ``batch_games`` 64-128 (30-50 games/s, ILQL heads included), and 500 games of ``OptimalPolicy`` 5 s.
-``EvalConfig.torch_threads`` (default 1) matters on a busy machine: the same run took 99 s with two threads.
+(``ModelConfig()``: 4 layers, 128 wide; every game lasts the full 6 guesses, the slowest case) take 6-10 s
+with ``batch_games`` 64-128 (50-80 games/s, ILQL heads included; twice as long without the agent's
+``TurnStates``), and 500 games of ``OptimalPolicy`` 5-8 s. ``EvalConfig.torch_threads`` (default 1) matters
+on a busy machine: a run that took 17 s on one thread took 99 s on two.
 
 Per game: the return (-1 per non-winning guess, 0 for the win), the number of guesses made (a lost game
 counts ``max_guesses``) and whether it was won. An action the environment rejects
