@@ -28,3 +28,14 @@ def test_transforms_example_prints_what_it_says():
     for value in expected:
         assert value in printed, f"README says {value!r}; the example printed:\n{printed}"
     assert "win rate 1.000" in printed
+
+
+def test_tweets_example_prints_what_it_says():
+    code = section_code("Human games from tweets (`builders/wordle_tweets`)")
+    expected = [m.strip() for m in re.findall(r"^print\(.*?\)\s+#\s*(.+)$", code, flags=re.M)]
+    assert len(expected) == 3
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(README), "exec"), {})
+    printed = out.getvalue().splitlines()
+    assert [line.strip() for line in printed] == expected

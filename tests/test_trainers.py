@@ -15,7 +15,6 @@ import torch
 
 from tests.toy_data import build_dataset, rare_best_action, wordle_like
 from trainers.algorithms import algorithm_by_name
-from trainers.bc import BCConfig
 from trainers.checkpoint import load_agent_model
 from trainers.ilql import ILQLConfig
 from trainers.loop import DistInfo, accumulate_gradients, make_tokenizer, train, training_batches

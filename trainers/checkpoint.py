@@ -115,5 +115,25 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     return LoadedModel(algorithm, config, model, tokenizer, int(state["step"]))
 
 
+def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
+                beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0):
+    """A checkpoint as a playing agent (``trainers.agents.LanguageModelPolicy``).
+
+    ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0).
+    ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
+    """
+    from rlds_lang.wordle.words import WordList, resolve_word_list
+    from trainers.agents import LanguageModelPolicy
+
+    loaded = load_agent_model(path)
+    if beta is None:
+        beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
+    if isinstance(allowed_actions, (str, WordList)):
+        allowed_actions = resolve_word_list(allowed_actions).words
+    return LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
+                               greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
+                               seed=seed)
+
+
 __all__ = ["CHECKPOINT", "checkpoint_dir", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
-           "load_agent_model"]
+           "load_agent_model", "load_policy"]

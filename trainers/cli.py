@@ -1,8 +1,9 @@
 """The ``rlds-lang`` command line.
 
-``rlds-lang demo`` runs the main job small on the embedded defaults: record expert Wordle games with
-``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config ``manual_dir``),
-``tfds.load`` them back, and print dataset statistics and one episode as coloured squares.
+``rlds-lang demo`` runs the main job small on the embedded defaults: record expert and random-mixture Wordle
+games with ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config ``manual_dir``),
+``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly, evaluate
+both beside the optimal policy on the same seeded games, print the table and write the plot.
 ``rlds-lang record`` records any Wordle policy to a log folder.
 ``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
 return, episode length and action length distributions to a PNG.
@@ -18,13 +19,11 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BUILDER_DIR = REPO / "builders" / "wordle_synthetic"
 
 
 def _timestamped(root: Path, prefix: str) -> Path:
@@ -56,24 +55,30 @@ def render_episode(steps: list[dict]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
-    """Record -> tfds build -> tfds.load -> statistics and one rendered episode."""
+    """The main job, small: record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate -> table + plot."""
+    from trainers.bc import BCConfig
+    from trainers.eval import EvalConfig, evaluate, plot_results, results_table, save_results
+    from trainers.ilql import ILQLConfig
+    from trainers.loop import train
+    from trainers.model import ModelConfig
+
+    started = time.perf_counter()
     workdir = _timestamped(Path(args.workdir), "demo")
     logs, data = workdir / "logs", workdir / "tfds"
-    print(f"[1/3] recording {args.episodes} expert games into {logs}")
-    rec = argparse.Namespace(rule="official", mode="fixed", seed=args.seed, policy="optimal", policy_params="{}",
-                             episodes=args.episodes, out=str(logs), run_name="demo", workers=args.workers)
-    cmd_record(rec)
-    print(f"[2/3] tfds build {BUILDER_DIR.relative_to(REPO)} --config manual_dir")
-    tfds_cli = Path(sys.executable).with_name("tfds")
-    started = time.perf_counter()
-    subprocess.run([str(tfds_cli), "build", str(BUILDER_DIR), "--config", "manual_dir", "--manual_dir", str(logs),
-                    "--data_dir", str(data)], check=True)
-    print(f"      built in {time.perf_counter() - started:.1f} s")
-    print("[3/3] tfds.load and statistics")
+    print(f"[1/5] recording {args.episodes} expert and {args.episodes} random-mixture games into {logs}")
+    for policy, params in (("optimal", "{}"), ("random_mixture", '{"prob_smart": 0.5}')):
+        cmd_record(argparse.Namespace(rule="official", mode="fixed", seed=args.seed, policy=policy,
+                                      policy_params=params, episodes=args.episodes, out=str(logs / policy),
+                                      run_name=f"demo-{policy}", workers=args.workers))
+    print(f"[2/5] tfds build builders/wordle_synthetic --config manual_dir --manual_dir {logs}")
+    from trainers.build import tfds_build
+
+    dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs)
+    print("[3/5] tfds.load: statistics and one episode")
     from transforms.loading import load
     from transforms.statistics import compute_statistics
 
-    episodes = load("wordle_synthetic", config="manual_dir", data_dir=data)
+    episodes = load(dataset_dir)
     print("\n".join("  " + line for line in compute_statistics(episodes).table().splitlines()))
     first = next(iter(episodes.take(1)))
     steps = [{"action": st["action"].decode(), "reward": float(st["reward"]),
@@ -82,6 +87,28 @@ def cmd_demo(args: argparse.Namespace) -> None:
     meta = {k: first[k].numpy().decode() for k in ("episode_id", "answer", "policy")}
     print(f"episode {meta['episode_id']} (answer {meta['answer']!r}, policy {meta['policy']}):")
     print(render_episode(steps))
+    model = ModelConfig(n_layer=2, n_embd=64, n_head=4, n_positions=96)
+    common = dict(dataset=dataset_dir, steps=args.train_steps, batch_size=32, model=model, log_every=10,
+                  seed=args.seed, resume=False)
+    print(f"[4/5] training BC and ILQL for {args.train_steps} steps each on {dataset_dir}")
+    for algorithm, config in (("bc", BCConfig(out=str(workdir / "bc"), **common)),
+                              ("ilql", ILQLConfig(out=str(workdir / "ilql"), **common))):
+        result = train(algorithm, config)
+        print(f"      {algorithm}: loss {result.final_metrics.get('loss', float('nan')):.3f}, "
+              f"{result.tokens_per_second:,.0f} tokens/s, curves -> {result.out / 'training_curves.png'}")
+    print(f"[5/5] evaluating on {args.eval_games} seeded games (official rule, official lists)")
+    from trainers.checkpoint import load_policy
+
+    eval_config = EvalConfig(games=args.eval_games, seed=args.seed)
+    results = [evaluate(load_policy(workdir / name / "checkpoint", allowed_actions=eval_config.guesses, name=name),
+                        eval_config, name=name) for name in ("bc", "ilql")]
+    from rlds_lang.wordle.policies import OptimalPolicy
+
+    results.append(evaluate(OptimalPolicy(), eval_config, name="optimal"))
+    print(results_table(results, baseline="bc"))
+    save_results(results, workdir / "results.json")
+    print(f"plot -> {plot_results(results, workdir / 'results.png')}")
+    print(f"demo finished in {time.perf_counter() - started:.0f} s; everything is under {workdir}")
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
@@ -133,7 +160,7 @@ def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
 def cmd_eval(args: argparse.Namespace) -> list:
     """Evaluates every ``--agent`` (and the optimal policy with ``--optimal``) on the same seeded games."""
     from rlds_lang.wordle.policies import OptimalPolicy
-    from trainers.agents import policy_from_checkpoint
+    from trainers.checkpoint import load_policy
     from trainers.config import _parse_bool
     from trainers.eval import EvalConfig, evaluate, plot_results, results_table, save_results
 
@@ -141,7 +168,7 @@ def cmd_eval(args: argparse.Namespace) -> list:
                         guesses=args.guesses, batch_games=args.batch_games)
     results = []
     for name, path, options in args.agent:
-        policy = policy_from_checkpoint(
+        policy = load_policy(
             path, allowed_actions=config.guesses, name=name,
             beta=float(options["beta"]) if "beta" in options else None,
             greedy=_parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)))
@@ -164,8 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rlds-lang``."""
     parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> statistics (small)")
-    demo.add_argument("--episodes", type=int, default=64)
+    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate (small)")
+    demo.add_argument("--episodes", type=int, default=64, help="games recorded per policy (expert, random mixture)")
+    demo.add_argument("--train-steps", type=int, default=150, help="optimizer steps of each trainer")
+    demo.add_argument("--eval-games", type=int, default=100, help="evaluation games per agent")
     demo.add_argument("--workers", type=int, default=2)
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--workdir", default=os.environ.get("RLDS_LANG_RUNS", str(REPO / "runs")))
@@ -196,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.set_defaults(func=cmd_stats)
     _add_train_parsers(sub)
     _add_eval_parser(sub)
+    from trainers.results import add_parser as add_results_parser
+
+    add_results_parser(sub)
     return parser
 
 
@@ -237,6 +269,7 @@ def _add_eval_parser(sub) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rlds-lang`` console script."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     args.func(args)
 
 

@@ -98,7 +98,11 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
 
 @dataclasses.dataclass
 class TrainResult:
-    """What a finished ``train`` call reports (process 0's view)."""
+    """What a finished ``train`` call reports (process 0's view).
+
+    ``tokens_per_second`` and ``data_wait_share`` (time blocked on the next batch / wall time) are measured
+    from the end of the first step on, excluding pipeline start-up; ``seconds`` is the whole loop.
+    """
 
     out: Path
     steps: int
@@ -106,6 +110,50 @@ class TrainResult:
     seconds: float
     tokens_per_second: float
     data_wait_share: float
+
+
+class _Throughput:
+    """Tokens and data-wait time, per logging window and overall (both from the end of the first step)."""
+
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.steady_start: float | None = None
+        self.total_tokens = self.total_wait = 0.0
+        self.window_start = self.started
+        self.window_tokens = self.window_wait = 0.0
+        self._pending_wait = 0.0
+
+    def waited(self, seconds: float) -> None:
+        self._pending_wait = seconds
+
+    def step_done(self, tokens: int) -> None:
+        now = time.perf_counter()
+        if self.steady_start is None:  # the first step: start-up, not throughput
+            self.steady_start = self.window_start = now
+            return
+        self.total_tokens += tokens
+        self.total_wait += self._pending_wait
+        self.window_tokens += tokens
+        self.window_wait += self._pending_wait
+
+    def window(self) -> dict[str, float]:
+        """``tokens_per_second`` and ``data_wait_share`` since the last call (resets the window)."""
+        now = time.perf_counter()
+        span = now - self.window_start
+        out = {"tokens_per_second": self.window_tokens / span if span > 0 else 0.0,
+               "data_wait_share": self.window_wait / span if span > 0 else 0.0}
+        self.window_start, self.window_tokens, self.window_wait = now, 0.0, 0.0
+        return out
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.started
+
+    def overall(self) -> tuple[float, float]:
+        """``(tokens_per_second, data_wait_share)`` from the end of the first step to now."""
+        if self.steady_start is None:
+            return 0.0, 0.0
+        span = time.perf_counter() - self.steady_start
+        return (self.total_tokens / span, self.total_wait / span) if span > 0 else (0.0, 0.0)
 
 
 def _lr_lambda(warmup: int):
@@ -175,18 +223,20 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=config.steps, initial=step, desc=f"train {algorithm}", unit="step")
-    started, wait, tokens = time.perf_counter(), 0.0, 0
+    # throughput is measured from the end of the first step: that one also pays for starting the tf.data
+    # pipeline (opening files, filling the shuffle buffer) and for the first forward pass
+    clock = _Throughput()
     window: dict[str, float] = {}
     last: dict[str, float] = {}
     module.train()
     while step < config.steps:
         t0 = time.perf_counter()
         micro = [next(batches) for _ in range(config.grad_accum)]
-        wait += time.perf_counter() - t0
+        clock.waited(time.perf_counter() - t0)
         metrics = _optimizer_step(model, module, optimizer, micro, config.grad_clip, info)
         scheduler.step()
         step += 1
-        tokens += sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size
+        clock.step_done(sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size)
         for key, value in metrics.items():
             window[key] = window.get(key, 0.0) + value
         if bar is not None:
@@ -195,14 +245,11 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
         if step % config.log_every == 0 or step == config.steps:
             n = config.log_every if step % config.log_every == 0 else step % config.log_every
             last = {k: v / n for k, v in window.items()}
-            elapsed = time.perf_counter() - started
-            last.update(lr=scheduler.get_last_lr()[0], tokens_per_second=tokens / elapsed,
-                        data_wait_share=wait / elapsed)
+            last.update(lr=scheduler.get_last_lr()[0], **clock.window())
             logs.write(step, last)
             window = {}
         if step % config.checkpoint_every == 0 or step == config.steps:
             _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, info)
-    elapsed = time.perf_counter() - started
     if bar is not None:
         bar.close()
     logs.close()
@@ -210,8 +257,7 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
         from trainers.plots import plot_training_curves
 
         plot_training_curves(logs.path, out / "training_curves.png", title=f"{algorithm}: {config.dataset}")
-    return TrainResult(out, step, last, elapsed, tokens / elapsed if elapsed else 0.0,
-                       wait / elapsed if elapsed else 0.0)
+    return TrainResult(out, step, last, clock.seconds(), *clock.overall())
 
 
 def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo()) -> dict[str, float]:

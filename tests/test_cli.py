@@ -1,0 +1,54 @@
+"""The ``rlds-lang`` command line: train -> eval on a tiny dataset, agent specs, and the results script."""
+
+from __future__ import annotations
+
+import argparse
+import pytest
+
+from tests.toy_data import build_dataset, wordle_like
+from trainers.build import tfds_build
+from trainers.cli import main, parse_agent
+from trainers.eval import load_results
+
+TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "96",
+        "--max_length", "64", "--batch_size", "8", "--no-progress"]
+
+
+def test_parse_agent_specs():
+    assert parse_agent("ilql=runs/x/checkpoint,beta=4,greedy=true") == (
+        "ilql", "runs/x/checkpoint", {"beta": "4", "greedy": "true"})
+    with pytest.raises(argparse.ArgumentTypeError, match="NAME=CHECKPOINT"):
+        parse_agent("runs/x")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown option 'tau=1'"):
+        parse_agent("a=b,tau=1")
+
+
+def test_train_then_eval_prints_one_table_and_writes_json_and_plot(tmp_path, capsys):
+    dataset = build_dataset(wordle_like(16, seed=5), tmp_path / "data")
+    for algorithm in ("bc", "ilql"):
+        main(["train", algorithm, "--dataset", dataset, "--out", str(tmp_path / algorithm), "--steps", "3", *TINY])
+    assert "bc: 3 steps" in capsys.readouterr().out
+    main(["eval", "--agent", f"bc={tmp_path / 'bc' / 'checkpoint'}",
+          "--agent", f"ilql={tmp_path / 'ilql' / 'checkpoint'},beta=2", "--optimal", "--games", "6",
+          "--baseline", "bc", "--out", str(tmp_path / "eval.json"), "--plot", str(tmp_path / "eval.png"),
+          "--no-progress"])
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if line.startswith("| ")]
+    assert [r.split("|")[1].strip() for r in rows[2:]] == ["bc", "ilql", "optimal"]
+    saved = load_results(tmp_path / "eval.json")
+    assert [r.name for r in saved] == ["bc", "ilql", "optimal"] and all(r.games == 6 for r in saved)
+    assert saved[1].params["beta"] == 2.0
+    assert (tmp_path / "eval.png").stat().st_size > 1000
+
+
+def test_results_script_writes_the_document(tmp_path, capsys):
+    data_dir = tmp_path / "tfds"
+    tfds_build("wordle_synthetic", "branch", data_dir, small=3, quiet=True)
+    out = tmp_path / "results.md"
+    main(["results", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
+          "--out", str(out)])
+    document = out.read_text()
+    for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
+        assert row in document
+    assert "4 seeded games per agent" in document and "--steps 2" in document
+    assert out.with_suffix(".png").stat().st_size > 1000

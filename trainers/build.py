@@ -1,0 +1,71 @@
+"""Building datasets from the command line's side: ``tfds build`` of a builder folder, and finding the result.
+
+The CLI's demo, the results script (``trainers.results``) and the benchmarks build datasets exactly as a
+user would, with the ``tfds`` command line of the running interpreter's environment.
+
+Example::
+
+    from trainers.build import tfds_build
+
+    folder = tfds_build("wordle_synthetic", "branch", "/tmp/tfds", small=50)   # the built version's folder
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BUILDERS = REPO / "builders"
+
+
+def built_dataset_dir(data_dir: str | os.PathLike, name: str = "", config: str = "") -> str | None:
+    """The built version folder (with ``dataset_info.json``) of ``name/config`` under ``data_dir``, if one is.
+
+    Without ``name``, the one dataset under ``data_dir``; several there raise ``FileNotFoundError``.
+    """
+    root = Path(data_dir)
+    if name:
+        root = root / name / config if config else root / name
+    found = sorted(p.parent for p in root.rglob("dataset_info.json")) if root.exists() else []
+    if len(found) > 1:
+        raise FileNotFoundError(f"{root}: several built datasets, name one: {[str(p) for p in found]}")
+    return str(found[0]) if found else None
+
+
+def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: str | os.PathLike | None = None,
+               small: int | None = None, quiet: bool = False,
+               beam_options: str = "runner=DirectRunner,direct_num_workers=1") -> str:
+    """Runs ``tfds build builders/<name> --config <config>`` into ``data_dir`` (unless already built) and
+    returns the built version's folder. ``small`` caps every recipe (``RLDS_LANG_SMALL``).
+
+    ``beam_options`` go to ``--beam_pipeline_options``: Beam's local DirectRunner by default (Beam 2.77
+    otherwise tries to download its Prism runner first); e.g. ``runner=DirectRunner,direct_num_workers=2,
+    direct_running_mode=multi_processing`` for a parallel local build, or a Dataflow/Flink/Spark runner.
+    """
+    existing = built_dataset_dir(data_dir, name, config)
+    if existing:
+        return existing
+    command = [str(Path(sys.executable).with_name("tfds")), "build", str(BUILDERS / name), "--config", config,
+               "--data_dir", str(data_dir)]
+    if beam_options:
+        command.append(f"--beam_pipeline_options={beam_options}")
+    if manual_dir is not None:
+        command += ["--manual_dir", str(manual_dir)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    if small is not None:
+        env["RLDS_LANG_SMALL"] = str(small)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL if quiet else None)
+    folder = built_dataset_dir(data_dir, name, config)
+    if folder is None:
+        raise FileNotFoundError(f"tfds build {name}/{config} finished but wrote no dataset under {data_dir}")
+    if not quiet:
+        print(f"built {name}/{config} in {time.perf_counter() - started:.1f} s -> {folder}")
+    return folder
+
+
+__all__ = ["built_dataset_dir", "tfds_build"]
