@@ -60,8 +60,15 @@ DONES = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0,
 RTG = [0, 0, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
 
 
-def test_hand_built_episode_exactly():
+@pytest.fixture(scope="module")
+def game_sequence() -> dict:
+    """The hand-built game's sequence with the default configuration (plain-text observations)."""
     [seq] = sequences(episodes_of([GAME]))
+    return seq
+
+
+def test_hand_built_episode_exactly(game_sequence):
+    seq = game_sequence
     assert sorted(seq) == sorted(TOKEN_KEYS + EPISODE_KEYS)
     assert seq["input_ids"].dtype == np.int32 and seq["input_ids"].tolist() == EXPECTED_IDS
     assert seq["action_mask"].tolist() == [bool(x) for x in ACTION]
@@ -100,8 +107,8 @@ def test_truncated_episode_has_no_done():
     assert seq["input_ids"].tolist() == EXPECTED_IDS and seq["rewards"].tolist() == REWARDS
 
 
-def test_max_length_keeps_the_prefix_and_flags_truncation():
-    [full] = sequences(episodes_of([GAME]))
+def test_max_length_keeps_the_prefix_and_flags_truncation(game_sequence):
+    full = game_sequence
     [cut] = sequences(episodes_of([GAME]), TokenMDPConfig(observation_key="observation", max_length=10))
     assert cut["length"] == 10 and cut["truncated"] and not full["truncated"]
     for key in TOKEN_KEYS:

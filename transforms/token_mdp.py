@@ -62,6 +62,8 @@ _ENV, _ACTION, _END_OF_ACTION = 0, 1, 2
 #: Above this exponent range (``n_action_tokens * -ln(gamma)``) the cumsum formula's ``gamma**k`` could
 #: underflow float64 (e**-708), so returns-to-go fall back to the exact recurrence.
 _MAX_LOG_RANGE = 600.0
+#: Episodes laid out per call of the vectorised layout (amortises per-call overhead; order is kept).
+EPISODES_PER_CALL = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,72 +130,132 @@ def _field(steps: Mapping[str, Any], path: str) -> tf.Tensor:
 
 
 def _returns_to_go(rewards: tf.Tensor, gamma: float) -> tf.Tensor:
-    """Discounted returns-to-go of a float64 vector: ``G_k = sum_{j >= k} gamma^(j-k) r_j``, vectorised.
+    """Discounted returns-to-go along the last axis: ``G_k = sum_{j >= k} gamma^(j-k) r_j``, float64, vectorised.
 
-    ``gamma == 1`` is an exact reverse cumulative sum; otherwise ``cumsum(r * gamma^j) / gamma^k`` in
-    float64, or the exact reverse recurrence when ``gamma^n`` could underflow (very long sequences or a
-    tiny ``gamma``).
+    Rows are independent sequences (zero padding at their ends changes nothing). ``gamma == 1`` is an
+    exact reverse cumulative sum; otherwise ``cumsum(r * gamma^j) / gamma^k``, or the exact reverse
+    recurrence (``tf.scan`` over positions, all rows at once) when ``gamma^n`` could underflow float64.
 
-    >>> _returns_to_go(tf.constant([1.0, 1.0, 1.0], tf.float64), 0.5).numpy().tolist()
-    [1.75, 1.5, 1.0]
+    >>> _returns_to_go(tf.constant([[1.0, 1.0, 1.0], [2.0, 0.0, 0.0]], tf.float64), 0.5).numpy().tolist()
+    [[1.75, 1.5, 1.0], [2.0, 0.0, 0.0]]
     """
     if gamma == 1.0:
-        return tf.cumsum(rewards, reverse=True)
+        return tf.cumsum(rewards, axis=-1, reverse=True)
     if gamma == 0.0:
         return rewards
     log_gamma = math.log(gamma)
+    width = tf.shape(rewards)[-1]
 
     def closed_form() -> tf.Tensor:
-        scale = tf.exp(tf.cast(tf.range(tf.size(rewards)), tf.float64) * log_gamma)
-        return tf.cumsum(rewards * scale, reverse=True) / scale
+        scale = tf.exp(tf.cast(tf.range(width), tf.float64) * log_gamma)
+        return tf.cumsum(rewards * scale, axis=-1, reverse=True) / scale
 
     def recurrence() -> tf.Tensor:
-        return tf.scan(lambda following, r: r + gamma * following, rewards,
-                       initializer=tf.constant(0.0, tf.float64), reverse=True)
+        by_position = tf.transpose(rewards)
+        returns = tf.scan(lambda following, r: r + gamma * following, by_position,
+                          initializer=tf.zeros_like(by_position[0]), reverse=True)
+        return tf.transpose(returns)
 
-    span = tf.cast(tf.size(rewards), tf.float64) * -log_gamma
-    return tf.cond(span < _MAX_LOG_RANGE, closed_form, recurrence)
+    return tf.cond(tf.cast(width, tf.float64) * -log_gamma < _MAX_LOG_RANGE, closed_form, recurrence)
 
 
-def _episode_sequence(episode: Mapping[str, Any], tokenizer: CharTokenizer, config: TokenMDPConfig) -> dict[str, tf.Tensor]:
-    """The token sequence of one episode (all fields of ``TOKEN_KEYS`` and ``EPISODE_KEYS``)."""
+def _episode_steps(episode: Mapping[str, Any], config: TokenMDPConfig) -> dict[str, tf.Tensor]:
+    """The fields the layout needs, for all steps of one episode at once (``[S]`` each) and its id."""
     steps = collect(episode["steps"])
-    has_action = tf.logical_not(tf.cast(steps["is_last"], tf.bool))
-    step_rewards = tf.where(has_action, tf.cast(_field(steps, config.reward_key), tf.float64), 0.0)
-    following_terminal = tf.concat([tf.cast(steps["is_terminal"], tf.bool)[1:], [False]], 0)
-    observations = tokenizer.tf_encode(_field(steps, config.observation_key))
-    actions = tokenizer.tf_encode(tf.where(has_action, _field(steps, config.action_key), ""))
-    n_steps = tf.shape(has_action)[0]
-    eoo = tf.RaggedTensor.from_tensor(tf.fill([n_steps, 1], tokenizer.eoo_id), row_splits_dtype=tf.int64)
-    eoa = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(tf.cast(has_action, tf.int32))], tokenizer.eoa_id),
-                                           tf.cast(has_action, tf.int64))
-    # each step's tokens: o_i [EOO] a_i [EOA] (no action part on the is_last step)
-    per_step = tf.concat([observations, eoo, actions, eoa], axis=1)
-    roles = tf.concat([tf.zeros_like(observations) + _ENV, tf.zeros_like(eoo) + _ENV,
-                       tf.zeros_like(actions) + _ACTION, tf.zeros_like(eoa) + _END_OF_ACTION], axis=1).values
-    input_ids = tf.concat([[tokenizer.bos_id], per_step.values, [tokenizer.eos_id]], 0)
-    roles = tf.concat([[_ENV], roles, [_ENV]], 0)
-    turn_index = tf.concat([[-1], tf.cast(per_step.value_rowids(), tf.int32), [-1]], 0)
-    step_of_token = tf.maximum(turn_index, 0)
+    return {"observation": _field(steps, config.observation_key), "action": _field(steps, config.action_key),
+            "reward": tf.cast(_field(steps, config.reward_key), tf.float64),
+            "is_last": tf.cast(steps["is_last"], tf.bool), "is_terminal": tf.cast(steps["is_terminal"], tf.bool),
+            "episode_id": tf.convert_to_tensor(episode.get("episode_id", ""), tf.string)}
 
+
+def _within_row(ragged: tf.RaggedTensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """For each value of a 2-D ragged tensor: (its row, its position within the row), int64."""
+    rows = ragged.value_rowids()
+    return rows, tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(ragged.row_splits, rows)
+
+
+def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTokenizer,
+                        config: TokenMDPConfig) -> dict[str, Any]:
+    """Token sequences of a batch of episodes (``[E, (S)]`` ragged steps): ragged ``[E, (L)]`` token fields
+    and ``[E]`` episode fields.
+
+    Everything is flat vectors and offsets: each token's position in the batch's concatenated sequences
+    is computed from the lengths of the texts, and every field is written with one scatter.
+    """
+    step_splits = batch["observation"].row_splits                        # [E + 1] first step of each episode
+    step_episode, local_step = _within_row(batch["observation"])          # [N] episode / index within it
+    n_episodes = batch["observation"].nrows()
+    has_action = tf.logical_not(batch["is_last"].flat_values)
+    step_rewards = tf.where(has_action, batch["reward"].flat_values, 0.0)
+    same_episode_next = tf.concat([step_episode[1:] == step_episode[:-1], [False]], 0)
+    following_terminal = same_episode_next & tf.concat([batch["is_terminal"].flat_values[1:], [False]], 0)
+    observations = tokenizer.tf_encode(batch["observation"].flat_values)   # [N, (chars)]
+    actions = tokenizer.tf_encode(tf.where(has_action, batch["action"].flat_values, ""))
+
+    # Step i's tokens are o_i [EOO] a_i [EOA] (no action part on an is_last step); each episode's steps
+    # follow its BOS and are followed by its EOS.
+    n_obs, n_act, n_eoa = observations.row_lengths(), actions.row_lengths(), tf.cast(has_action, tf.int64)
+    step_tokens = n_obs + 1 + n_act + n_eoa
+    body_splits = tf.gather(tf.concat([[0], tf.cumsum(step_tokens)], 0), step_splits)
+    splits = body_splits + 2 * tf.range(n_episodes + 1, dtype=tf.int64)   # [E + 1] episode offsets
+    step_start = tf.cumsum(step_tokens, exclusive=True) + 2 * step_episode + 1
+    obs_step, obs_offset = _within_row(observations)
+    act_step, act_offset = _within_row(actions)
+    action_steps = tf.where(has_action)[:, 0]
+    eoo_at = step_start + n_obs
+    parts = [  # (positions, token ids, role, step): role 0 environment, 1 action, 2 end of action; step -1 = none
+        (splits[:-1], tokenizer.bos_id, _ENV, -1),
+        (tf.gather(step_start, obs_step) + obs_offset, observations.values, _ENV, obs_step),
+        (eoo_at, tokenizer.eoo_id, _ENV, tf.range(tf.size(step_start, out_type=tf.int64))),
+        (tf.gather(eoo_at + 1, act_step) + act_offset, actions.values, _ACTION, act_step),
+        (tf.gather(eoo_at + 1 + n_act, action_steps), tokenizer.eoa_id, _END_OF_ACTION, action_steps),
+        (splits[1:] - 1, tokenizer.eos_id, _ENV, -1),
+    ]
+    positions = tf.concat([p for p, _, _, _ in parts], 0)[:, None]
+    total = tf.reshape(splits[-1], [1])  # static shape [1]: the scatters below have a known rank
+
+    def scatter(values: list[Any], dtype: tf.DType) -> tf.Tensor:
+        full = [tf.broadcast_to(tf.cast(v, dtype), tf.shape(p)) for v, (p, _, _, _) in zip(values, parts)]
+        return tf.scatter_nd(positions, tf.concat(full, 0), total)
+
+    input_ids = scatter([ids for _, ids, _, _ in parts], tf.int32)
+    roles = scatter([role for _, _, role, _ in parts], tf.int32)
+    token_step = scatter([step for _, _, _, step in parts], tf.int64)
+    step_of_token = tf.maximum(token_step, 0)
     action_mask = roles != _ENV
     turn_end = roles == _END_OF_ACTION
     rewards = (tf.where(turn_end, tf.gather(step_rewards, step_of_token), 0.0)
                + tf.where(action_mask, tf.constant(config.token_reward, tf.float64), 0.0))
-    dones = turn_end & tf.gather(following_terminal, step_of_token)
-    positions = tf.where(action_mask)
-    returns_to_go = tf.scatter_nd(positions, _returns_to_go(tf.gather_nd(rewards, positions), config.gamma),
-                                  tf.shape(rewards, out_type=tf.int64))
 
-    full_length = tf.size(input_ids)
-    tokens = {"input_ids": input_ids, "action_mask": action_mask, "turn_index": turn_index, "turn_end": turn_end,
-              "rewards": tf.cast(rewards, tf.float32), "dones": dones,
+    # Returns-to-go along each episode's action tokens: a dense [E, most action tokens] block.
+    full_lengths = splits[1:] - splits[:-1]
+    token_episode = tf.repeat(tf.range(n_episodes), full_lengths)
+    action_at = tf.where(action_mask)[:, 0]
+    action_episode = tf.gather(token_episode, action_at)
+    action_splits = tf.concat([[0], tf.cumsum(tf.math.bincount(action_episode, minlength=n_episodes,
+                                                               dtype=tf.int64))], 0)
+    action_index = tf.stack([action_episode, tf.range(tf.size(action_at, out_type=tf.int64))
+                             - tf.gather(action_splits, action_episode)], 1)
+    block = tf.scatter_nd(action_index, tf.gather(rewards, action_at),
+                          tf.stack([n_episodes, tf.reduce_max(tf.concat([action_splits[1:] - action_splits[:-1], [0]], 0))]))
+    returns_to_go = tf.scatter_nd(action_at[:, None], tf.gather_nd(_returns_to_go(block, config.gamma), action_index),
+                                  total)
+
+    tokens = {"input_ids": input_ids, "action_mask": action_mask,
+              "turn_index": tf.cast(tf.where(token_step >= 0, tf.gather(local_step, step_of_token), -1), tf.int32),
+              "turn_end": turn_end, "rewards": tf.cast(rewards, tf.float32),
+              "dones": turn_end & tf.gather(following_terminal, step_of_token),
               "returns_to_go": tf.cast(returns_to_go, tf.float32)}
-    out = {key: tokens[key][:config.max_length] for key in TOKEN_KEYS}
-    out["length"] = tf.minimum(full_length, config.max_length)
-    out["truncated"] = full_length > config.max_length
-    out["episode_return"] = tf.cast(tf.reduce_sum(step_rewards), tf.float32)
-    out["episode_id"] = tf.convert_to_tensor(episode.get("episode_id", ""), tf.string)
+    # Truncation: keep each episode's first max_length tokens.
+    lengths = tf.minimum(full_lengths, config.max_length)
+    kept = tf.where(tf.range(total[0]) - tf.gather(splits, token_episode) < config.max_length)[:, 0]
+    kept_splits = tf.concat([[0], tf.cumsum(lengths)], 0)
+    out: dict[str, Any] = {key: tf.RaggedTensor.from_row_splits(tf.gather(tokens[key], kept), kept_splits, validate=False)
+                           for key in TOKEN_KEYS}
+    out["length"] = tf.cast(lengths, tf.int32)
+    out["truncated"] = full_lengths > config.max_length
+    out["episode_return"] = tf.cast(tf.math.unsorted_segment_sum(step_rewards, step_episode, n_episodes), tf.float32)
+    out["episode_id"] = batch["episode_id"]
     return out
 
 
@@ -205,6 +267,8 @@ def token_mdp(episodes: tf.data.Dataset, tokenizer: CharTokenizer,
     ``rewards`` float32[L], ``dones`` bool[L], ``returns_to_go`` float32[L], ``length`` int32,
     ``truncated`` bool, ``episode_return`` float32 (sum of the environment rewards), ``episode_id`` string
     (``""`` when episodes have none). Text outside the tokenizer's alphabet becomes ``unk_id``.
+    Episodes are read one by one (their steps as one batch each), then laid out ``EPISODES_PER_CALL`` at a
+    time with ragged ops, and handed out one by one again, in order.
 
     >>> from rlds_lang.tokenizers import CharTokenizer
     >>> steps = {"observation": ["a", "b"], "action": ["ab", ""], "reward": [2.0, 0.0],
@@ -215,8 +279,13 @@ def token_mdp(episodes: tf.data.Dataset, tokenizer: CharTokenizer,
     ([1, 6, 3, 6, 7, 4, 7, 3, 2], [0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0], [0, 0, 0, 0, 0, 1, 0, 0, 0])
     """
     _check_steps_spec(episodes, config)
-    return episodes.map(lambda episode: _episode_sequence(episode, tokenizer, config),
-                        num_parallel_calls=tf.data.AUTOTUNE)
+    # No Python control flow on tensors in these functions: skipping autograph's conversion saves tracing time.
+    plain = tf.autograph.experimental.do_not_convert
+    steps = episodes.map(plain(lambda episode: _episode_steps(episode, config)), num_parallel_calls=tf.data.AUTOTUNE)
+    batches = steps.ragged_batch(EPISODES_PER_CALL).map(
+        plain(lambda batch: _sequences_of_batch(batch, tokenizer, config)), num_parallel_calls=tf.data.AUTOTUNE)
+    # unbatch gives ragged-rank-0 RaggedTensors; the identity map turns them into plain tensors.
+    return batches.unbatch().map(plain(lambda sequence: {key: tf.identity(sequence[key]) for key in TOKEN_KEYS + EPISODE_KEYS}))
 
 
 def _padding_value(key: str, dtype: tf.DType, pad_id: int) -> tf.Tensor:
@@ -251,18 +320,25 @@ def pad_batches(sequences: tf.data.Dataset, batch_size: int, max_length: int, pa
     if "attention_mask" in sequences.element_spec:
         raise ValueError("pad_batches: sequences already have an 'attention_mask' field")
 
-    def add_mask(sequence: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    spec = sequences.element_spec
+    per_token = [key for key, s in spec.items() if s.shape.rank == 1]
+
+    def pad(batch: dict[str, Any]) -> dict[str, tf.Tensor]:
+        # ragged_batch gives a dense batch when the spec fixes the length: make every per-token field ragged.
+        batch = {key: tf.RaggedTensor.from_tensor(value) if key in per_token and isinstance(value, tf.Tensor) else value
+                 for key, value in batch.items()}
+        lengths = batch["input_ids"].row_lengths()
         check_length = tf.debugging.assert_less_equal(
-            tf.size(sequence["input_ids"]), max_length,
+            tf.reduce_max(tf.concat([lengths, [0]], 0)), tf.constant(max_length, tf.int64),
             message=f"pad_batches: a sequence is longer than max_length={max_length} (use token_mdp's max_length)")
         with tf.control_dependencies([check_length]):
-            return {**sequence, "attention_mask": tf.ones_like(sequence["input_ids"], tf.int64)}
+            out = {key: batch[key].to_tensor(_padding_value(key, spec[key].dtype, pad_id), shape=[None, max_length])
+                   if key in per_token else tf.identity(batch[key]) for key in batch}
+        out["attention_mask"] = tf.sequence_mask(lengths, max_length, tf.int64)
+        return _widen_integers(out)
 
-    masked = sequences.map(add_mask)
-    shapes = {key: [max_length] if s.shape.rank == 1 else [] for key, s in masked.element_spec.items()}
-    values = {key: _padding_value(key, s.dtype, pad_id) for key, s in masked.element_spec.items()}
-    return (masked.padded_batch(batch_size, shapes, values, drop_remainder=drop_remainder)
-            .map(_widen_integers, num_parallel_calls=tf.data.AUTOTUNE))
+    return sequences.ragged_batch(batch_size, drop_remainder=drop_remainder).map(
+        tf.autograph.experimental.do_not_convert(pad), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def token_batches(episodes: tf.data.Dataset, tokenizer: CharTokenizer, config: TokenMDPConfig, batch_size: int,
