@@ -216,22 +216,25 @@ def test_encode_prompt_agrees_with_the_tf_layout_including_non_ascii():
 
 def reference(game: dict, tok: CharTokenizer, config: TokenMDPConfig) -> dict[str, list]:
     """The token MDP of one game written as a plain Python loop, token by token."""
-    ids, action, turn, end, rewards = [tok.bos_id], [False], [-1], [False], [0.0]
+    tokens = []  # (id, is action, turn, is end of action, reward) per token
+
+    def env(ids: list[int], turn: int) -> None:
+        tokens.extend((i, False, turn, False, 0.0) for i in ids)
+
+    env([tok.bos_id], -1)
     for i, observation in enumerate(game["observations"]):
-        part = tok.encode(observation, strict=False) + [tok.eoo_id]
-        ids += part; action += [False] * len(part); turn += [i] * len(part); end += [False] * len(part); rewards += [0.0] * len(part)  # noqa: E702,E501
+        env(tok.encode(observation, strict=False) + [tok.eoo_id], i)
         if i < len(game["actions"]):
-            part = tok.encode(game["actions"][i], strict=False) + [tok.eoa_id]
-            ids += part; action += [True] * len(part); turn += [i] * len(part)  # noqa: E702
-            end += [False] * (len(part) - 1) + [True]
-            rewards += [config.token_reward] * (len(part) - 1) + [config.token_reward + game["rewards"][i]]
-    ids.append(tok.eos_id); action.append(False); turn.append(-1); end.append(False); rewards.append(0.0)  # noqa: E702
+            tokens.extend((c, True, i, False, config.token_reward) for c in tok.encode(game["actions"][i], strict=False))
+            tokens.append((tok.eoa_id, True, i, True, config.token_reward + game["rewards"][i]))
+    env([tok.eos_id], -1)
+    ids, action, turn, end, rewards = (list(column) for column in zip(*tokens))
     rtg, following = [0.0] * len(ids), 0.0
     for k in reversed(range(len(ids))):
         if action[k]:
             following = rewards[k] + config.gamma * following
             rtg[k] = following
-    last_end = max(k for k in range(len(ids)) if end[k]) if any(end) else None
+    last_end = max((k for k in range(len(ids)) if end[k]), default=None)
     dones = [k == last_end and game["terminal"] for k in range(len(ids))]
     n = config.max_length
     return {"input_ids": ids[:n], "action_mask": action[:n], "turn_index": turn[:n], "turn_end": end[:n],

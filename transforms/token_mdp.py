@@ -20,8 +20,9 @@ with per-token fields:
 
 Sequences longer than ``max_length`` keep their first ``max_length`` tokens and set ``truncated``;
 ``returns_to_go``, ``dones`` and ``episode_return`` still describe the whole episode (a cut does not
-change what the agent's actions earned). Everything is vectorised per episode: the steps are read as one
-batch, all texts are tokenised in one ``tf_encode`` call and the layout is assembled with ragged ops.
+change what the agent's actions earned). Everything is vectorised: each episode's steps are read as one
+batch, then ``EPISODES_PER_CALL`` episodes at a time are tokenised in one ``tf_encode`` call per text
+field and laid out with offset arithmetic and one scatter per field (no per-token or per-step work).
 
 Example::
 
@@ -236,8 +237,8 @@ def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTok
                                                                dtype=tf.int64))], 0)
     action_index = tf.stack([action_episode, tf.range(tf.size(action_at, out_type=tf.int64))
                              - tf.gather(action_splits, action_episode)], 1)
-    block = tf.scatter_nd(action_index, tf.gather(rewards, action_at),
-                          tf.stack([n_episodes, tf.reduce_max(tf.concat([action_splits[1:] - action_splits[:-1], [0]], 0))]))
+    most_actions = tf.reduce_max(tf.concat([action_splits[1:] - action_splits[:-1], [0]], 0))
+    block = tf.scatter_nd(action_index, tf.gather(rewards, action_at), tf.stack([n_episodes, most_actions]))
     returns_to_go = tf.scatter_nd(action_at[:, None], tf.gather_nd(_returns_to_go(block, config.gamma), action_index),
                                   total)
 
@@ -250,8 +251,9 @@ def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTok
     lengths = tf.minimum(full_lengths, config.max_length)
     kept = tf.where(tf.range(total[0]) - tf.gather(splits, token_episode) < config.max_length)[:, 0]
     kept_splits = tf.concat([[0], tf.cumsum(lengths)], 0)
-    out: dict[str, Any] = {key: tf.RaggedTensor.from_row_splits(tf.gather(tokens[key], kept), kept_splits, validate=False)
-                           for key in TOKEN_KEYS}
+    out: dict[str, Any] = {
+        key: tf.RaggedTensor.from_row_splits(tf.gather(tokens[key], kept), kept_splits, validate=False)
+        for key in TOKEN_KEYS}
     out["length"] = tf.cast(lengths, tf.int32)
     out["truncated"] = full_lengths > config.max_length
     out["episode_return"] = tf.cast(tf.math.unsorted_segment_sum(step_rewards, step_episode, n_episodes), tf.float32)
@@ -267,8 +269,8 @@ def token_mdp(episodes: tf.data.Dataset, tokenizer: CharTokenizer,
     ``rewards`` float32[L], ``dones`` bool[L], ``returns_to_go`` float32[L], ``length`` int32,
     ``truncated`` bool, ``episode_return`` float32 (sum of the environment rewards), ``episode_id`` string
     (``""`` when episodes have none). Text outside the tokenizer's alphabet becomes ``unk_id``.
-    Episodes are read one by one (their steps as one batch each), then laid out ``EPISODES_PER_CALL`` at a
-    time with ragged ops, and handed out one by one again, in order.
+    Episodes are read one by one (their steps as one batch each), laid out ``EPISODES_PER_CALL`` at a time
+    with vectorised offset arithmetic, and handed out one by one again, in their original order.
 
     >>> from rlds_lang.tokenizers import CharTokenizer
     >>> steps = {"observation": ["a", "b"], "action": ["ab", ""], "reward": [2.0, 0.0],
@@ -285,7 +287,7 @@ def token_mdp(episodes: tf.data.Dataset, tokenizer: CharTokenizer,
     batches = steps.ragged_batch(EPISODES_PER_CALL).map(
         plain(lambda batch: _sequences_of_batch(batch, tokenizer, config)), num_parallel_calls=tf.data.AUTOTUNE)
     # unbatch gives ragged-rank-0 RaggedTensors; the identity map turns them into plain tensors.
-    return batches.unbatch().map(plain(lambda sequence: {key: tf.identity(sequence[key]) for key in TOKEN_KEYS + EPISODE_KEYS}))
+    return batches.unbatch().map(plain(lambda sequence: {key: tf.identity(value) for key, value in sequence.items()}))
 
 
 def _padding_value(key: str, dtype: tf.DType, pad_id: int) -> tf.Tensor:
