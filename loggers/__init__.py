@@ -1,10 +1,12 @@
 """Lossless recording of language environments through EnvLogger (Riegeli backend), and reading back.
 
 ``record`` plays a policy in an environment and writes every step with episode and step metadata;
-``read_episodes`` turns what it wrote into RLDS episodes (SAR alignment, neutral last step).
+``read_episodes`` turns what it wrote into RLDS episodes (SAR alignment, neutral last step);
+``record_and_read`` does both through a temporary folder (how builders generate episodes).
 """
 
 from loggers.reader import log_dirs, read_episodes, read_log_dir
 from loggers.record import RecordResult, record
+from loggers.roundtrip import record_and_read
 
-__all__ = ["RecordResult", "log_dirs", "read_episodes", "read_log_dir", "record"]
+__all__ = ["RecordResult", "log_dirs", "read_episodes", "read_log_dir", "record", "record_and_read"]

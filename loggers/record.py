@@ -1,11 +1,12 @@
 """``record``: play a policy in a language environment and log every step losslessly with EnvLogger.
 
-Each episode gets a seed (``seed + index``) given to the environment and the policy, an id
-(``{run_name}-{index:08d}``) and episode metadata: the id, the task, the policy's name and parameters
-(canonical JSON), the seed, and the environment's own ``episode_metadata()`` (configuration, hidden
-state). Work is split into chunks, one EnvLogger log directory per chunk under ``data_dir``, spread
-over ``workers`` processes, with a progress bar. A chunk is readable as soon as it is closed, and
-within a chunk every finished episode is flushed when the next begins (``loggers.writer``).
+Each episode gets a seed (``seed + index``, or ``seeds[index]`` from an explicit list) given to the
+environment and the policy, an id (``{run_name}-{index:08d}``) and episode metadata: the id, the task,
+the policy's name and parameters (canonical JSON), the seed, and the environment's own
+``episode_metadata()`` (configuration, hidden state). Work is split into chunks, one EnvLogger log
+directory per chunk under ``data_dir``, spread over ``workers`` processes, with a progress bar. A chunk
+is readable as soon as it is closed, and within a chunk every finished episode is flushed when the next
+begins (``loggers.writer``).
 
 Example::
 
@@ -24,7 +25,7 @@ import multiprocessing
 import os
 import pickle
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import dm_env
 import envlogger
@@ -51,9 +52,12 @@ class RecordResult:
 
 @dataclasses.dataclass
 class _Chunk:
+    """Episodes ``[start, stop)`` written to log directory ``chunk_{index}``; ``seeds[k]`` seeds episode ``start + k``."""
+
     index: int
     start: int
     stop: int
+    seeds: tuple[int, ...]
 
 
 def _episode_metadata_fn(policy: Policy, run_name: str, state: dict[str, Any]):
@@ -80,22 +84,22 @@ def _step_metadata_fn(timestep: dm_env.TimeStep, action: Any, env: LanguageEnv) 
     return dict(meta) if meta else None
 
 
-def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str, seed: int, run_name: str,
+def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str, run_name: str,
                   before_episode: BeforeEpisode | None, metadata: Mapping[str, Any],
                   on_episode: Callable[[int], None] | None = None) -> tuple[str, int, int]:
     """Records episodes ``[chunk.start, chunk.stop)`` into ``data_dir/chunk_XXXXX``."""
     log_dir = os.path.join(data_dir, f"chunk_{chunk.index:05d}")
     os.makedirs(log_dir, exist_ok=True)
-    state: dict[str, Any] = {"index": chunk.start, "seed": seed + chunk.start}
+    state: dict[str, Any] = {"index": chunk.start, "seed": chunk.seeds[0]}
     steps = 0
     with envlogger.EnvLogger(env, data_directory=log_dir, backend=DurableRiegeliWriter,
                              episode_fn=_episode_metadata_fn(policy, run_name, state),
                              step_fn=_step_metadata_fn, metadata=dict(metadata)) as logged:
-        for i in range(chunk.start, chunk.stop):
-            state["index"], state["seed"] = i, seed + i
+        for i, episode_seed in zip(range(chunk.start, chunk.stop), chunk.seeds):
+            state["index"], state["seed"] = i, episode_seed
             if before_episode is not None:
                 before_episode(env, i)
-            episode = run_episode(logged, policy, seed=seed + i)
+            episode = run_episode(logged, policy, seed=episode_seed)
             steps += episode.num_actions + 1
             if on_episode is not None:
                 on_episode(1)
@@ -103,14 +107,29 @@ def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str
 
 
 def _worker(payload: bytes) -> tuple[str, int, int]:
-    env, policy, chunk, data_dir, seed, run_name, before_episode, metadata = pickle.loads(payload)
-    return _record_chunk(env, policy, chunk, data_dir, seed, run_name, before_episode, metadata)
+    env, policy, chunk, data_dir, run_name, before_episode, metadata = pickle.loads(payload)
+    return _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, metadata)
+
+
+def _episode_seeds(episodes: int, seed: int, seeds: Sequence[int] | None) -> list[int]:
+    """Every episode's seed: ``seed + i``, or ``seeds[i]`` (checked: one integer per episode)."""
+    if seeds is None:
+        return [int(seed) + i for i in range(episodes)]
+    seeds = list(seeds)
+    if len(seeds) != episodes:
+        raise ValueError(f"seeds has {len(seeds)} entries but episodes={episodes}: give exactly one seed per episode")
+    out = []
+    for i, value in enumerate(seeds):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"seeds[{i}] must be an integer, got {type(value).__name__}: {value!r}")
+        out.append(int(value))
+    return out
 
 
 def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.PathLike, *, seed: int = 0,
-           run_name: str = "run", workers: int = 1, chunk_size: int | None = None,
-           before_episode: BeforeEpisode | None = None, metadata: Mapping[str, Any] | None = None,
-           progress: bool = True) -> RecordResult:
+           seeds: Sequence[int] | None = None, run_name: str = "run", workers: int = 1,
+           chunk_size: int | None = None, before_episode: BeforeEpisode | None = None,
+           metadata: Mapping[str, Any] | None = None, progress: bool = True) -> RecordResult:
     """Records ``episodes`` episodes of ``policy`` in ``env`` under ``data_dir`` (see the module docstring).
 
     Args:
@@ -118,7 +137,10 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
       policy: the policy (each worker gets a pickled copy).
       episodes: how many episodes.
       data_dir: output folder; must be empty or absent (nothing already recorded is overwritten).
-      seed: episode ``i`` is seeded with ``seed + i``.
+      seed: episode ``i`` is seeded with ``seed + i`` (unless ``seeds`` is given).
+      seeds: explicit per-episode seeds, one per episode: episode ``i`` is seeded with ``seeds[i]`` (seeds may
+        repeat, e.g. to replay one episode's randomness); its ``seed`` metadata is that seed, and the
+        dataset-level metadata says ``explicit_seeds: True``. Its length must be ``episodes``.
       run_name: prefix of episode ids; make it unique per dataset.
       workers: processes to spread the chunks over (1 = in this process).
       chunk_size: episodes per log directory (default: spread evenly, at most 1,000).
@@ -128,6 +150,7 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     """
     if episodes < 0:
         raise ValueError(f"episodes must be >= 0, got {episodes}")
+    episode_seeds = _episode_seeds(episodes, seed, seeds)
     data_dir = os.fspath(data_dir)
     if os.path.isdir(data_dir) and os.listdir(data_dir):
         raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
@@ -135,20 +158,21 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     workers = max(1, int(workers))
     if chunk_size is None:
         chunk_size = max(1, min(1000, -(-episodes // (workers * 4)))) if episodes else 1
-    chunks = [_Chunk(k, s, min(s + chunk_size, episodes)) for k, s in enumerate(range(0, episodes, chunk_size))]
+    chunks = [_Chunk(k, s, min(s + chunk_size, episodes), tuple(episode_seeds[s:s + chunk_size]))
+              for k, s in enumerate(range(0, episodes, chunk_size))]
     meta = {"task": env.task_name, "policy": policy.name, "policy_params": policy_params_json(policy),
-            "run_name": run_name, "seed": int(seed), **(metadata or {})}
+            "run_name": run_name, "seed": int(seed), "explicit_seeds": seeds is not None, **(metadata or {})}
     started = time.perf_counter()
     dirs: list[str] = []
     total_eps = total_steps = 0
     with tqdm(total=episodes, desc=f"record {env.task_name}/{policy.name}", unit="ep", disable=not progress) as bar:
         if workers == 1 or len(chunks) <= 1:
             for chunk in chunks:
-                d, n, s = _record_chunk(env, policy, chunk, data_dir, seed, run_name, before_episode, meta, bar.update)
+                d, n, s = _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, meta, bar.update)
                 dirs.append(d)
                 total_eps, total_steps = total_eps + n, total_steps + s
         else:
-            payloads = [pickle.dumps((env, policy, c, data_dir, seed, run_name, before_episode, meta)) for c in chunks]
+            payloads = [pickle.dumps((env, policy, c, data_dir, run_name, before_episode, meta)) for c in chunks]
             ctx = multiprocessing.get_context("spawn")
             with ctx.Pool(workers) as pool:
                 for d, n, s in pool.imap_unordered(_worker, payloads):

@@ -1,4 +1,5 @@
-"""loggers.record / read_episodes: lossless Wordle round trip, metadata, workers, crash safety."""
+"""loggers.record / read_episodes / record_and_read: lossless Wordle round trip, metadata, workers, explicit
+seeds, crash safety."""
 
 import json
 import os
@@ -6,10 +7,11 @@ import signal
 import subprocess
 import sys
 
+import envlogger
 import numpy as np
 import pytest
 
-from loggers import log_dirs, read_episodes, record
+from loggers import log_dirs, read_episodes, record, record_and_read
 from rlds_lang.env import run_episode
 from rlds_lang.schema import check_episode
 from rlds_lang.wordle.env import WordleEnv
@@ -67,6 +69,47 @@ def test_workers_give_the_same_episodes(tmp_path):
     for key in a:
         assert a[key]["answer"] == b[key]["answer"]
         assert [s["action"] for s in a[key]["steps"]] == [s["action"] for s in b[key]["steps"]]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_explicit_seeds_seed_each_episode(tmp_path, workers):
+    # adversarial_resample redraws the hidden word from the env's RNG: equal seeds must replay equal games.
+    words, seeds = ["crane", "slate", "moist", "abide", "fight", "zesty"], [7, 7, 3, 7, 11]
+    env = WordleEnv(mode="adversarial_resample", seed=5)
+    result = record(env, ScriptedWordle(words), len(seeds), tmp_path / "logs", seed=1000, seeds=seeds, run_name="s",
+                    workers=workers, chunk_size=2, progress=False)
+    assert result.num_episodes == 5 and len(result.log_dirs) == 3
+    episodes = _by_id(read_episodes(tmp_path / "logs"))
+    assert sorted(episodes) == [f"s-{i:08d}" for i in range(5)]
+    for i, seed in enumerate(seeds):
+        ep = episodes[f"s-{i:08d}"]
+        played = run_episode(WordleEnv(mode="adversarial_resample", seed=5), ScriptedWordle(words), seed=seed)
+        assert int(ep["seed"]) == seed
+        assert [s["observation"]["text"] for s in ep["steps"]] == [o["text"] for o in played.observations]
+        assert [s["action"] for s in ep["steps"]] == played.actions + [""]
+        assert (ep["initial_answer"], ep["answer"]) == (played.metadata["initial_answer"], played.metadata["answer"])
+    same = [episodes[f"s-{i:08d}"] for i in (0, 1, 3)]
+    assert len({tuple(s["observation"]["text"] for s in ep["steps"]) for ep in same}) == 1
+    with envlogger.Reader(data_directory=result.log_dirs[0]) as reader:
+        assert bool(reader.metadata()["explicit_seeds"]) is True
+
+
+def test_explicit_seeds_are_checked(tmp_path):
+    with pytest.raises(ValueError, match=r"seeds has 2 entries but episodes=3"):
+        record(WordleEnv(), ScriptedWordle(["crane"]), 3, tmp_path / "logs", seeds=[1, 2], progress=False)
+    with pytest.raises(TypeError, match=r"seeds\[1\] must be an integer, got float"):
+        record(WordleEnv(), ScriptedWordle(["crane"]), 2, tmp_path / "logs", seeds=[1, 2.5], progress=False)
+    assert not (tmp_path / "logs").exists()  # nothing written for a bad call
+
+
+def test_record_and_read_leaves_no_logs(tmp_path):
+    words = ["crane", "slate", "moist", "abide", "fight", "zesty"]
+    episodes = list(record_and_read(WordleEnv(seed=3), ScriptedWordle(words), 4, tmp_path, run_name="rr", seed=50))
+    assert [e["episode_id"] for e in episodes] == [f"rr-{i:08d}" for i in range(4)]
+    assert [int(e["seed"]) for e in episodes] == [50, 51, 52, 53]
+    for ep in episodes:
+        check_episode(ep)
+    assert list(tmp_path.iterdir()) == []  # the temporary log folder is gone once read
 
 
 def test_sigkill_loses_at_most_the_episode_in_flight(tmp_path):
