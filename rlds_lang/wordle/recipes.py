@@ -6,10 +6,12 @@ in which environment configuration, for how many episodes -- or one game per ans
 ``branch_policy`` set, every game is also branched at each of its turns: the game's own actions are
 replayed up to turn ``k`` and then ``branch_policy`` takes over; branches are separate episodes whose
 metadata names the parent (``parent_episode_id``) and the turn (``branch_turn``; the parents carry ``""``
-and ``-1``).
+and ``-1``). A branch is recorded with its parent's seed and initial answer, so the environment's
+randomness replays too (``adversarial_resample`` redraws the hidden word from the environment's RNG):
+its first ``branch_turn`` steps equal the parent's, which ``play_shard`` checks (``check_branch_prefix``).
 
-``play_shard`` records one ``Shard`` (a slice of a recipe) with ``loggers.record`` into a temporary
-folder and reads it back with ``loggers.reader``, so every dataset is born the same way as live runs.
+``play_shard`` records one ``Shard`` (a slice of a recipe) with ``loggers.record_and_read`` (a temporary
+log folder read back with ``loggers.reader``), so every dataset is born the same way as live runs.
 Episode ids: ``{run_name}-{shard:04d}-{i:08d}`` and ``{run_name}-{shard:04d}-branch-{j:08d}``.
 No TensorFlow here.
 """
@@ -19,8 +21,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-import os
-import tempfile
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -46,7 +46,8 @@ class Recipe:
       rule: ``WordleEnv`` colouring rule.
       answers: answer list name.
       guesses: guess list name.
-      seed: episode ``i`` of the recipe is seeded with ``seed + i``.
+      seed: episode ``i`` of the recipe is seeded with ``seed + i`` (a branch takes its parent's seed); also the
+        environment's construction seed.
       branch_policy: ``make_policy`` name of the policy that takes over in branches (``None``: no branches).
       branch_params: its keyword arguments as JSON.
     """
@@ -108,14 +109,23 @@ def _make_policy(name: str, params_json: str, recipe: Recipe) -> Policy:
     return make_policy(name, **params)
 
 
-class _TaggedWordleEnv(WordleEnv):
-    """A ``WordleEnv`` that reports extra episode metadata (``tags``), set before each episode."""
+class TaggedWordleEnv(WordleEnv):
+    """A ``WordleEnv`` that reports extra episode metadata (``tags``), set before each episode by a hook.
+
+    Takes ``WordleEnv``'s arguments; ``tags`` starts as ``BRANCH_DEFAULTS``. Example::
+
+        env = TaggedWordleEnv(seed=0)
+        env.tags = {"source": "demo"}
+        env.reset()
+        assert env.episode_metadata()["source"] == "demo"
+    """
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.tags: dict[str, Any] = dict(BRANCH_DEFAULTS)
 
     def episode_metadata(self) -> dict[str, Any]:
+        """``WordleEnv``'s episode metadata plus the current ``tags``."""
         return {**super().episode_metadata(), **self.tags}
 
 
@@ -161,43 +171,78 @@ class _BranchHook:
         self.policy = policy
         self.plan = plan
 
-    def __call__(self, env: _TaggedWordleEnv, j: int) -> None:
+    def __call__(self, env: TaggedWordleEnv, j: int) -> None:
         parent, turn = self.plan[j]
         env.set_next_answer(parent["initial_answer"])
         env.tags = {"parent_episode_id": parent["episode_id"], "branch_turn": np.int32(turn)}
         self.policy.prefix = [s["action"] for s in parent["steps"][:turn]]
 
 
+class BranchPrefixError(AssertionError):
+    """A branch did not replay its parent's trajectory up to ``branch_turn``; the message names both episodes."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality of two (nested dict) step values, arrays compared element-wise with their shapes."""
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        return isinstance(a, Mapping) and isinstance(b, Mapping) and a.keys() == b.keys() and all(
+            _same(a[k], b[k]) for k in a)
+    return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def check_branch_prefix(parent: Mapping[str, Any], branch: Mapping[str, Any]) -> None:
+    """Raises ``BranchPrefixError`` unless ``branch`` replays ``parent`` up to its ``branch_turn``.
+
+    Both are RLDS episodes as ``loggers.reader`` yields them. Steps ``0..branch_turn-1`` must have the
+    same observation, action and reward, and step ``branch_turn`` the same observation (the one the
+    takeover policy acts on).
+    """
+    turn = int(branch["branch_turn"])
+    where = f"branch {branch['episode_id']} (parent {parent['episode_id']}, branch_turn {turn})"
+    if turn >= len(parent["steps"]) or turn >= len(branch["steps"]):
+        raise BranchPrefixError(f"{where}: branch_turn is past the end of the parent ({len(parent['steps'])} steps) "
+                                f"or of the branch ({len(branch['steps'])} steps)")
+    for k in range(turn + 1):
+        keys = ("observation",) if k == turn else ("observation", "action", "reward")
+        for key in keys:
+            if not _same(parent["steps"][k][key], branch["steps"][k][key]):
+                raise BranchPrefixError(f"{where}: step {k} {key} differs: parent {parent['steps'][k][key]!r}, "
+                                        f"branch {branch['steps'][k][key]!r}")
+
+
 def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, Any]]:
     """Records the shard's episodes (and branches) with ``loggers.record``, yields them as RLDS episodes.
 
-    Logs go to a temporary folder under ``work_dir`` (default: the system temp folder) that is removed
-    once read back.
+    Logs go to temporary folders under ``work_dir`` (default: the system temp folder), removed once read
+    back. Branches are recorded with their parent's seed and initial answer and checked to replay the
+    parent up to ``branch_turn`` (``BranchPrefixError`` otherwise).
     """
-    from loggers.reader import read_episodes
-    from loggers.record import record
+    from loggers.roundtrip import record_and_read
 
     recipe = shard.recipe
     run = f"{recipe.run_name}-{shard.index:04d}"
     branching = recipe.branch_policy is not None
-    env = _TaggedWordleEnv if branching else WordleEnv
+    env = TaggedWordleEnv if branching else WordleEnv
     env = env(answers=recipe.answers, guesses=recipe.guesses, rule=recipe.rule, mode=recipe.mode, seed=recipe.seed)
     hook = _AnswerByIndex(shard.start) if recipe.episodes is None else None
-    with tempfile.TemporaryDirectory(prefix=f"{run}-", dir=work_dir) as tmp:
-        record(env, _make_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
-               os.path.join(tmp, "games"), seed=recipe.seed + shard.start, run_name=run,
-               before_episode=hook, progress=False)
-        parents = list(read_episodes(os.path.join(tmp, "games")))
+    parents = record_and_read(env, _make_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
+                              work_dir, seed=recipe.seed + shard.start, run_name=run, before_episode=hook)
+    if not branching:
         yield from parents
-        if not branching:
-            return
-        plan = [(p, k) for p in parents for k in range(len(p["steps"]) - 1)]
-        if not plan:
-            return
-        policy = TakeoverPolicy(_make_policy(recipe.branch_policy, recipe.branch_params, recipe))
-        record(env, policy, len(plan), os.path.join(tmp, "branches"), seed=recipe.seed + shard.start,
-               run_name=f"{run}-branch", before_episode=_BranchHook(policy, plan), progress=False)
-        yield from read_episodes(os.path.join(tmp, "branches"))
+        return
+    parents = list(parents)
+    yield from parents
+    plan = [(p, k) for p in parents for k in range(len(p["steps"]) - 1)]
+    if not plan:
+        return
+    policy = TakeoverPolicy(_make_policy(recipe.branch_policy, recipe.branch_params, recipe))
+    branches = record_and_read(env, policy, len(plan), work_dir, seeds=[int(p["seed"]) for p, _ in plan],
+                               run_name=f"{run}-branch", before_episode=_BranchHook(policy, plan))
+    by_id = {p["episode_id"]: p for p in parents}
+    for branch in branches:
+        check_branch_prefix(by_id[branch["parent_episode_id"]], branch)
+        yield branch
 
 
-__all__ = ["BRANCH_DEFAULTS", "BRANCH_METADATA", "Recipe", "Shard", "TakeoverPolicy", "play_shard", "shards"]
+__all__ = ["BRANCH_DEFAULTS", "BRANCH_METADATA", "BranchPrefixError", "Recipe", "Shard", "TaggedWordleEnv",
+           "TakeoverPolicy", "check_branch_prefix", "play_shard", "shards"]

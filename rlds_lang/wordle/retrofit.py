@@ -19,6 +19,7 @@ way whatever its position in the file or shard. No TensorFlow here.
 
 Example::
 
+    >>> from rlds_lang.wordle.game import WIN_PATTERN_ID, pattern_id
     >>> from rlds_lang.wordle.words import word_list_from
     >>> words = word_list_from(["crane", "slate", "abide", "speed"], "tiny")
     >>> index = RetrofitIndex.build(words, words)
@@ -34,14 +35,13 @@ import dataclasses
 import enum
 import hashlib
 import os
-import tempfile
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from rlds_lang.env import Observation
 from rlds_lang.wordle.engine import FeedbackMatrix
-from rlds_lang.wordle.game import NUM_PATTERNS, WIN_PATTERN_ID, Rule, pattern_id  # noqa: F401 (doctest)
+from rlds_lang.wordle.game import NUM_PATTERNS, Rule
 from rlds_lang.wordle.tweets import Reason, Rejected, TweetGame
 from rlds_lang.wordle.words import WordList, resolve_word_list
 
@@ -256,18 +256,15 @@ def record_retrofits(games: Sequence[RetrofittedGame], run_name: str, answers: W
                      guesses: WordList | str = "official_guesses", rule: Rule | str = Rule.OFFICIAL,
                      work_dir: str | None = None) -> Iterator[dict[str, Any]]:
     """Records ``games`` through ``loggers.record`` in a ``WordleEnv`` (fixed answer) and yields the RLDS
-    episodes read back (ids ``{run_name}-{i:08d}``); the log folder is temporary."""
-    from loggers.reader import read_episodes
-    from loggers.record import record
-    from rlds_lang.wordle.recipes import _TaggedWordleEnv
+    episodes read back (ids ``{run_name}-{i:08d}``); the log folder is temporary (``loggers.record_and_read``)."""
+    from loggers.roundtrip import record_and_read
+    from rlds_lang.wordle.recipes import TaggedWordleEnv
 
     rule = Rule(rule).value
-    env = _TaggedWordleEnv(answers=answers, guesses=guesses, rule=rule, mode="fixed")
+    env = TaggedWordleEnv(answers=answers, guesses=guesses, rule=rule, mode="fixed")
     policy = RetrofitReplayPolicy(rule)
-    with tempfile.TemporaryDirectory(prefix=f"{run_name}-", dir=work_dir) as tmp:
-        record(env, policy, len(games), tmp, run_name=run_name, before_episode=_RetrofitHook(policy, games),
-               progress=False)
-        yield from read_episodes(tmp)
+    return record_and_read(env, policy, len(games), work_dir, run_name=run_name,
+                           before_episode=_RetrofitHook(policy, games))
 
 
 __all__ = ["RetrofitIndex", "RetrofitMode", "RetrofitReplayPolicy", "Retrofit", "RetrofittedGame", "TWEET_METADATA",
