@@ -3,15 +3,48 @@
 Every builder reads episodes that ``loggers.record`` wrote (through ``loggers.reader``), checks them with
 ``rlds_lang.schema.check_episode`` and turns them into examples restricted to the fields of a
 ``TaskSchema`` (missing optional metadata is filled from ``defaults``). Examples are keyed by
-``episode_id``. TensorFlow / TFDS are imported lazily.
+``episode_id``. ``rlds_config`` makes a builder's config class from a schema. TensorFlow / TFDS are
+imported lazily.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 from rlds_lang.schema import STEP_KEYS, TaskSchema, check_episode, check_float32_exact
+
+
+#: homepage of every rlds-lang dataset.
+HOMEPAGE = "https://github.com/rlds-lang/rlds-lang"
+
+ConfigT = TypeVar("ConfigT")
+
+
+def rlds_config(config_cls: type[ConfigT], schema: TaskSchema, name: str, description: str,
+                extra_metadata: Mapping[str, Any] | None = None, *, overall_description: str = "",
+                homepage: str = HOMEPAGE, **kwargs: Any) -> ConfigT:
+    """A builder's config (``config_cls``, a ``rlds_base.DatasetConfig`` subclass) with ``schema``'s features.
+
+    ``extra_metadata`` (name -> spec, e.g. ``BRANCH_METADATA``) is added to the schema's episode metadata;
+    ``kwargs`` are ``config_cls``'s own fields. Example::
+
+        import dataclasses
+        from tensorflow_datasets.rlds import rlds_base
+        from rlds_lang.wordle.schema import WORDLE_SCHEMA
+
+        @dataclasses.dataclass
+        class MyConfig(rlds_base.DatasetConfig):
+            size: int = 10
+
+        config = rlds_config(MyConfig, WORDLE_SCHEMA, "small", "Ten games.", {"source": str}, size=10)
+    """
+    if extra_metadata:
+        schema = dataclasses.replace(schema, episode_metadata={**schema.episode_metadata, **extra_metadata})
+    base = schema.dataset_config(name, description, overall_description=overall_description, homepage=homepage)
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    return config_cls(**fields, **kwargs)
 
 
 class SchemaMismatchError(ValueError):
@@ -92,5 +125,5 @@ def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, An
         yield episode_to_example(episode, schema, extra_metadata, defaults)
 
 
-__all__ = ["SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes", "examples_from_log_dir",
-           "small_limit"]
+__all__ = ["HOMEPAGE", "SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes",
+           "examples_from_log_dir", "rlds_config", "small_limit"]

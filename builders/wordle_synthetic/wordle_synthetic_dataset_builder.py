@@ -8,6 +8,10 @@ Configs are declarative (``WordleConfig.recipes``, see ``rlds_lang.wordle.recipe
 * ``random_mixture`` -- ``RandomMixturePolicy(prob_smart=0.5)``, 2,000 games on random answers.
 * ``adversarial`` -- the ILQL paper's section-5 MDP (``adversarial_resample`` mode, ``ilql`` rule):
   1,000 ``optimal`` + 1,000 ``random_mixture`` games.
+* ``branch_adversarial`` -- ``branch`` in the ``adversarial`` MDP: optimal games (one per official answer as
+  the initial answer) and a ``WrongPolicy`` branch at every turn. Branches are recorded with their parent's
+  seed, so the environment redraws the same hidden words and each branch replays its parent's steps
+  exactly up to ``branch_turn`` (checked while generating).
 * ``manual_dir`` -- Wordle logs that ``loggers.record`` wrote, placed in the manual folder.
 
 Generation records each shard of a recipe with ``loggers.record`` into a temporary folder, reads it back
@@ -24,7 +28,6 @@ import dataclasses
 import functools
 from typing import Any
 
-import numpy as np
 import tensorflow_datasets as tfds
 from tensorflow_datasets.rlds import rlds_base
 
@@ -33,7 +36,6 @@ from loggers.reader import log_dirs
 from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, play_shard, shards
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
-_HOMEPAGE = "https://github.com/rlds-lang/rlds-lang"
 _OVERALL = ("Wordle games (text guesses, colour-square feedback, reward -1 per wrong guess) played by "
             "scripted policies and recorded losslessly in RLDS through EnvLogger.")
 
@@ -58,12 +60,10 @@ class WordleConfig(rlds_base.DatasetConfig):
 
 
 def _config(name: str, description: str, **kwargs: Any) -> WordleConfig:
-    schema = WORDLE_SCHEMA
-    if kwargs.get("branching"):
-        schema = dataclasses.replace(schema, episode_metadata={**schema.episode_metadata, **BRANCH_METADATA})
-    base = schema.dataset_config(name, description, overall_description=_OVERALL, homepage=_HOMEPAGE)
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
-    return WordleConfig(**fields, **kwargs)
+    """A ``WordleConfig`` over ``WORDLE_SCHEMA`` (plus ``BRANCH_METADATA`` when ``branching``)."""
+    extra = BRANCH_METADATA if kwargs.get("branching") else None
+    return common.rlds_config(WordleConfig, WORDLE_SCHEMA, name, description, extra, overall_description=_OVERALL,
+                              **kwargs)
 
 
 _ADV = dict(mode="adversarial_resample", rule="ilql")
@@ -79,6 +79,9 @@ CONFIGS = [
             recipes=(Recipe("adversarial_optimal", "optimal", episodes=1000, seed=0, **_ADV),
                      Recipe("adversarial_random_mixture", "random_mixture", '{"prob_smart": 0.5}',
                             episodes=1000, seed=1_000_000, **_ADV))),
+    _config("branch_adversarial", "The branch recipe in the ILQL section-5 MDP (adversarial_resample, ilql rule): "
+            "optimal games, one per official answer as the initial answer, plus at every turn a WrongPolicy branch.",
+            recipes=(Recipe("branch_adversarial", "optimal", branch_policy="wrong", **_ADV),), branching=True),
     _config("manual_dir", "Wordle logs written by loggers.record, read from the manual folder.",
             from_manual_dir=True),
 ]

@@ -46,11 +46,39 @@ class BranchTest(_Base):
     SPLITS = {"train": 13}  # 3 expert games (10 turns in all) + one branch per turn
 
 
+class BranchAdversarialTest(_Base):
+    """``branch`` in the ILQL MDP; also checks on the built dataset that every branch replays its parent."""
+
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["branch_adversarial"]
+    SPLITS = {"train": 12}  # 3 optimal games of 3 turns each (9 turns in all) + one branch per turn
+
+    def _download_and_prepare_as_dataset(self, builder):
+        super()._download_and_prepare_as_dataset(builder)
+        episodes = {}
+        for episode in builder.as_dataset(split="train"):
+            steps = list(episode["steps"].as_numpy_iterator())
+            episodes[episode["episode_id"].numpy()] = {
+                "parent": episode["parent_episode_id"].numpy(), "turn": int(episode["branch_turn"]),
+                "seed": int(episode["seed"]), "actions": [s["action"] for s in steps],
+                "texts": [s["observation"]["text"] for s in steps], "answer": episode["answer"].numpy(),
+                "initial_answer": episode["initial_answer"].numpy()}
+        branches = [e for e in episodes.values() if e["turn"] >= 0]
+        self.assertEqual(len(branches), 9)
+        self.assertTrue(any(e["answer"] != e["initial_answer"] for e in episodes.values()))  # words were redrawn
+        for branch in branches:
+            parent, turn = episodes[branch["parent"]], branch["turn"]
+            self.assertEqual(parent["turn"], -1)
+            self.assertEqual(branch["seed"], parent["seed"])
+            self.assertEqual(branch["actions"][:turn], parent["actions"][:turn])
+            self.assertEqual(branch["texts"][:turn + 1], parent["texts"][:turn + 1])
+            self.assertNotEqual(branch["actions"][turn], parent["actions"][turn])  # WrongPolicy took over
+
+
 class ManualDirTest(_Base):
     __test__ = True
     BUILDER_CONFIG_NAMES_TO_TEST = ["manual_dir"]
     SPLITS = {"train": 4}
-
 
 
 if __name__ == "__main__":

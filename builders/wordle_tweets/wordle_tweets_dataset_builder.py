@@ -38,7 +38,6 @@ from rlds_lang.wordle.schema import WORDLE_SCHEMA
 from rlds_lang.wordle.tweets import read_tweets_csv, rejection_report
 from rlds_lang.wordle.words import WordList, resolve_word_list
 
-_HOMEPAGE = "https://github.com/rlds-lang/rlds-lang"
 _OVERALL = ("Human Wordle games shared as tweets (coloured squares), with words retrofitted onto every "
             "colour row and replayed through the Wordle environment into RLDS episodes.")
 _DEFAULT_LISTS = ("official_answers", "official_guesses")
@@ -73,12 +72,9 @@ class TweetsConfig(rlds_base.DatasetConfig):
     shard_size: int = 500
 
 
-def _config(name: str, description: str, **kwargs: Any) -> TweetsConfig:
-    schema = dataclasses.replace(WORDLE_SCHEMA, episode_metadata={**WORDLE_SCHEMA.episode_metadata,
-                                                                   **rf.TWEET_METADATA})
-    base = schema.dataset_config(name, description, overall_description=_OVERALL, homepage=_HOMEPAGE)
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
-    return TweetsConfig(**fields, **kwargs)
+#: ``_config(name, description, **TweetsConfig fields)``: a config over ``WORDLE_SCHEMA`` plus ``TWEET_METADATA``.
+_config = functools.partial(common.rlds_config, TweetsConfig, WORDLE_SCHEMA, extra_metadata=rf.TWEET_METADATA,
+                            overall_description=_OVERALL)
 
 
 _MANUAL_LISTS = dict(answers="answers.txt", guesses="guesses.txt")
