@@ -14,7 +14,7 @@ error naming the episode and step. TensorFlow is imported only by ``dataset_conf
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
