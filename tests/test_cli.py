@@ -46,9 +46,11 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     tfds_build("wordle_synthetic", "branch", data_dir, small=3, quiet=True)
     out = tmp_path / "results.md"
     main(["results", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
-          "--out", str(out)])
+          "--settings", "official", "--out", str(out)])
     document = out.read_text()
     for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
         assert row in document
-    assert "4 seeded games per agent" in document and "--steps 2" in document
-    assert out.with_suffix(".png").stat().st_size > 1000
+    assert "4 seeded games each" in document and "rlds-lang results --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
+    assert (tmp_path / "results-official.png").stat().st_size > 1000
+    assert [r.name for r in load_results(tmp_path / "results-official.json")] == [
+        "bc", "%bc (top 25%)", "ilql", "optimal"]

@@ -130,9 +130,11 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
         beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     if isinstance(allowed_actions, (str, WordList)):
         allowed_actions = resolve_word_list(allowed_actions).words
-    return LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
-                               greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
-                               seed=seed)
+    policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
+                                 greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
+                                 seed=seed)
+    policy.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+    return policy
 
 
 __all__ = ["CHECKPOINT", "checkpoint_dir", "save_checkpoint", "read_checkpoint_config", "LoadedModel",

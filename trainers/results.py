@@ -59,16 +59,35 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A dataset config and the environment the agents are evaluated in."""
+
+    key: str
+    title: str
+    dataset_config: str
+    rule: str
+    mode: str
+
+
+#: the two settings of the document: the real game, and the ILQL paper's MDP for the comparison with it.
+SETTINGS: dict[str, Setting] = {
+    "official": Setting("official", "Official Wordle (official colouring, fixed answer)", "branch", "official", "fixed"),
+    "paper": Setting("paper", "The ILQL paper's Wordle MDP (ilql colouring, answer redrawn each turn)",
+                     "branch_adversarial", "ilql", "adversarial_resample"),
+}
+
+
 def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
 
 
-def experiment_config(experiment: Experiment, dataset: str, runs: Path, steps: int | None = None):
-    """The full config dataclass of ``experiment`` on ``dataset`` (``steps`` overrides ``SHARED``)."""
+def experiment_config(experiment: Experiment, dataset: str, out: Path, steps: int | None = None):
+    """The full config dataclass of ``experiment`` on ``dataset`` writing under ``out`` (``steps`` overrides)."""
     from trainers.algorithms import algorithm_by_name
     from trainers.config import config_from_dict
 
-    values = {**SHARED, **experiment.overrides, "dataset": dataset, "out": str(runs / _slug(experiment.name))}
+    values = {**SHARED, **experiment.overrides, "dataset": dataset, "out": str(out / _slug(experiment.name))}
     if steps is not None:
         values["steps"] = steps
     return config_from_dict(algorithm_by_name(experiment.algorithm).config_class, values)
@@ -78,33 +97,40 @@ def _count_parameters(config) -> int:
     from trainers.algorithms import algorithm_by_name
     from trainers.loop import make_tokenizer
 
-    spec = algorithm_by_name("bc")
-    module = spec.model_class(config, make_tokenizer(config.tokenizer))
+    module = algorithm_by_name("bc").model_class(config, make_tokenizer(config.tokenizer))
     return sum(p.numel() for p in module.lm.parameters())
 
 
-def run(args: argparse.Namespace) -> Path:
-    """Builds, trains, evaluates and writes the document; returns its path."""
+@dataclasses.dataclass
+class SettingOutcome:
+    """What one setting produced: the results (optimal last), the data statistics and the timings."""
+
+    setting: Setting
+    dataset: str
+    results: list
+    data_table: str
+    train_minutes: dict[str, float]
+
+
+def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
+    """Builds the setting's dataset, trains every experiment (resuming), evaluates them and the optimal policy."""
     from rlds_lang.wordle.policies import OptimalPolicy
     from trainers.checkpoint import load_policy
-    from trainers.eval import EvalConfig, evaluate, load_results, plot_results, results_table, save_results
+    from trainers.eval import EvalConfig, evaluate, load_results, save_results
     from trainers.loop import train
     from transforms.loading import load
     from transforms.statistics import compute_statistics
 
-    started = time.perf_counter()
-    runs = Path(args.runs)
-    runs.mkdir(parents=True, exist_ok=True)
-    dataset = tfds_build("wordle_synthetic", args.config, args.data_dir)
-    stats = compute_statistics(load(dataset))
-    eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=args.rule, mode=args.mode)
-    results, timings = [], {}
+    dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir)
+    runs = Path(args.runs) / setting.key
+    eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
+    results, minutes = [], {}
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
-        cached = Path(config.out) / f"eval-{args.games}-{args.eval_seed}.json"
-        t0 = time.perf_counter()
+        started = time.perf_counter()
         train(experiment.algorithm, config)
-        timings[experiment.name] = time.perf_counter() - t0
+        minutes[experiment.name] = (time.perf_counter() - started) / 60
+        cached = Path(config.out) / f"eval-{args.games}-{args.eval_seed}.json"
         if cached.exists() and not args.fresh:
             results += load_results(cached)
             continue
@@ -113,48 +139,78 @@ def run(args: argparse.Namespace) -> Path:
         result = evaluate(policy, eval_config, name=experiment.name)
         save_results([result], cached)
         results.append(result)
-    results.append(evaluate(OptimalPolicy(rule=args.rule), eval_config, name="optimal"))
+    results.append(evaluate(OptimalPolicy(rule=setting.rule), eval_config, name="optimal"))
+    return SettingOutcome(setting, dataset, results, compute_statistics(load(dataset)).table(), minutes)
+
+
+def run(args: argparse.Namespace) -> Path:
+    """Runs every chosen setting and writes the document (plus a PNG and a JSON per setting); returns its path."""
+    from trainers.eval import plot_results, results_table, save_results
+
+    started = time.perf_counter()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    plot = plot_results(results, out.with_suffix(".png"))
-    save_results(results, out.with_suffix(".json"))
-    config = experiment_config(EXPERIMENTS[0], dataset, runs, args.steps)
-    document = render(results_table(results, baseline="bc"), stats.table(), config, _count_parameters(config),
-                      eval_config, plot.name, timings, time.perf_counter() - started, args)
+    sections = []
+    config = None
+    for key in args.settings:
+        outcome = run_setting(SETTINGS[key], args)
+        stem = out.with_name(f"{out.stem}-{key}")
+        plot = plot_results(outcome.results, stem.with_suffix(".png"))
+        save_results(outcome.results, stem.with_suffix(".json"))
+        config = experiment_config(EXPERIMENTS[0], outcome.dataset, Path(args.runs), args.steps)
+        sections.append(render_setting(outcome, results_table(outcome.results, baseline="bc"), plot.name, args))
+    document = render(sections, config, _count_parameters(config), time.perf_counter() - started, args)
     out.write_text(document)
     print(document)
     return out
 
 
-def render(table: str, data_table: str, config, parameters: int, eval_config, plot_name: str,
-           timings: dict[str, float], seconds: float, args: argparse.Namespace) -> str:
-    """The markdown document."""
-    rows = "\n".join(f"| {e.name} | `{e.algorithm}` | {json.dumps(e.overrides) if e.overrides else '—'} | "
-                     f"{e.beta if e.beta is not None else 0} | {timings.get(e.name, float('nan')) / 60:.1f} min |"
-                     for e in EXPERIMENTS)
-    shared = ", ".join(f"{k}={v}" for k, v in SHARED.items() if k != "model")
-    return f"""# Wordle: BC, %BC and ILQL on `wordle_synthetic/{args.config}`
+def render_setting(outcome: SettingOutcome, table: str, plot_name: str, args: argparse.Namespace) -> str:
+    """One setting's section: its table, plot, training times and data statistics."""
+    s = outcome.setting
+    times = ", ".join(f"{name} {minutes:.1f} min" for name, minutes in outcome.train_minutes.items())
+    return f"""## {s.title}
 
-Produced by `rlds-lang results {' '.join(getattr(args, 'argv', []))}` (`trainers/results.py`) on
-{datetime.date.today().isoformat()}, on CPU (2 cores), in {seconds / 60:.0f} minutes. Rerun it to reproduce
-every number here; the configs are committed in `trainers/results.py`.
-
-## Result ({eval_config.games} seeded games per agent, rule `{eval_config.rule}`, mode `{eval_config.mode}`)
-
-Every agent plays the same games (answer i of a permutation of the official answers drawn from seed
-{eval_config.seed}; game i seeded {eval_config.seed}+i). Mean reward is −(guesses that were not the answer):
-0 for a first-guess win, −6 for a loss. ± is one standard error; Δ is the paired difference from BC over the
-same games, and "|Δ| > 2 SE" says whether it is more than two standard errors of that difference.
-Language-model agents decode letter by letter, constrained to the official guess list (every agent alike).
+Dataset `wordle_synthetic/{s.dataset_config}`; agents evaluated with rule `{s.rule}`, mode `{s.mode}`,
+{args.games} seeded games each. Training time: {times}.
 
 {table}
 
-![results]({plot_name})
+![{s.key}]({plot_name})
+
+Data (`tfds.load`, all of it used for training; evaluation is online):
+
+```
+{outcome.data_table}
+```
+"""
+
+
+def render(sections: list[str], config, parameters: int, seconds: float, args: argparse.Namespace) -> str:
+    """The markdown document."""
+    rows = "\n".join(f"| {e.name} | `{e.algorithm}` | {json.dumps(e.overrides) if e.overrides else '—'} | "
+                     f"{e.beta if e.beta is not None else 0} |" for e in EXPERIMENTS)
+    shared = ", ".join(f"{k}={v}" for k, v in SHARED.items() if k != "model")
+    if args.steps is not None:
+        shared = shared.replace(f"steps={SHARED['steps']}", f"steps={args.steps}")
+    body = "\n".join(sections)
+    return f"""# Wordle: BC, %BC and ILQL on `wordle_synthetic` branch datasets
+
+Produced by `rlds-lang {' '.join(getattr(args, 'argv', []))}` (`trainers/results.py`) on
+{datetime.date.today().isoformat()}, on CPU (2 cores), in {seconds / 60:.0f} minutes. Rerun it to reproduce
+every number here; the configs are committed in `trainers/results.py`.
+
+How to read the tables: every agent plays the same games (game i starts from answer i of a permutation of
+the official answers drawn from seed {args.eval_seed}, and is seeded {args.eval_seed}+i). The reward is −1 per
+guess that is not the answer: 0 for a first-guess win, −6 for a loss. ± is one standard error; Δ is the
+paired difference from BC over the same games, and "|Δ| > 2 SE" says whether it exceeds two standard errors
+of that difference. Language-model agents decode letter by letter, constrained to the official guess list
+(every agent alike); the optimal policy is the upper reference.
 
 ## What was trained
 
-| row | algorithm | overrides | β at play | training time |
-| --- | --- | --- | --- | --- |
+| row | algorithm | overrides | β at play |
+| --- | --- | --- | --- |
 {rows}
 
 Shared: GPT-2 architecture, {config.model.n_layer} layers × {config.model.n_embd} wide, {config.model.n_head}
@@ -162,50 +218,49 @@ heads, randomly initialised ({parameters:,} parameters in the language model; IL
 character tokenizer (a–z, the colour squares, 6 specials); {shared}. ILQL's other hyperparameters are the
 ILQL authors' Wordle defaults (`trainers/ilql.py` documents each one and its source).
 
-Data (`tfds.load` of `wordle_synthetic/{args.config}`, all of it used for training; evaluation is online):
-
-```
-{data_table}
-```
-
+{body}
 ## Beside the paper
 
 {PAPER_SECTION}
 """
 
 
-#: the comparison with the ILQL paper's numbers (filled in by hand from the paper: see the text).
-PAPER_SECTION = """The ILQL paper's Wordle numbers could not be put here: this project's machines reach only package
-registries, and no copy of the paper's result tables was retrievable from them (only its abstract). What the
-authors' public code fixes, and how this setting differs from it:
+#: the comparison with the ILQL paper (its own numbers are not reproduced here: see the text).
+PAPER_SECTION = """The ILQL paper's Wordle numbers are not in this table: this project's machines reach only package
+registries, and no copy of the paper's result tables could be retrieved from them (only its abstract and the
+authors' code). Numbers must not be quoted from memory, so the rows for the paper are left to be filled in
+from arXiv 2206.11871 (its Wordle table) by someone with the PDF. What the authors' public code
+(Sea-Snell/Implicit-Language-Q-Learning, config/wordle) fixes, beside this reproduction:
 
 | | ILQL paper (authors' code) | here |
 | --- | --- | --- |
-| model | GPT-2 (three transformers: policy, value, target value) | one 4-layer × 128 GPT-2-architecture transformer, random init, LM head + value heads |
-| word list | ~200-word subset of the official list (`wordle_official_200.txt`) | full official lists: 2,315 answers, 9,330-word guess list |
-| hidden word | redrawn each turn among consistent words (`adversarial_resample`), simplified colouring (`ilql` rule) | fixed answer, official colouring |
-| branch data | information-gain expert + `WrongPolicy` branches from every intermediate state (100k–150k games) | the same construction on the 2,315 official answers (one expert game per answer) |
-| training | lr 1e-5, batch 64 × 16 accumulation, tau 0.7, gamma 0.99, alpha 0.005, CQL 1e-4, AWAC 1 | see the table above |
-| inference | beta (advantage weight) 16 | beta 16 |
+| model | GPT-2 transformers (policy, value, target value) | one small GPT-2-architecture transformer, random init, LM head + Q/V heads |
+| word list | ~200-word subset of the official list (`wordle_official_200.txt`) | full official lists: 2,315 answers, 9,330 guesses |
+| environment | answer redrawn each turn among consistent words, simplified colouring | the `paper` setting: `adversarial_resample`, `ilql` rule; the `official` setting: the real game |
+| branch data | information-gain expert + `WrongPolicy` branches from every intermediate state (100k-150k games) | the same construction, one expert game per official answer (~10k episodes) |
+| training | lr 1e-5, batch 64 x 16 accumulation, tau 0.7, gamma 0.99, alpha 0.005, CQL 1e-4, AWAC 1 | see "What was trained" |
+| inference | beta (advantage weight) 16, greedy beam of width 1 | beta 16, sampling at temperature 1 |
+| evaluation | 1024 games, ± standard error | as stated per table |
 
-To fill in the paper's rows, copy BC / %BC / ILQL / expert from the paper's Wordle table and its model and data
-sizes into this section."""
+Expected differences: a 200-word vocabulary makes the paper's game far easier than the full lists (every
+agent, the optimal policy included, scores higher there); a pretrained GPT-2 small has ~100x the parameters of
+the model here and starts with spelling; and the paper trains for hundreds of thousands of steps."""
 
 
 def add_parser(sub) -> None:
     """Adds ``rlds-lang results`` to the CLI's subcommands."""
     parser = sub.add_parser("results", help="reproduce docs/results.md (BC, %%BC, ILQL on wordle_synthetic/branch)")
-    parser.add_argument("--config", default="branch", help="wordle_synthetic config to train on")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
+                        help="which settings to run (default: all)")
     parser.add_argument("--data-dir", default=str(REPO / ".cache" / "results" / "tfds"))
     parser.add_argument("--runs", default=str(REPO / "runs" / "results"), help="training output folders")
     parser.add_argument("--steps", type=int, default=None, help="override the committed optimizer steps")
     parser.add_argument("--games", type=int, default=500, help="evaluation games per agent (>= 500 for the doc)")
     parser.add_argument("--eval-seed", type=int, default=0)
-    parser.add_argument("--rule", default="official", choices=["official", "ilql"])
-    parser.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
     parser.add_argument("--out", default=str(REPO / "docs" / "results.md"))
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     parser.set_defaults(func=run)
 
 
-__all__ = ["Experiment", "SHARED", "EXPERIMENTS", "experiment_config", "run", "render", "add_parser"]
+__all__ = ["Experiment", "Setting", "SETTINGS", "SHARED", "EXPERIMENTS", "experiment_config", "SettingOutcome",
+           "run_setting", "run", "render_setting", "render", "add_parser"]

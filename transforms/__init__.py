@@ -17,6 +17,7 @@ PyTorch bridge lives in ``transforms.torch_bridge`` so that this package imports
 | ``returns`` | ``add_returns_to_go``, ``episode_return``, ``add_episode_return`` |
 | ``statistics`` | ``compute_statistics`` → ``DatasetStatistics`` (``table()``, ``plot()``), ``dataset_statistics`` |
 | ``selection`` | ``filter_top_p``, ``split_by_episode_id``, ``episode_returns`` |
+| ``token_mdp`` | ``TokenMDPConfig``, ``token_mdp`` (ILQL token-level MDP: masks, turn index, EOA rewards, dones, returns-to-go), ``pad_batches``, ``token_batches`` (%BC, shuffle, repeat, prefetch), ``collate_token_mdp`` |
 """
 
 from transforms.alignment import AlignmentType, add_alignment_to_step, realign, shift_keys
@@ -28,6 +29,7 @@ from transforms.statistics import DatasetStatistics, compute_statistics, dataset
 from transforms.specs import BATCH_AUTO_TUNE, zero_dataset_like, zeros_from_spec
 from transforms.steps import (apply_nested_steps, concat_if_terminal, concatenate, episode_length, final_step,
                               map_nested_steps, map_steps, sum_dataset, sum_nested_steps, truncate_after_condition)
+from transforms.token_mdp import TokenMDPConfig, collate_token_mdp, pad_batches, token_batches, token_mdp
 from transforms.windows import batch, batch_nested_steps, n_step_windows
 
 __all__ = [
@@ -36,5 +38,6 @@ __all__ = [
     "filter_top_p", "split_by_episode_id", "top_p_mask", "BATCH_AUTO_TUNE", "zero_dataset_like", "zeros_from_spec",
     "apply_nested_steps", "concat_if_terminal", "concatenate", "episode_length", "final_step", "map_nested_steps",
     "map_steps", "sum_dataset", "sum_nested_steps", "truncate_after_condition", "batch", "batch_nested_steps",
-    "n_step_windows", "DatasetStatistics", "compute_statistics", "dataset_statistics",
+    "n_step_windows", "DatasetStatistics", "compute_statistics", "dataset_statistics", "TokenMDPConfig",
+    "collate_token_mdp", "pad_batches", "token_batches", "token_mdp",
 ]
