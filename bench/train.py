@@ -6,7 +6,7 @@ The data is a small ``wordle_synthetic/branch`` build (``RLDS_LANG_SMALL`` games
 Throughput is measured from the end of each run's first step (``trainers.loop.TrainResult``).
 
     .venv/bin/python bench/train.py                      # 4 layers x 128, batch 32, 100 steps each
-    .venv/bin/python bench/train.py --steps 300 --dataset /path/to/wordle_synthetic/branch/1.0.0
+    .venv/bin/python bench/train.py --steps 300 --dataset /path/to/wordle_synthetic/branch/1.1.0
 """
 
 from __future__ import annotations

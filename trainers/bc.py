@@ -11,7 +11,7 @@ Example (train, then the CLI: ``rlds-lang train bc --dataset DIR --steps 500``):
     from trainers.bc import BCConfig
     from trainers.loop import train
 
-    result = train("bc", BCConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.0.0", steps=200, out="runs/bc"))
+    result = train("bc", BCConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.1.0", steps=200, out="runs/bc"))
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Example (the CLI: ``rlds-lang train ilql --dataset DIR --steps 500``)::
     from trainers.ilql import ILQLConfig
     from trainers.loop import train
 
-    result = train("ilql", ILQLConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.0.0", steps=200, out="runs/ilql"))
+    result = train("ilql", ILQLConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.1.0", steps=200, out="runs/ilql"))
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Example::
     from trainers.bc import BCConfig
     from trainers.loop import train
 
-    result = train("bc", BCConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.0.0", steps=100, out="/tmp/bc"))
+    result = train("bc", BCConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.1.0", steps=100, out="/tmp/bc"))
     print(result.final_metrics, result.data_wait_share)
 """
 

@@ -90,8 +90,12 @@ CONFIGS = [
 class Builder(tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for wordle_synthetic (see the module docstring)."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {
+        "1.0.0": "Initial release.",
+        "1.1.0": "Branches are recorded with their parent game's seed and checked to replay its prefix exactly "
+                 "(the WrongPolicy moves of `branch` differ from 1.0.0); new config `branch_adversarial`.",
+    }
     BUILDER_CONFIGS = CONFIGS
     MANUAL_DOWNLOAD_INSTRUCTIONS = (
         "manual_dir config only: put folders written by loggers.record(WordleEnv(...), ...) (chunk_XXXXX "

@@ -183,7 +183,7 @@ def wordle_manifest(config_name: str) -> dict[str, Any]:
             entry["observation_feedback"] = [np.asarray(s["observation"]["feedback"]).tolist() for s in example["steps"]]
             entry["observation_turn"] = [int(s["observation"]["turn"]) for s in example["steps"]]
             episodes[episode_id] = entry
-    return {"name": f"wordle_synthetic/{config_name}", "builder_dir": f"wordle_synthetic/{config_name}/1.0.0",
+    return {"name": f"wordle_synthetic/{config_name}", "builder_dir": f"wordle_synthetic/{config_name}/{wb.Builder.VERSION}",
             "split": "train", "element_spec": element_spec(WORDLE_SCHEMA, extra), "episodes": episodes}
 
 
