@@ -130,7 +130,8 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
         started = time.perf_counter()
         train(experiment.algorithm, config)
         minutes[experiment.name] = (time.perf_counter() - started) / 60
-        cached = Path(config.out) / f"eval-{args.games}-{args.eval_seed}.json"
+        # keyed by the trained step too: a longer rerun resumes training and must not reuse older evaluations
+        cached = Path(config.out) / f"eval-{args.games}-{args.eval_seed}-step{config.steps}.json"
         if cached.exists() and not args.fresh:
             results += load_results(cached)
             continue
