@@ -29,7 +29,8 @@ from transforms.statistics import DatasetStatistics, compute_statistics, dataset
 from transforms.specs import BATCH_AUTO_TUNE, zero_dataset_like, zeros_from_spec
 from transforms.steps import (apply_nested_steps, concat_if_terminal, concatenate, episode_length, final_step,
                               map_nested_steps, map_steps, sum_dataset, sum_nested_steps, truncate_after_condition)
-from transforms.token_mdp import TokenMDPConfig, collate_token_mdp, pad_batches, token_batches, token_mdp
+# the function token_mdp stays in its module: exported here, it would shadow the submodule transforms.token_mdp
+from transforms.token_mdp import TokenMDPConfig, collate_token_mdp, pad_batches, token_batches
 from transforms.windows import batch, batch_nested_steps, n_step_windows
 
 __all__ = [
@@ -39,5 +40,5 @@ __all__ = [
     "apply_nested_steps", "concat_if_terminal", "concatenate", "episode_length", "final_step", "map_nested_steps",
     "map_steps", "sum_dataset", "sum_nested_steps", "truncate_after_condition", "batch", "batch_nested_steps",
     "n_step_windows", "DatasetStatistics", "compute_statistics", "dataset_statistics", "TokenMDPConfig",
-    "collate_token_mdp", "pad_batches", "token_batches", "token_mdp",
+    "collate_token_mdp", "pad_batches", "token_batches",
 ]
