@@ -223,4 +223,19 @@ def wordle_tokenizer() -> CharTokenizer:
     return CharTokenizer(WORDLE_LETTERS + WORDLE_SQUARES, name="wordle")
 
 
-__all__ = ["CharTokenizer", "wordle_tokenizer", "WORDLE_SQUARES", "WORDLE_LETTERS"]
+#: tokenizers by the name a training config gives (``TrainConfig.tokenizer``).
+TOKENIZERS = {"wordle": wordle_tokenizer}
+
+
+def make_tokenizer(name: str) -> CharTokenizer:
+    """The tokenizer registered as ``name``; the error lists the known names.
+
+    >>> make_tokenizer("wordle").vocab_size
+    38
+    """
+    if name not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)}")
+    return TOKENIZERS[name]()
+
+
+__all__ = ["CharTokenizer", "wordle_tokenizer", "TOKENIZERS", "make_tokenizer", "WORDLE_SQUARES", "WORDLE_LETTERS"]

@@ -17,7 +17,8 @@ from tests.toy_data import build_dataset, rare_best_action, wordle_like
 from trainers.algorithms import algorithm_by_name
 from trainers.checkpoint import load_agent_model
 from trainers.ilql import ILQLConfig
-from trainers.loop import DistInfo, accumulate_gradients, make_tokenizer, train, training_batches
+from rlds_lang.tokenizers import make_tokenizer
+from trainers.loop import DistInfo, accumulate_gradients, train, training_batches
 from trainers.model import ModelConfig
 
 REPO = Path(__file__).resolve().parents[1]

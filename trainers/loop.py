@@ -36,6 +36,7 @@ import torch.distributed as dist
 from torch import nn
 
 from trainers.algorithms import algorithm_by_name
+from rlds_lang.tokenizers import make_tokenizer
 from trainers.checkpoint import checkpoint_dir, save_checkpoint
 
 
@@ -60,16 +61,6 @@ def init_distributed() -> DistInfo:
     if not dist.is_initialized():
         dist.init_process_group("gloo")
     return DistInfo(dist.get_rank(), dist.get_world_size())
-
-
-def make_tokenizer(name: str):
-    """The tokenizer a config names (``wordle``)."""
-    from rlds_lang.tokenizers import wordle_tokenizer
-
-    tokenizers = {"wordle": wordle_tokenizer}
-    if name not in tokenizers:
-        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(tokenizers)}")
-    return tokenizers[name]()
 
 
 def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0) -> Iterator[dict[str, Any]]:
@@ -331,5 +322,5 @@ def _maybe_resume(config, module: nn.Module, optimizer, scheduler) -> int:
     return int(state["step"])
 
 
-__all__ = ["DistInfo", "init_distributed", "make_tokenizer", "training_batches", "accumulate_gradients", "TrainResult",
+__all__ = ["DistInfo", "init_distributed", "training_batches", "accumulate_gradients", "TrainResult",
            "train"]

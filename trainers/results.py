@@ -95,7 +95,7 @@ def experiment_config(experiment: Experiment, dataset: str, out: Path, steps: in
 
 def _count_parameters(config) -> int:
     from trainers.algorithms import algorithm_by_name
-    from trainers.loop import make_tokenizer
+    from rlds_lang.tokenizers import make_tokenizer
 
     module = algorithm_by_name("bc").model_class(config, make_tokenizer(config.tokenizer))
     return sum(p.numel() for p in module.lm.parameters())
