@@ -18,9 +18,8 @@ import os
 from typing import Any
 
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
-from transforms.specs import collect
+from transforms.specs import collect, is_dense
 
 
 def load(name_or_dir: str | os.PathLike, split: str = "train", config: str | None = None,
@@ -34,7 +33,24 @@ def load(name_or_dir: str | os.PathLike, split: str = "train", config: str | Non
       config: the builder config when loading by name (ignored for a folder).
       data_dir: the TFDS data folder when loading by name.
       as_dataset_kwargs: passed to ``as_dataset`` (e.g. ``shuffle_files``, ``read_config``).
+
+    ``tensorflow_datasets`` is imported here, not when ``transforms`` is imported (it adds seconds).
+
+    >>> import tempfile, tensorflow_datasets as tfds
+    >>> features = tfds.features.FeaturesDict({"episode_id": tfds.features.Text(), "steps": tfds.features.Dataset(
+    ...     {"action": tfds.features.Text(), "reward": tf.float32, "is_last": tf.bool})})
+    >>> game = {"episode_id": "game-1", "steps": [{"action": "crane", "reward": -1.0, "is_last": False},
+    ...                                         {"action": "", "reward": 0.0, "is_last": True}]}
+    >>> built = tfds.dataset_builders.store_as_tfds_dataset(
+    ...     "tiny_games", "1.0.0", features, {"train": [("game-1", game)]}, data_dir=tempfile.mkdtemp())
+    Downloading and preparing dataset ...
+    Dataset tiny_games downloaded and prepared to ...
+    >>> episode = next(iter(load(built.data_dir)))
+    >>> episode["episode_id"].numpy(), [s["action"] for s in episode["steps"].as_numpy_iterator()]
+    (b'game-1', [b'crane', b''])
     """
+    import tensorflow_datasets as tfds
+
     path = os.fspath(name_or_dir)
     if os.path.isdir(path) and tf.io.gfile.exists(os.path.join(path, "dataset_info.json")):
         return tfds.builder_from_directory(path).as_dataset(split=split, **as_dataset_kwargs)
@@ -43,11 +59,22 @@ def load(name_or_dir: str | os.PathLike, split: str = "train", config: str | Non
     return builder.as_dataset(split=split, **as_dataset_kwargs)
 
 
+def _observation_text(observation: Any) -> tf.Tensor:
+    return observation["text"] if isinstance(observation, dict) else observation
+
+
+def _turn_fields(step: dict[str, Any]) -> dict[str, Any]:
+    return {"observation": _observation_text(step["observation"]), "action": step["action"],
+            "reward": step["reward"], "is_last": step["is_last"]}
+
+
 def _turns_of_episode(episode: dict[str, Any]) -> tf.data.Dataset:
-    steps = collect(episode["steps"])  # the whole episode as one batch: turns are cut with slices
+    steps_dataset = episode["steps"]
+    if not is_dense(steps_dataset.element_spec):  # other fields vary in shape: stack only the turn's fields
+        steps_dataset = steps_dataset.map(_turn_fields)
+    steps = collect(steps_dataset)  # the whole episode as one batch: turns are cut with slices
     episode_id = episode.get("episode_id", tf.constant("", tf.string))
-    observation = steps["observation"]
-    text = observation["text"] if isinstance(observation, dict) else observation
+    text = _observation_text(steps["observation"])
     turns = {
         "observation": text[:-1],
         "action": steps["action"][:-1],
@@ -64,6 +91,12 @@ def to_turns(episodes: tf.data.Dataset) -> tf.data.Dataset:
     Turn i pairs step i's observation with the action taken from it and the reward it earned; ``done``
     is true on the episode's final action (the following step is ``is_last``). The ``is_last`` step,
     which carries no action, yields no turn. ``episode_id`` is ``""`` when episodes have none.
+
+    >>> steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
+    ...          "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True]}
+    >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps), "episode_id": "g1"})
+    >>> [(t["action"], t["reward"], t["done"], t["episode_id"]) for t in to_turns(episodes).as_numpy_iterator()]
+    [(b'crane', -1.0, False, b'g1'), (b'abide', 0.0, True, b'g1')]
     """
     return episodes.flat_map(_turns_of_episode)
 

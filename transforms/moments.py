@@ -80,7 +80,8 @@ def mean_and_std(episodes_dataset: tf.data.Dataset, get_step_fields: Callable[[d
       episodes_dataset: a dataset of episodes.
       get_step_fields: ``step -> (fields, mask)``: ``fields`` a dict of numeric (nested) tensors,
         ``mask`` a dict with the same keys, true where that field is valid in this step.
-      optimization_batch_size: steps per batch.
+      optimization_batch_size: steps per batch (``BATCH_AUTO_TUNE``: a count, or 1 when a step field's
+        shape varies between steps).
 
     Returns:
       ``(mean, std)``, dicts shaped like ``fields``, float64. A field valid in fewer than two steps has
@@ -94,7 +95,8 @@ def mean_and_std(episodes_dataset: tf.data.Dataset, get_step_fields: Callable[[d
     (2.0, 1.0)
     """
     per_step = tf.function(get_step_fields)
-    steps = episodes_dataset.flat_map(lambda episode: episode["steps"]).batch(resolve_batch_size(optimization_batch_size))
+    steps = episodes_dataset.flat_map(lambda episode: episode["steps"])
+    steps = steps.batch(resolve_batch_size(optimization_batch_size, steps.element_spec))
     summaries = steps.map(lambda b: _batch_moments(*tf.vectorized_map(per_step, b, fallback_to_while_loop=True)),
                           num_parallel_calls=tf.data.AUTOTUNE)
     zero = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), summaries.element_spec)

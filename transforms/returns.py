@@ -27,7 +27,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from transforms.specs import WHOLE, collect
+from transforms.specs import batch_whole, collect, is_dense
 
 STEPS = "steps"
 
@@ -40,6 +40,15 @@ def _rewards(steps: dict[str, tf.Tensor], reward_key: str) -> tf.Tensor:
     if "is_last" in steps:
         rewards = tf.where(tf.cast(steps["is_last"], tf.bool), tf.zeros_like(rewards), rewards)
     return rewards
+
+
+def _return_fields(steps: tf.data.Dataset, reward_key: str, use_discount: bool) -> tf.data.Dataset:
+    """``steps`` reduced to the fields returns read, so that steps whose other fields vary in shape (which
+    cannot be stacked) still batch; ``steps`` itself when every field stacks."""
+    if is_dense(steps.element_spec):
+        return steps
+    keys = [reward_key, "is_last"] + (["discount"] if use_discount else [])
+    return steps.map(lambda step: {key: step[key] for key in keys if key in step})
 
 
 def _discounts(steps: dict[str, tf.Tensor], rewards: tf.Tensor, gamma: float, use_discount: bool) -> tf.Tensor:
@@ -86,7 +95,12 @@ def add_returns_to_go(episodes: tf.data.Dataset, gamma: float = 1.0, use_discoun
             out[output_key] = returns_to_go_of(batch, gamma, use_discount, reward_key)
             return out
 
-        return steps.batch(WHOLE).map(add).unbatch()
+        if is_dense(steps.element_spec):
+            return batch_whole(steps).map(add).unbatch()
+        # A field varies in shape between steps: compute on the return fields alone, then index by step.
+        returns = returns_to_go_of(collect(_return_fields(steps, reward_key, use_discount)), gamma, use_discount,
+                                   reward_key)
+        return steps.enumerate().map(lambda t, step: {**step, output_key: tf.gather(returns, t)})
 
     def on_episode(episode: dict[str, Any]) -> dict[str, Any]:
         out = dict(episode)
@@ -104,7 +118,7 @@ def episode_return(steps: tf.data.Dataset, gamma: float = 1.0, use_discount: boo
     >>> float(episode_return(ds))
     -1.0
     """
-    steps_block = collect(steps)
+    steps_block = collect(_return_fields(steps, reward_key, use_discount))
     returns = returns_to_go_of(steps_block, gamma, use_discount, reward_key)
     return tf.concat([returns, tf.zeros([1], tf.float64)], 0)[0]  # 0.0 for an episode without steps
 

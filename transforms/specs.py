@@ -24,18 +24,36 @@ BATCH_AUTO_TUNE = -1
 #: Steps per batch when ``BATCH_AUTO_TUNE`` is given: large enough that Python/tf.data overhead per batch
 #: is negligible, small enough that a batch of long texts stays a few MB.
 DEFAULT_STEPS_PER_BATCH = 1024
-#: Larger than any episode: ``steps.batch(WHOLE)`` turns an episode's steps into one tensor per field.
+#: Larger than any episode: ``batch_whole(steps)`` turns an episode's steps into one tensor per field.
 WHOLE = 1 << 30
 
 
-def resolve_batch_size(optimization_batch_size: int) -> int:
-    """The batch size to use: the given one, or ``DEFAULT_STEPS_PER_BATCH`` for ``BATCH_AUTO_TUNE``.
+def is_dense(spec: Any) -> bool:
+    """Whether every field of ``spec`` has a fully known shape, so that steps stack into one tensor per field.
+
+    Steps with a field of varying shape (``[None]``: a token list, a variable-size image) cannot be
+    stacked; the transforms then read them one step at a time, as rlds does.
+
+    >>> is_dense({"r": tf.TensorSpec([], tf.float32), "t": tf.TensorSpec([], tf.string)})
+    True
+    >>> is_dense({"tokens": tf.TensorSpec([None], tf.int32)})
+    False
+    """
+    return all(leaf.shape.is_fully_defined() for leaf in tf.nest.flatten(spec)
+               if isinstance(leaf, tf.TypeSpec) and hasattr(leaf, "shape"))
+
+
+def resolve_batch_size(optimization_batch_size: int, spec: Any = None) -> int:
+    """The batch size to use: the given one, or for ``BATCH_AUTO_TUNE`` ``DEFAULT_STEPS_PER_BATCH`` (or 1
+    when ``spec``, the steps' element spec, has fields of varying shape, which cannot be stacked).
 
     >>> resolve_batch_size(BATCH_AUTO_TUNE), resolve_batch_size(8)
     (1024, 8)
+    >>> resolve_batch_size(BATCH_AUTO_TUNE, {"tokens": tf.TensorSpec([None], tf.int32)})
+    1
     """
     if optimization_batch_size == BATCH_AUTO_TUNE:
-        return DEFAULT_STEPS_PER_BATCH
+        return DEFAULT_STEPS_PER_BATCH if spec is None or is_dense(spec) else 1
     if optimization_batch_size < 1:
         raise ValueError(f"optimization_batch_size must be >= 1 or BATCH_AUTO_TUNE, got {optimization_batch_size}")
     return int(optimization_batch_size)
@@ -78,6 +96,21 @@ def zero_dataset_like(ds: tf.data.Dataset) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensors(zeros_from_spec(ds.element_spec))
 
 
+def batch_whole(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """``dataset`` as a single batch (one element stacking all of it; none if it is empty).
+
+    Use this, never ``dataset.batch(WHOLE)``: tf.data fuses a ``map`` followed by ``batch`` into one
+    ``MapAndBatch`` op that allocates its output for the full batch size up front, which for ``WHOLE``
+    (2**30 rows) hangs or runs out of memory on any steps dataset that ends in a ``map`` (a tokenization,
+    a projection of fields). A ``take`` between the two prevents the fusion and costs nothing.
+
+    >>> ds = tf.data.Dataset.range(3).map(lambda x: tf.cast(x, tf.float32))
+    >>> [b.tolist() for b in batch_whole(ds).as_numpy_iterator()]
+    [[0.0, 1.0, 2.0]]
+    """
+    return dataset.take(WHOLE).batch(WHOLE)
+
+
 def collect(dataset: tf.data.Dataset) -> Any:
     """All elements of a (finite, small) dataset stacked along a new leading axis, as tensors.
 
@@ -89,7 +122,7 @@ def collect(dataset: tf.data.Dataset) -> Any:
     ([0, 1, 2], [0])
     """
     block = tf.data.Dataset.from_tensors(empty_block(dataset.element_spec))
-    return dataset.batch(WHOLE).concatenate(block).take(1).get_single_element()
+    return batch_whole(dataset).concatenate(block).take(1).get_single_element()
 
 
 def leading_size(batch: Any) -> tf.Tensor:
@@ -111,5 +144,5 @@ def broadcast_rows(mask: tf.Tensor, like: tf.Tensor) -> tf.Tensor:
     return tf.reshape(mask, tf.concat([tf.shape(mask), tf.ones([extra], tf.int32)], 0))
 
 
-__all__ = ["broadcast_rows", "BATCH_AUTO_TUNE", "DEFAULT_STEPS_PER_BATCH", "WHOLE", "resolve_batch_size", "zeros_from_spec",
+__all__ = ["broadcast_rows", "BATCH_AUTO_TUNE", "DEFAULT_STEPS_PER_BATCH", "WHOLE", "batch_whole", "is_dense", "resolve_batch_size", "zeros_from_spec",
            "empty_block", "collect", "zero_dataset_like", "leading_size"]

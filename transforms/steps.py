@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from transforms.specs import BATCH_AUTO_TUNE, collect, leading_size, resolve_batch_size, zeros_from_spec
+from transforms.specs import BATCH_AUTO_TUNE, collect, is_dense, leading_size, resolve_batch_size, zeros_from_spec
 
 Step = dict[str, Any]
 STEPS = "steps"
@@ -46,14 +46,15 @@ def map_steps(steps_dataset: tf.data.Dataset, transform_step: Callable[[Step], A
       steps_dataset: a dataset of steps.
       transform_step: a function of one step (or of a batch of steps when ``batched``); its output need
         not be a step.
-      optimization_batch_size: steps per batch (``1`` maps step by step).
+      optimization_batch_size: steps per batch (``1`` maps step by step). ``BATCH_AUTO_TUNE`` picks a
+        count, or 1 when a field's shape varies between steps (such steps cannot be stacked).
       batched: ``transform_step`` already works on a batch of steps (leading dimension); fastest.
 
     >>> ds = tf.data.Dataset.from_tensor_slices({"r": [1.0, 2.0]})
     >>> list(map_steps(ds, lambda s: s["r"] * 2).as_numpy_iterator())
     [2.0, 4.0]
     """
-    size = resolve_batch_size(optimization_batch_size)
+    size = resolve_batch_size(optimization_batch_size, steps_dataset.element_spec)
     if size == 1 and not batched:
         return steps_dataset.map(transform_step, num_parallel_calls=tf.data.AUTOTUNE)
     return steps_dataset.batch(size).map(_on_batch(transform_step, batched), num_parallel_calls=tf.data.AUTOTUNE).unbatch()
@@ -96,7 +97,7 @@ def sum_dataset(steps_dataset: tf.data.Dataset, data_to_sum: Callable[[Step], An
     >>> float(sum_dataset(ds, lambda s: s["r"]))
     6.5
     """
-    size = resolve_batch_size(optimization_batch_size)
+    size = resolve_batch_size(optimization_batch_size, steps_dataset.element_spec)
     if size == 1 and not batched:
         values = steps_dataset.map(data_to_sum, num_parallel_calls=tf.data.AUTOTUNE)
     else:
@@ -130,7 +131,9 @@ def episode_length(steps_dataset: tf.data.Dataset, optimization_batch_size: int 
     cardinality = steps_dataset.cardinality()
     known = tf.reduce_all([cardinality != tf.data.UNKNOWN_CARDINALITY, cardinality != tf.data.INFINITE_CARDINALITY])
     del optimization_batch_size  # the steps are read as one batch; kept for rlds' signature
-    return tf.cast(tf.cond(known, lambda: cardinality, lambda: leading_size(collect(steps_dataset))), tf.int32)
+    # Steps whose fields vary in shape cannot be stacked: count a flag per step instead.
+    countable = steps_dataset if is_dense(steps_dataset.element_spec) else steps_dataset.map(lambda *_: True)
+    return tf.cast(tf.cond(known, lambda: cardinality, lambda: leading_size(collect(countable))), tf.int32)
 
 
 def final_step(steps_dataset: tf.data.Dataset) -> Any:
@@ -139,8 +142,11 @@ def final_step(steps_dataset: tf.data.Dataset) -> Any:
     >>> int(final_step(tf.data.Dataset.range(4).filter(lambda x: x < 3)))
     2
     """
-    whole = collect(steps_dataset)
     zeros = zeros_from_spec(steps_dataset.element_spec)
+    if not is_dense(steps_dataset.element_spec):  # steps of varying shape cannot be stacked: skip to the last
+        skip = tf.maximum(tf.cast(episode_length(steps_dataset), tf.int64) - 1, 0)
+        return steps_dataset.skip(skip).concatenate(tf.data.Dataset.from_tensors(zeros)).take(1).get_single_element()
+    whole = collect(steps_dataset)
     last = tf.maximum(leading_size(whole) - 1, 0)
     padded = tf.nest.map_structure(lambda b, z: tf.concat([b, z[None]], 0), whole, zeros)
     return tf.nest.map_structure(lambda b: b[last], padded)
@@ -191,12 +197,23 @@ def truncate_after_condition(steps_dataset: tf.data.Dataset, truncate_condition:
     """The steps up to and including the first one for which ``truncate_condition(step)`` holds.
 
     Vectorised: the condition runs on whole batches; a scan over batches (not steps) carries whether the
-    cut has happened, and reading stops at the batch that holds it.
+    cut has happened, and reading stops at the batch that holds it. With a batch of one step (steps whose
+    fields vary in shape) the scan runs over steps and masks nothing: TF 2.15's ``boolean_mask`` crashes
+    on a batch holding one empty row.
 
     >>> ds = tf.data.Dataset.range(10)
     >>> list(truncate_after_condition(ds, lambda x: x == 3, optimization_batch_size=2).as_numpy_iterator())
     [0, 1, 2, 3]
     """
+    size = resolve_batch_size(optimization_batch_size, steps_dataset.element_spec)
+    if size == 1 and not batched:  # step by step (steps that cannot be stacked): no masking needed
+        def step_cut(stopped: tf.Tensor, step: Any) -> tuple[tf.Tensor, tuple[Any, tf.Tensor]]:
+            hit = tf.reshape(tf.cast(truncate_condition(step), tf.bool), [])
+            return tf.logical_or(stopped, hit), (step, stopped)
+
+        return (steps_dataset.scan(tf.constant(False), step_cut)
+                .take_while(lambda step, stopped_before: tf.logical_not(stopped_before))
+                .map(lambda step, stopped_before: step))
     condition = _on_batch(truncate_condition, batched)
 
     def cut(stopped: tf.Tensor, batch: Any) -> tuple[tf.Tensor, tuple[Any, tf.Tensor]]:
@@ -206,7 +223,7 @@ def truncate_after_condition(steps_dataset: tf.data.Dataset, truncate_condition:
         kept = tf.nest.map_structure(lambda v: tf.boolean_mask(v, keep), batch)
         return tf.logical_or(stopped, tf.reduce_any(hits > 0)), (kept, stopped)
 
-    return (steps_dataset.batch(resolve_batch_size(optimization_batch_size))
+    return (steps_dataset.batch(size)
             .scan(tf.constant(False), cut)
             .take_while(lambda kept, stopped_before: tf.logical_not(stopped_before))
             .map(lambda kept, stopped_before: kept)

@@ -48,6 +48,12 @@ class TurnDataset(torch.utils.data.IterableDataset):
       turns: give the per-turn view directly instead (``transforms.loading.to_turns``); one of the two.
 
     Yields ``{"observation": str, "action": str, "reward": float, "done": bool, "episode_id": str}``.
+
+    >>> steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
+    ...          "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True]}
+    >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps), "episode_id": "g1"})
+    >>> [(t["observation"], t["action"], t["done"]) for t in TurnDataset(episodes)]
+    [('', 'crane', False), ('⬛🟨⬛⬛🟩', 'abide', True)]
     """
 
     def __init__(self, episodes: tf.data.Dataset | None = None, turns: tf.data.Dataset | None = None):

@@ -482,3 +482,50 @@ def test_rlds_auto_batch_divides_by_zero_on_string_steps():
          R.sum_dataset(steps, lambda s: tf.strings.length(s["action"]), optimization_batch_size=2))
     same(T.episode_length(steps.filter(lambda s: True)),
          R.episode_length(steps.filter(lambda s: True), optimization_batch_size=2))
+
+
+def _variable_shape_steps(token_lists: list[list[int]]) -> tf.data.Dataset:
+    """Steps whose ``tokens`` field varies in shape (``int64[None]``), so they cannot be stacked; known
+    cardinality. Built from tensor slices of a ragged tensor, densified per step as a tokenizing map would."""
+    n = len(token_lists)
+    t = np.arange(n)
+    columns = {"observation": {"tokens": tf.ragged.constant(token_lists, dtype=tf.int64, ragged_rank=1),
+                               "text": [" ".join(map(str, ids)) for ids in token_lists]},
+               "action": [f"a{i}\x00" if i < n - 1 else "" for i in t],
+               "reward": np.array([len(ids) - 1.5 for ids in token_lists], np.float32),
+               "is_first": t == 0, "is_last": t == n - 1, "is_terminal": t == n - 1}
+
+    def dense(step: dict) -> dict:
+        return {**step, "observation": {**step["observation"], "tokens": tf.identity(step["observation"]["tokens"])}}
+
+    return tf.data.Dataset.from_tensor_slices(columns).map(dense)
+
+
+@pytest.mark.parametrize("token_lists", [[[7], [1, 2, 3], []], [[4, 4], [1]], [[], [9] * 5, [1], [2, 3]]],
+                         ids=["three", "two", "four"])
+def test_steps_whose_fields_vary_in_shape(token_lists):
+    """Steps that cannot be stacked (a field of varying shape): where rlds works on them, ours agrees with
+    its defaults; rlds' automatic batch size would stack them, so rlds gets ``optimization_batch_size=1``."""
+    steps = _variable_shape_steps(token_lists)
+    unknown = steps.filter(lambda s: True)
+    episodes = tf.data.Dataset.from_tensors(0).repeat(2).map(lambda _: {"steps": steps})
+    tokens = lambda s: s["observation"]["tokens"]  # noqa: E731
+    one = {"optimization_batch_size": 1}
+    same(T.episode_length(steps), R.episode_length(steps))
+    same(T.episode_length(unknown), R.episode_length(unknown, **one))
+    same(T.final_step(steps), R.final_step(steps))
+    same(T.final_step(unknown), R.final_step(unknown))
+    size = lambda s: {"n": tf.size(tokens(s)), "reward": s["reward"]}  # noqa: E731
+    same(T.map_steps(steps, size), R.map_steps(steps, size, **one))
+    same(T.map_nested_steps(episodes, size), R.map_nested_steps(episodes, size, **one))
+    same(T.sum_dataset(steps, size), R.sum_dataset(steps, size, **one))
+    same(T.sum_nested_steps(episodes, size), R.sum_nested_steps(episodes, size, **one))
+    long = lambda s: tf.size(tokens(s)) > 1  # noqa: E731
+    same(T.truncate_after_condition(steps, long), R.truncate_after_condition(steps, long))
+    absorbing = lambda final: tf.data.Dataset.from_tensors(final).repeat(2)  # noqa: E731
+    same(T.concat_if_terminal(steps, absorbing), R.concat_if_terminal(steps, absorbing))
+    extra = steps.map(lambda s: {**s, "note": tf.constant("n")})
+    same(T.concatenate(steps, extra), R.concatenate(steps, extra))
+    fields = lambda s: ({"n": tf.size(tokens(s)), "reward": s["reward"]},  # noqa: E731
+                        {"n": tf.constant(True), "reward": tf.logical_not(s["is_last"])})
+    same(T.mean_and_std(episodes, fields), R.mean_and_std(episodes, fields, **one))
