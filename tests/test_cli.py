@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
+
 import pytest
 
 from tests.toy_data import build_dataset, wordle_like
 from trainers.build import tfds_build
 from trainers.cli import main, parse_agent
-from trainers.eval import load_results
+from trainers.eval import EvalResult, load_results
+from trainers.results import _add_training_seconds, verdict
 
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "96",
         "--max_length", "64", "--batch_size", "8", "--no-progress"]
@@ -51,6 +54,29 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
         assert row in document
     assert "4 seeded games each" in document and "rlds-lang results --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
+    assert "Not run for this document: `paper`" in document and "ILQL − BC = " in document
+    assert json.loads((tmp_path / "runs" / "official" / "bc" / "train_seconds.json").read_text())["seconds"] > 0
     assert (tmp_path / "results-official.png").stat().st_size > 1000
     assert [r.name for r in load_results(tmp_path / "results-official.json")] == [
         "bc", "%bc (top 25%)", "ilql", "optimal"]
+
+
+def _result(name: str, rewards: list[float]) -> EvalResult:
+    n = len(rewards)
+    return EvalResult(name, rewards, [6] * n, [r > -6 for r in rewards], 0, 0.0, answers=[f"w{i}" for i in range(n)])
+
+
+def test_results_verdict_reads_the_paired_differences():
+    """The verdict is computed from the games: ILQL vs BC beyond 2 SE or not, and where %BC sits."""
+    bc = _result("bc", [-6, -6, -5, -6, -6, -6])
+    ilql = _result("ilql", [-5, -4, -4, -5, -4, -5])  # +1.5 on average, paired differences vary a little
+    text = verdict([bc, _result("%bc (top 25%)", [-5, -5, -4, -5, -5, -5]), ilql])
+    assert "ILQL is clearly better than BC" in text and "%BC sits between BC and ILQL" in text
+    assert "%BC sits above both" in verdict([bc, _result("%bc (top 25%)", [0, 0, -1, 0, 0, 0]), ilql])
+    assert "not separated" in verdict([bc, _result("ilql", [-6, -5, -6, -6, -6, -5])])
+    assert verdict([bc]) == ""
+
+
+def test_training_time_adds_up_over_resumed_runs(tmp_path):
+    assert _add_training_seconds(tmp_path, 60.0) == 60.0
+    assert _add_training_seconds(tmp_path, 0.5) == 60.5  # a resumed run with nothing left to train
