@@ -27,10 +27,17 @@ from typing import Any
 
 import tensorflow as tf
 
-from transforms.specs import BATCH_AUTO_TUNE, DEFAULT_STEPS_PER_BATCH, WHOLE, broadcast_rows, empty_block, leading_size, resolve_batch_size
+from transforms.specs import (BATCH_AUTO_TUNE, DEFAULT_STEPS_PER_BATCH, WHOLE, batch_whole, broadcast_rows, empty_block, is_dense,
+                              leading_size, resolve_batch_size)
 
 #: Episodes gathered into one block by the per-episode paths (one gather per block).
 EPISODES_PER_BLOCK = 256
+#: Window lengths up to this one are cut by one dense gather per length; a longer window that is not full
+#: (possible when ``size`` exceeds it) is gathered on its own.
+DENSE_LENGTHS = 8
+
+# No Python control flow on tensors in this module's tf.data functions: skipping autograph saves tracing.
+_plain = tf.autograph.experimental.do_not_convert
 
 
 def _check(size: int, shift: int | None, stride: int) -> int:
@@ -53,10 +60,13 @@ def _plan(lengths: tf.Tensor, limits: tf.Tensor, size: int, shift: int, stride: 
     span = (size - 1) * stride + 1
     if drop_remainder:
         limits = tf.minimum(limits, tf.maximum(lengths - span + 1, 0))
-    local = tf.ragged.range(tf.zeros_like(limits), limits, shift)
-    offsets = tf.cumsum(lengths, exclusive=True)
-    starts = local.values + tf.repeat(offsets, local.row_lengths())
-    available = tf.repeat(lengths, local.row_lengths()) - local.values
+    counts = (tf.maximum(limits, 0) + shift - 1) // shift  # windows of each segment
+    ends = tf.cumsum(counts)
+    window = tf.range(tf.reduce_sum(counts), dtype=tf.int64)
+    segment = tf.searchsorted(ends, window, side="right")  # plain ops, not tf.ragged: cheaper to trace
+    local = (window - tf.gather(ends - counts, segment)) * shift
+    starts = tf.gather(tf.cumsum(lengths, exclusive=True), segment) + local
+    available = tf.gather(lengths, segment) - local
     return starts, tf.minimum(tf.cast(size, tf.int64), (available + stride - 1) // stride)
 
 
@@ -64,17 +74,43 @@ def _cut(values: Any, starts: tf.Tensor, window_lengths: tf.Tensor, size: int, s
          drop_remainder: bool) -> tf.data.Dataset:
     """The windows ``values[start + k*stride]`` (k < length) as a dataset of dense windows, in order.
 
-    Full windows of a fixed length (``drop_remainder``) come from one dense gather; otherwise each
-    window is gathered on its own from ``(start, length)`` pairs, which costs the same per window
-    whatever ``size`` is (cutting per length group with ``choose_from_datasets`` measured no faster and
-    built a graph of ``size`` datasets: 40 s for ``size=1024``).
+    Windows of one length come from one dense gather (``[windows, length, ...]``), sliced by
+    ``from_tensor_slices``; ``choose_from_datasets`` interleaves the lengths back into window order. So
+    nothing runs per window but the slicing: a ``map`` per window (one gather per field) cost ~4x more.
+    Lengths above ``DENSE_LENGTHS`` other than ``size`` are cut per window, which bounds the graph
+    whatever ``size`` is (one dataset per length for ``size=1024`` took 40 s to build). Values that are
+    ragged (steps whose fields vary in shape between episodes) are cut per window.
     """
-    offsets = tf.range(size, dtype=tf.int64) * stride
-    if drop_remainder:  # every window is full: windows of static length `size`
-        index = starts[:, None] + offsets[None, :]
+    def rows(chosen: tf.Tensor) -> tf.Tensor:
+        return tf.gather(starts, tf.where(chosen)[:, 0])
+
+    def dense(length: int, chosen: tf.Tensor) -> tf.data.Dataset:
+        index = tf.expand_dims(rows(chosen), 1) + tf.constant([[k * stride for k in range(length)]], tf.int64)
         return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(lambda v: tf.gather(v, index), values))
-    return tf.data.Dataset.from_tensor_slices((starts, window_lengths)).map(
-        lambda start, length: tf.nest.map_structure(lambda v: tf.gather(v, start + offsets[:length]), values))
+
+    def each(chosen: tf.Tensor) -> tf.data.Dataset:
+        offsets = tf.range(size, dtype=tf.int64) * stride
+        pairs = (rows(chosen), tf.gather(window_lengths, tf.where(chosen)[:, 0]))
+        return tf.data.Dataset.from_tensor_slices(pairs).map(_plain(
+            lambda start, length: tf.nest.map_structure(lambda v: tf.gather(v, start + offsets[:length]), values)))
+
+    everything = tf.ones_like(starts, tf.bool)
+    if drop_remainder:  # every window is full: windows of static length `size`
+        return dense(size, everything)
+    if any(isinstance(v, tf.RaggedTensor) for v in tf.nest.flatten(values)):
+        return each(everything)
+    # One dataset per length up to DENSE_LENGTHS and for `size`; the other lengths go to the last, cut per window.
+    dense_lengths = list(range(1, min(size, DENSE_LENGTHS) + 1)) + ([size] if size > DENSE_LENGTHS else [])
+    part_of_length = [len(dense_lengths)] * (size + 1)
+    for part, length in enumerate(dense_lengths):
+        part_of_length[length] = part
+    choice = tf.gather(tf.constant(part_of_length, tf.int64), window_lengths)
+    parts = [dense(length, tf.equal(choice, part)) for part, length in enumerate(dense_lengths)]
+    if size > DENSE_LENGTHS + 1:
+        parts.append(each(tf.equal(choice, len(dense_lengths))))
+    if len(parts) == 1:
+        return parts[0]
+    return tf.data.Dataset.choose_from_datasets(parts, tf.data.Dataset.from_tensor_slices(choice))
 
 
 def batch(dataset: tf.data.Dataset, size: int = BATCH_AUTO_TUNE, shift: int | None = None, stride: int = 1,
@@ -112,7 +148,7 @@ def batch(dataset: tf.data.Dataset, size: int = BATCH_AUTO_TUNE, shift: int | No
         starts, lengths = _plan(leading_size(joined)[None], limit[None], size, shift, stride, drop_remainder)
         return _cut(joined, starts, lengths, size, stride, drop_remainder)
 
-    return blocks.scan(empty_block(dataset.element_spec), pair).flat_map(windows)
+    return blocks.scan(empty_block(dataset.element_spec), _plain(pair)).flat_map(_plain(windows))
 
 
 def episode_blocks(episodes: tf.data.Dataset, steps_key: str = "steps",
@@ -120,20 +156,40 @@ def episode_blocks(episodes: tf.data.Dataset, steps_key: str = "steps",
     """Blocks of whole episodes: ``(steps, lengths)`` with each step field concatenated over the block's
     episodes (leading dimension = their total steps) and ``lengths`` the steps of each episode.
 
-    Episodes without steps are skipped. The building block of the vectorised per-episode transforms.
+    A block holds ``episodes_per_block`` consecutive episodes; those without steps are left out of
+    ``lengths``. The building block of the vectorised per-episode transforms.
+
+    Episodes are batched first (their steps datasets, and their lengths when the steps' cardinality is
+    known, as ``tfds`` datasets have it); a block's steps are then read as one flat stream. That costs
+    one dataset per block instead of one ``batch`` per episode, which was half the time of
+    ``batch_nested_steps``. Blocks holding an episode of unknown length, and steps whose fields vary in
+    shape (they stack within an episode only, as ragged values), are read episode by episode.
 
     >>> eps = tf.data.Dataset.range(4).map(lambda i: {"steps": tf.data.Dataset.range(i)})
     >>> [(s.tolist(), n.tolist()) for s, n in episode_blocks(eps, episodes_per_block=2).as_numpy_iterator()]
-    [([0, 0, 1], [1, 2]), ([0, 1, 2], [3])]
+    [([0], [1]), ([0, 1, 0, 1, 2], [2, 3])]
     """
-    whole = episodes.flat_map(lambda episode: episode[steps_key].batch(WHOLE))
-    ragged = whole.ragged_batch(episodes_per_block)
+    stackable = is_dense(episodes.element_spec[steps_key].element_spec)
 
-    def flatten(block: Any) -> tuple[Any, tf.Tensor]:
-        leaves = tf.nest.flatten(block)
-        return tf.nest.map_structure(lambda r: r.values, block), leaves[0].row_lengths()
+    def by_episode(each: tf.data.Dataset) -> tf.data.Dataset:
+        def flatten(block: Any) -> tuple[Any, tf.Tensor]:
+            return tf.nest.map_structure(lambda r: r.values, block), tf.nest.flatten(block)[0].row_lengths()
 
-    return ragged.map(flatten)
+        return each.flat_map(_plain(batch_whole)).ragged_batch(episodes_per_block).map(_plain(flatten))
+
+    def read(block: tf.Tensor, lengths: tf.Tensor) -> tf.data.Dataset:
+        each = tf.data.Dataset.from_tensor_slices(block)
+        if not stackable:
+            return by_episode(each)
+
+        def as_one_stream() -> tf.data.Dataset:  # every length is known: read the block as one stream of steps
+            return tf.data.Dataset.zip((batch_whole(each.flat_map(_plain(lambda steps: steps))),
+                                        tf.data.Dataset.from_tensors(tf.boolean_mask(lengths, lengths > 0))))
+
+        return tf.cond(tf.reduce_any(lengths < 0), lambda: by_episode(each), as_one_stream)
+
+    with_lengths = episodes.map(_plain(lambda episode: (episode[steps_key], episode[steps_key].cardinality())))
+    return with_lengths.batch(episodes_per_block).flat_map(_plain(read))
 
 
 def batch_nested_steps(episodes: tf.data.Dataset, size: int, shift: int | None = None, stride: int = 1,
@@ -160,7 +216,7 @@ def batch_nested_steps(episodes: tf.data.Dataset, size: int, shift: int | None =
         starts, window_lengths = _plan(lengths, lengths, size, shift, stride, drop_remainder)
         return _cut(steps, starts, window_lengths, size, stride, drop_remainder)
 
-    return episode_blocks(episodes, steps_key).flat_map(windows)
+    return episode_blocks(episodes, steps_key).flat_map(_plain(windows))
 
 
 def n_step_windows(episodes: tf.data.Dataset, n: int, steps_key: str = "steps",
@@ -199,7 +255,7 @@ def n_step_windows(episodes: tf.data.Dataset, n: int, steps_key: str = "steps",
             out = (out, mask)
         return tf.data.Dataset.from_tensor_slices(out)
 
-    return episode_blocks(episodes, steps_key).flat_map(windows)
+    return episode_blocks(episodes, steps_key).flat_map(_plain(windows))
 
 
 __all__ = ["batch", "batch_nested_steps", "episode_blocks", "n_step_windows", "EPISODES_PER_BLOCK"]
