@@ -27,7 +27,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from transforms.specs import (BATCH_AUTO_TUNE, DEFAULT_STEPS_PER_BATCH, WHOLE, batch_whole, broadcast_rows, empty_block, is_dense,
+from transforms.specs import (BATCH_AUTO_TUNE, DEFAULT_STEPS_PER_BATCH, batch_whole, broadcast_rows, empty_block, is_dense,
                               leading_size, resolve_batch_size)
 
 #: Episodes gathered into one block by the per-episode paths (one gather per block).

@@ -35,8 +35,6 @@ class _Tables:
 _TABLES: dict[str, _Tables] = {}
 
 
-
-
 def _tables(guesses: WordList, answers: WordList, rule: game.Rule) -> _Tables:
     key = FeedbackMatrix.key(guesses, answers, rule)
     if key not in _TABLES:
