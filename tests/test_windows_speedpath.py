@@ -1,6 +1,6 @@
-"""The vectorised paths of ``transforms.windows`` against a Python reference: episodes of unknown length
-(read episode by episode), windows longer than ``DENSE_LENGTHS`` (cut one by one), several blocks,
-empty episodes, text byte for byte, the element spec, and steps whose fields vary in shape.
+"""The paths of ``transforms.windows`` against a Python reference: episodes of unknown length, long windows
+(every tail length), several blocks, empty episodes, text byte for byte, the element spec, and steps whose
+fields vary in shape.
 
 ``tests/test_transforms_library.py`` checks the window arithmetic on small random cases and
 ``tests/legacy/test_conformance.py`` checks ``batch`` against rlds; these cover the branches they miss.
@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.test_transforms_library import reference_windows
-from transforms.windows import DENSE_LENGTHS, EPISODES_PER_BLOCK, batch, batch_nested_steps, episode_blocks, n_step_windows
+from transforms.windows import EPISODES_PER_BLOCK, batch, batch_nested_steps, episode_blocks, n_step_windows
 
 TEXTS = ["", "\x00", "a\x00b", "🟩🟨⬛", "👩‍👩‍👧 é", "中文", "x" * 40]
 
@@ -78,9 +78,9 @@ def test_windows_with_known_and_unknown_lengths(unknown, size, shift, stride, dr
     assert windows_of(episodes_of(lengths, unknown), size, shift, stride, drop) == expected(lengths, size, shift, stride, drop)
 
 
-@pytest.mark.parametrize("size", [DENSE_LENGTHS + 1, DENSE_LENGTHS + 3])
-def test_windows_longer_than_the_dense_lengths(size):
-    """Windows of every length 1..size: up to DENSE_LENGTHS and ``size`` dense, the rest cut one by one."""
+@pytest.mark.parametrize("size", [9, 11])
+def test_long_windows_with_tails_of_every_length(size):
+    """Windows of every length 1..size, in order, within episodes of known and unknown length."""
     lengths = [size + 3, 2, size - 1, 0, size]
     assert windows_of(episodes_of(lengths), size, 1) == expected(lengths, size, 1, 1, False)
     assert windows_of(episodes_of(lengths, unknown=(0,)), size, 2, 2) == expected(lengths, size, 2, 2, False)
@@ -114,9 +114,9 @@ def test_n_step_windows_with_unknown_lengths():
                    ([2000, 2001], [True, True]), ([2001, 0], [True, False])]
 
 
-def test_flat_batch_with_windows_longer_than_the_dense_lengths():
-    """``batch`` over a stream: full windows dense, the tail windows of every length at the end."""
-    size = DENSE_LENGTHS + 2
+def test_flat_batch_with_long_windows():
+    """``batch`` over a stream: full windows, then the tail windows of every length at the end."""
+    size = 10
     got = [w.tolist() for w in batch(tf.data.Dataset.range(30), size, 3, 1).as_numpy_iterator()]
     assert got == reference_windows(list(range(30)), size, 3, 1, False)
 
@@ -140,3 +140,13 @@ def test_steps_whose_shape_varies_within_an_episode_cannot_be_stacked():
     episodes = variable_episodes([[[1], [2, 3]]])
     with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot batch tensors with different shapes"):
         list(batch_nested_steps(episodes, 2, 1).as_numpy_iterator())
+
+
+def test_ragged_fields_are_windowed_by_dataset_window():
+    """Elements with a ``tf.RaggedTensor`` field (no native kernel for them) are windowed through
+    ``Dataset.window``, with the same semantics; the dense fields beside them stack as usual."""
+    values = [[[1]], [[2, 3]], [[4]], [[5, 6], [7]]]
+    ds = tf.data.Dataset.from_tensor_slices({"r": tf.ragged.constant(values, ragged_rank=2), "x": tf.range(4)})
+    got = [(w["r"].to_list(), w["x"].numpy().tolist()) for w in batch(ds, 2, 1, 2)]
+    assert got == [([[[1]], [[4]]], [0, 2]), ([[[2, 3]], [[5, 6], [7]]], [1, 3]), ([[[4]]], [2]), ([[[5, 6], [7]]], [3])]
+    assert isinstance(batch(ds, 2, 1).element_spec["r"], tf.RaggedTensorSpec)
