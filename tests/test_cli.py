@@ -11,7 +11,7 @@ from tests.toy_data import build_dataset, wordle_like
 from trainers.build import tfds_build
 from trainers.cli import main, parse_agent
 from trainers.eval import EvalResult, load_results
-from trainers.results import _add_training_seconds, verdict
+from trainers.results import DECODINGS, _add_training_seconds, verdict
 
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "96",
         "--max_length", "64", "--batch_size", "8", "--no-progress"]
@@ -56,9 +56,16 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     assert "4 seeded games each" in document and "rlds-lang results --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
     assert "Not run for this document: `paper`" in document and "ILQL − BC = " in document
     assert json.loads((tmp_path / "runs" / "official" / "bc" / "train_seconds.json").read_text())["seconds"] > 0
-    assert (tmp_path / "results-official.png").stat().st_size > 1000
-    assert [r.name for r in load_results(tmp_path / "results-official.json")] == [
-        "bc", "%bc (top 25%)", "ilql", "optimal"]
+    # a table, plot and JSON per decoding; the greedy table's agents really decoded greedily
+    for decoding in ("sample", "greedy"):
+        assert f"### Every agent decoding by {DECODINGS[decoding].title}" in document
+        assert (tmp_path / f"results-official-{decoding}.png").stat().st_size > 1000
+        saved = load_results(tmp_path / f"results-official-{decoding}.json")
+        assert [r.name for r in saved] == ["bc", "%bc (top 25%)", "ilql", "optimal"]
+        assert [r.params["greedy"] for r in saved[:3]] == [decoding == "greedy"] * 3
+    assert document.count("ILQL − BC = ") == 2
+    runs = sorted(p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-*.json"))
+    assert runs == ["eval-4-0-step2-greedy.json", "eval-4-0-step2.json"]
 
 
 def _result(name: str, rewards: list[float]) -> EvalResult:

@@ -60,6 +60,25 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 
 
 @dataclasses.dataclass(frozen=True)
+class Decoding:
+    """How every trained agent picks its letters in one table of the document (all agents alike)."""
+
+    key: str
+    title: str
+    greedy: bool
+
+
+#: the decodings the agents are evaluated with, each a table of its own. ``greedy`` is the ILQL authors'
+#: protocol for ILQL (config/wordle/eval_policy.yaml: beam search of width 1 on the perturbed logits);
+#: their BC evaluator samples at temperature 1. Both are applied to every agent here, so that each table
+#: compares the algorithms under one protocol.
+DECODINGS: dict[str, Decoding] = {
+    "sample": Decoding("sample", "sampling at temperature 1", greedy=False),
+    "greedy": Decoding("greedy", "greedy (arg-max letter by letter, the ILQL authors' beam of width 1)", greedy=True),
+}
+
+
+@dataclasses.dataclass(frozen=True)
 class Setting:
     """A dataset config and the environment the agents are evaluated in."""
 
@@ -103,11 +122,11 @@ def _count_parameters(config) -> int:
 
 @dataclasses.dataclass
 class SettingOutcome:
-    """What one setting produced: the results (optimal last), the data statistics and the timings."""
+    """What one setting produced: per decoding key, the results (optimal last); the data statistics and timings."""
 
     setting: Setting
     dataset: str
-    results: list
+    results: dict[str, list]
     data_table: str
     train_minutes: dict[str, float]
 
@@ -150,11 +169,29 @@ def verdict(results: list) -> str:
     return "\n".join(lines)
 
 
-def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
-    """Builds the setting's dataset, trains every experiment (resuming), evaluates them and the optimal policy."""
-    from rlds_lang.wordle.policies import OptimalPolicy
+def _evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, decoding: Decoding, fresh: bool):
+    """``experiment``'s trained checkpoint in ``run`` played with ``decoding`` (reused from its JSON unless
+    ``fresh``; keyed by games, seed, trained step and decoding, so a longer or differently decoded rerun is
+    evaluated anew; sampled results keep their earlier file name)."""
     from trainers.checkpoint import load_policy
-    from trainers.eval import EvalConfig, evaluate, load_results, save_results
+    from trainers.eval import evaluate, load_results, save_results
+
+    suffix = "" if decoding.key == "sample" else f"-{decoding.key}"
+    cached = run / f"eval-{eval_config.games}-{eval_config.seed}-step{steps}{suffix}.json"
+    if cached.exists() and not fresh:
+        return load_results(cached)[0]
+    policy = load_policy(run / "checkpoint", allowed_actions=eval_config.guesses, name=experiment.name,
+                         beta=experiment.beta, greedy=decoding.greedy)
+    result = evaluate(policy, eval_config, name=experiment.name)
+    save_results([result], cached)
+    return result
+
+
+def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
+    """Builds the setting's dataset, trains every experiment (resuming), evaluates each with every chosen
+    decoding, and the optimal policy once (it has no decoding; its row closes every table)."""
+    from rlds_lang.wordle.policies import OptimalPolicy
+    from trainers.eval import EvalConfig, evaluate
     from trainers.loop import train
     from transforms.loading import load
     from transforms.statistics import compute_statistics
@@ -162,29 +199,26 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir)
     runs = Path(args.runs) / setting.key
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
-    results, minutes = [], {}
+    results: dict[str, list] = {key: [] for key in args.decodings}
+    minutes = {}
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
         started = time.perf_counter()
         train(experiment.algorithm, config)
         minutes[experiment.name] = _add_training_seconds(Path(config.out), time.perf_counter() - started) / 60
-        # keyed by the trained step too: a longer rerun resumes training and must not reuse older evaluations
-        cached = Path(config.out) / f"eval-{args.games}-{args.eval_seed}-step{config.steps}.json"
-        if cached.exists() and not args.fresh:
-            results += load_results(cached)
-            continue
-        policy = load_policy(Path(config.out) / "checkpoint", allowed_actions=eval_config.guesses,
-                             name=experiment.name, beta=experiment.beta)
-        result = evaluate(policy, eval_config, name=experiment.name)
-        save_results([result], cached)
-        results.append(result)
-    results.append(evaluate(OptimalPolicy(rule=setting.rule), eval_config, name="optimal"))
+        for key in args.decodings:
+            results[key].append(_evaluate_run(experiment, Path(config.out), config.steps, eval_config,
+                                              DECODINGS[key], args.fresh))
+    optimal = evaluate(OptimalPolicy(rule=setting.rule), eval_config, name="optimal")
+    for rows in results.values():
+        rows.append(optimal)
     return SettingOutcome(setting, dataset, results, compute_statistics(load(dataset)).table(), minutes)
 
 
 def run(args: argparse.Namespace) -> Path:
-    """Runs every chosen setting and writes the document (plus a PNG and a JSON per setting); returns its path."""
-    from trainers.eval import plot_results, results_table, save_results
+    """Runs every chosen setting and writes the document (plus a PNG and a JSON per setting and decoding);
+    returns its path."""
+    from trainers.eval import plot_results, save_results
 
     started = time.perf_counter()
     out = Path(args.out)
@@ -193,32 +227,39 @@ def run(args: argparse.Namespace) -> Path:
     config = None
     for key in args.settings:
         outcome = run_setting(SETTINGS[key], args)
-        stem = out.with_name(f"{out.stem}-{key}")
-        plot = plot_results(outcome.results, stem.with_suffix(".png"))
-        save_results(outcome.results, stem.with_suffix(".json"))
+        plots = {}
+        for decoding, results in outcome.results.items():
+            stem = out.with_name(f"{out.stem}-{key}-{decoding}")
+            plots[decoding] = plot_results(results, stem.with_suffix(".png")).name
+            save_results(results, stem.with_suffix(".json"))
         config = experiment_config(EXPERIMENTS[0], outcome.dataset, Path(args.runs), args.steps)
-        sections.append(render_setting(outcome, results_table(outcome.results, baseline="bc"), plot.name, args))
+        sections.append(render_setting(outcome, plots, args))
     document = render(sections, config, _count_parameters(config), time.perf_counter() - started, args)
     out.write_text(document)
     print(document)
     return out
 
 
-def render_setting(outcome: SettingOutcome, table: str, plot_name: str, args: argparse.Namespace) -> str:
-    """One setting's section: its table, plot, training times and data statistics."""
+def render_setting(outcome: SettingOutcome, plots: dict[str, str], args: argparse.Namespace) -> str:
+    """One setting's section: a table, verdict and plot per decoding, training times and data statistics."""
+    from trainers.eval import results_table
+
     s = outcome.setting
     times = ", ".join(f"{name} {minutes:.1f} min" for name, minutes in outcome.train_minutes.items())
+    tables = "\n".join(f"""### Every agent decoding by {DECODINGS[key].title}
+
+{results_table(results, baseline="bc")}
+
+{verdict(results)}
+
+![{s.key}, {key}]({plots[key]})
+""" for key, results in outcome.results.items())
     return f"""## {s.title}
 
 Dataset `wordle_synthetic/{s.dataset_config}`; agents evaluated with rule `{s.rule}`, mode `{s.mode}`,
 {args.games} seeded games each. Training time (wall clock on this machine, summed over resumed runs): {times}.
 
-{table}
-
-{verdict(outcome.results)}
-
-![{s.key}]({plot_name})
-
+{tables}
 Data (`tfds.load`, all of it used for training; evaluation is online):
 
 ```
@@ -251,7 +292,7 @@ the official answers drawn from seed {args.eval_seed}, and is seeded {args.eval_
 guess that is not the answer: 0 for a first-guess win, −6 for a loss. ± is one standard error; Δ is the
 paired difference from BC over the same games, and "|Δ| > 2 SE" says whether it exceeds two standard errors
 of that difference. Language-model agents decode letter by letter, constrained to the official guess list
-(every agent alike); the optimal policy is the upper reference.
+(every agent alike), in each table by one rule for all of them; the optimal policy is the upper reference.
 
 ## What was trained
 
@@ -285,7 +326,7 @@ from arXiv 2206.11871 (its Wordle table) by someone with the PDF. What the autho
 | environment | answer redrawn each turn among consistent words, simplified colouring | the `paper` setting: `adversarial_resample`, `ilql` rule; the `official` setting: the real game |
 | branch data | information-gain expert + `WrongPolicy` branches from every intermediate state (100k-150k games) | the same construction, one expert game per official answer (~10k episodes) |
 | training | lr 1e-5, batch 64 x 16 accumulation, tau 0.7, gamma 0.99, alpha 0.005, CQL 1e-4, AWAC 1 | see "What was trained" |
-| inference | beta (advantage weight) 16, greedy beam of width 1 | beta 16, sampling at temperature 1 |
+| inference | ILQL: beta (advantage weight) 16, greedy beam of width 1; BC: sampling at temperature 1 | beta 16 for ILQL; every agent both sampled at temperature 1 and greedy, a table each |
 | evaluation | 1024 games, ± standard error | as stated per table |
 
 Why %BC can beat ILQL here: in a `branch` dataset the highest returns belong to the expert's games (the
@@ -310,10 +351,12 @@ def add_parser(sub) -> None:
     parser.add_argument("--steps", type=int, default=None, help="override the committed optimizer steps")
     parser.add_argument("--games", type=int, default=500, help="evaluation games per agent (>= 500 for the doc)")
     parser.add_argument("--eval-seed", type=int, default=0)
+    parser.add_argument("--decodings", nargs="+", default=list(DECODINGS), choices=list(DECODINGS),
+                        help="how the agents decode, a table each (default: all)")
     parser.add_argument("--out", default=str(REPO / "docs" / "results.md"))
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     parser.set_defaults(func=run)
 
 
-__all__ = ["Experiment", "Setting", "SETTINGS", "SHARED", "EXPERIMENTS", "experiment_config", "SettingOutcome",
+__all__ = ["Experiment", "Decoding", "DECODINGS", "Setting", "SETTINGS", "SHARED", "EXPERIMENTS", "experiment_config", "SettingOutcome",
            "run_setting", "run", "render_setting", "render", "verdict", "add_parser"]
