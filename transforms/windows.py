@@ -49,27 +49,6 @@ def _check(size: int, shift: int | None, stride: int) -> int:
     return shift
 
 
-def _plan(lengths: tf.Tensor, limits: tf.Tensor, size: int, shift: int, stride: int,
-          drop_remainder: bool) -> tuple[tf.Tensor, tf.Tensor]:
-    """Windows of segments laid end to end: flat start index and length of each window.
-
-    Segment ``e`` has ``lengths[e]`` elements; its windows start at ``0, shift, ...`` below ``limits[e]``.
-    """
-    lengths = tf.cast(lengths, tf.int64)
-    limits = tf.cast(limits, tf.int64)
-    span = (size - 1) * stride + 1
-    if drop_remainder:
-        limits = tf.minimum(limits, tf.maximum(lengths - span + 1, 0))
-    counts = (tf.maximum(limits, 0) + shift - 1) // shift  # windows of each segment
-    ends = tf.cumsum(counts)
-    window = tf.range(tf.reduce_sum(counts), dtype=tf.int64)
-    segment = tf.searchsorted(ends, window, side="right")  # plain ops, not tf.ragged: cheaper to trace
-    local = (window - tf.gather(ends - counts, segment)) * shift
-    starts = tf.gather(tf.cumsum(lengths, exclusive=True), segment) + local
-    available = tf.gather(lengths, segment) - local
-    return starts, tf.minimum(tf.cast(size, tf.int64), (available + stride - 1) // stride)
-
-
 def _window_kernel(dataset: tf.data.Dataset, size: int, shift: int, stride: int,
                    drop_remainder: bool) -> tf.data.Dataset:
     """``dataset``'s windows by the native ``SlidingWindowDataset`` kernel (dense fields), else by
@@ -195,10 +174,13 @@ def n_step_windows(episodes: tf.data.Dataset, n: int, steps_key: str = "steps",
         raise ValueError(f"n must be >= 1, got {n}")
 
     def windows(steps: Any, lengths: tf.Tensor) -> tf.data.Dataset:
-        starts, window_lengths = _plan(lengths, lengths, n, 1, 1, False)
-        offsets = tf.range(n, dtype=tf.int64)
-        mask = offsets[None, :] < window_lengths[:, None]
+        # one window per step of the block: it starts there and stops at its episode's end
+        lengths = tf.cast(lengths, tf.int64)
         total = tf.reduce_sum(lengths)
+        starts = tf.range(total)
+        ends = tf.repeat(tf.cumsum(lengths), lengths)
+        offsets = tf.range(n, dtype=tf.int64)
+        mask = starts[:, None] + offsets[None, :] < ends[:, None]
         index = tf.minimum(starts[:, None] + offsets[None, :], tf.maximum(total - 1, 0))
 
         def pad(v: tf.Tensor) -> tf.Tensor:
