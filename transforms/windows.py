@@ -58,13 +58,13 @@ def _window_kernel(dataset: tf.data.Dataset, size: int, shift: int, stride: int,
     if not all(type(leaf) is tf.TensorSpec for leaf in leaves):
         windows = dataset.window(size, shift, stride, drop_remainder)
         return windows.flat_map(_plain(lambda w: tf.data.Dataset.zip(tf.nest.map_structure(lambda d: d.batch(size), w))))
+    rows = size if drop_remainder else None
+    batched = tf.nest.map_structure(lambda leaf: tf.TensorSpec([rows, *leaf.shape], leaf.dtype), spec)
     variant = tf.raw_ops.SlidingWindowDataset(
         input_dataset=tf.data.experimental.to_variant(dataset), window_size=tf.constant(size, tf.int64),
         window_shift=tf.constant(shift, tf.int64), window_stride=tf.constant(stride, tf.int64),
-        drop_remainder=drop_remainder, output_types=[leaf.dtype for leaf in leaves],
-        output_shapes=[[size if drop_remainder else None, *leaf.shape] for leaf in leaves])
-    batched = tf.nest.map_structure(
-        lambda leaf: tf.TensorSpec([size if drop_remainder else None, *leaf.shape], leaf.dtype), spec)
+        drop_remainder=drop_remainder, output_types=[leaf.dtype for leaf in tf.nest.flatten(batched)],
+        output_shapes=[leaf.shape for leaf in tf.nest.flatten(batched)])
     return tf.data.experimental.from_variant(variant, batched)
 
 
