@@ -3,7 +3,8 @@
 fields vary in shape.
 
 ``tests/test_transforms_library.py`` checks the window arithmetic on small random cases and
-``tests/legacy/test_conformance.py`` checks ``batch`` against rlds; these cover the branches they miss.
+``tests/legacy/test_conformance_windows.py`` checks ``batch`` and ``batch_nested_steps`` against rlds; these
+cover the branches they miss.
 """
 
 from __future__ import annotations
