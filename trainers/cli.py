@@ -161,7 +161,7 @@ def cmd_eval(args: argparse.Namespace) -> list:
     """Evaluates every ``--agent`` (and the optimal policy with ``--optimal``) on the same seeded games."""
     from rlds_lang.wordle.policies import OptimalPolicy
     from trainers.checkpoint import load_policy
-    from trainers.config import _parse_bool
+    from trainers.config import parse_bool
     from trainers.eval import EvalConfig, evaluate, plot_results, results_table, save_results
 
     config = EvalConfig(games=args.games, seed=args.seed, rule=args.rule, mode=args.mode, answers=args.answers,
@@ -171,7 +171,7 @@ def cmd_eval(args: argparse.Namespace) -> list:
         policy = load_policy(
             path, allowed_actions=config.guesses, name=name,
             beta=float(options["beta"]) if "beta" in options else None,
-            greedy=_parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)))
+            greedy=parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)))
         results.append(evaluate(policy, config, name=name, progress=args.progress))
     if args.optimal:
         optimal = OptimalPolicy(answers=config.answers, guesses=config.guesses, rule=config.rule)

@@ -90,7 +90,7 @@ def _scalar_parser(hint: Any):
     optional = len(typing.get_args(hint)) > len(args)
     base = args[0] if optional and len(args) == 1 else hint
     if base is bool:
-        return _parse_bool, optional
+        return parse_bool, optional
     if base in (int, float, str):
         return base, optional
     raise TypeError(f"unsupported config field type {hint!r}")
@@ -121,7 +121,12 @@ def field_docs(cls: type) -> dict[str, str]:
     return docs
 
 
-def _parse_bool(text: str) -> bool:
+def parse_bool(text: str) -> bool:
+    """A command-line boolean: true/false, yes/no, on/off or 1/0 (any case); anything else is an argparse error.
+
+    >>> parse_bool("Yes"), parse_bool("0")
+    (True, False)
+    """
     lowered = text.lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
@@ -154,7 +159,7 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type, prefix: 
         parse, optional = _scalar_parser(hint)
         parser.add_argument(f"--{prefix}{field.name}", dest=f"{prefix}{field.name}", default=argparse.SUPPRESS,
                             type=_optional(parse) if optional else parse,
-                            metavar="BOOL" if parse is _parse_bool else parse.__name__.upper(),
+                            metavar="BOOL" if parse is parse_bool else parse.__name__.upper(),
                             help=f"{docs.get(field.name, '')} (default: {default})".replace("%", "%%"))
 
 
@@ -195,5 +200,5 @@ def dumps(config: Any) -> str:
     return json.dumps(config_to_dict(config), sort_keys=True, indent=2)
 
 
-__all__ = ["TrainConfig", "add_dataclass_arguments", "dataclass_from_args", "config_to_dict", "config_from_dict",
+__all__ = ["TrainConfig", "parse_bool", "add_dataclass_arguments", "dataclass_from_args", "config_to_dict", "config_from_dict",
            "dumps"]
