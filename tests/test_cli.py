@@ -11,7 +11,7 @@ from tests.toy_data import build_dataset, wordle_like
 from trainers.build import tfds_build
 from trainers.cli import main, parse_agent
 from trainers.eval import EvalResult, load_results
-from trainers.results import DECODINGS, _add_training_seconds, verdict
+from trainers.results import BETA_SWEEP, DECODINGS, _add_training_seconds, verdict
 
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "96",
         "--max_length", "64", "--batch_size", "8", "--no-progress"]
@@ -49,7 +49,7 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     tfds_build("wordle_synthetic", "branch", data_dir, small=3, quiet=True)
     out = tmp_path / "results.md"
     main(["results", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
-          "--settings", "official", "--out", str(out)])
+          "--sweep-games", "3", "--settings", "official", "--out", str(out)])
     document = out.read_text()
     for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
         assert row in document
@@ -64,8 +64,18 @@ def test_results_script_writes_the_document(tmp_path, capsys):
         assert [r.name for r in saved] == ["bc", "%bc (top 25%)", "ilql", "optimal"]
         assert [r.params["greedy"] for r in saved[:3]] == [decoding == "greedy"] * 3
     assert document.count("ILQL − BC = ") == 2
-    runs = sorted(p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-*.json"))
+    runs = sorted(p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-4-*.json"))
     assert runs == ["eval-4-0-step2-greedy.json", "eval-4-0-step2.json"]
+    # the β sweep: BC and ILQL at every β, on 3 held-out games (seed 1), a table per decoding
+    assert document.count("### β at play, on held-out games") == 1 and "3 games seeded from 1" in document
+    names = ["bc"] + [f"ilql β={beta:g}" for beta in BETA_SWEEP]
+    for decoding in ("sample", "greedy"):
+        table = document.split(f"Decoding by {DECODINGS[decoding].title}:")[1].split("\n\n")[1]
+        assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == names
+    sweep = {p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-3-1-*.json")}
+    assert sweep == {f"eval-3-1-step2{suffix}-beta{beta:g}.json" for suffix in ("", "-greedy") for beta in BETA_SWEEP}
+    swept = load_results(tmp_path / "runs" / "official" / "ilql" / "eval-3-1-step2-greedy-beta4.json")[0]
+    assert swept.params["beta"] == 4.0 and swept.params["greedy"] and swept.games == 3
 
 
 def _result(name: str, rewards: list[float]) -> EvalResult:

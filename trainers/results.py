@@ -87,6 +87,14 @@ DECODINGS: dict[str, Decoding] = {
 }
 
 
+#: the β values every agent played with a β (ILQL) also plays on held-out games, to show how the advantage
+#: perturbation moves its score under each decoding. A diagnostic only: the committed row keeps its own β.
+BETA_SWEEP: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+#: the held-out games of the β sweep are seeded ``eval_seed + HELD_OUT_SEED_OFFSET``: never the table's games.
+HELD_OUT_SEED_OFFSET = 1
+
+
 @dataclasses.dataclass(frozen=True)
 class Setting:
     """A dataset config and the environment the agents are evaluated in."""
@@ -131,13 +139,16 @@ def _count_parameters(config) -> int:
 
 @dataclasses.dataclass
 class SettingOutcome:
-    """What one setting produced: per decoding key, the results (optimal last); the data statistics and timings."""
+    """What one setting produced: per decoding key, the results (optimal last) and the β sweep on held-out
+    games (BC first, then each agent with a β at every ``BETA_SWEEP`` value; empty when not run); the data
+    statistics and timings."""
 
     setting: Setting
     dataset: str
     results: dict[str, list]
     data_table: str
     train_minutes: dict[str, float]
+    sweep: dict[str, list] = dataclasses.field(default_factory=dict)
 
 
 #: per run folder: wall-clock seconds spent training it, summed over every (resumed) invocation.
@@ -178,20 +189,23 @@ def verdict(results: list) -> str:
     return "\n".join(lines)
 
 
-def _evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, decoding: Decoding, fresh: bool):
+def _evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, decoding: Decoding, fresh: bool,
+                  beta: float | None = None):
     """``experiment``'s trained checkpoint in ``run`` played with ``decoding`` (reused from its JSON unless
     ``fresh``; keyed by games, seed, trained step and decoding, so a longer or differently decoded rerun is
-    evaluated anew; sampled results keep their earlier file name)."""
+    evaluated anew; sampled results keep their earlier file name). ``beta`` replaces the experiment's own
+    (the β sweep): the result is named ``"<name> β=<beta>"`` and cached under a name with the β."""
     from trainers.checkpoint import load_policy
     from trainers.eval import evaluate, load_results, save_results
 
-    suffix = "" if decoding.key == "sample" else f"-{decoding.key}"
+    suffix = ("" if decoding.key == "sample" else f"-{decoding.key}") + ("" if beta is None else f"-beta{beta:g}")
     cached = run / f"eval-{eval_config.games}-{eval_config.seed}-step{steps}{suffix}.json"
     if cached.exists() and not fresh:
         return load_results(cached)[0]
-    policy = load_policy(run / "checkpoint", allowed_actions=eval_config.guesses, name=experiment.name,
-                         beta=experiment.beta, greedy=decoding.greedy)
-    result = evaluate(policy, eval_config, name=experiment.name)
+    name = experiment.name if beta is None else f"{experiment.name} β={beta:g}"
+    policy = load_policy(run / "checkpoint", allowed_actions=eval_config.guesses, name=name,
+                         beta=experiment.beta if beta is None else beta, greedy=decoding.greedy)
+    result = evaluate(policy, eval_config, name=name)
     save_results([result], cached)
     return result
 
@@ -209,6 +223,9 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     runs = Path(args.runs) / setting.key
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
     results: dict[str, list] = {key: [] for key in args.decodings}
+    sweep: dict[str, list] = {key: [] for key in args.decodings} if args.sweep_games > 0 else {}
+    held_out = (dataclasses.replace(eval_config, games=args.sweep_games, seed=args.eval_seed + HELD_OUT_SEED_OFFSET)
+                if sweep else None)
     minutes = {}
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
@@ -218,10 +235,14 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
         for key in args.decodings:
             results[key].append(_evaluate_run(experiment, Path(config.out), config.steps, eval_config,
                                               DECODINGS[key], args.fresh))
+            if key in sweep and (experiment.name == "bc" or experiment.beta is not None):
+                betas = [None] if experiment.beta is None else BETA_SWEEP
+                sweep[key] += [_evaluate_run(experiment, Path(config.out), config.steps, held_out, DECODINGS[key],
+                                             args.fresh, beta) for beta in betas]
     optimal = evaluate(OptimalPolicy(rule=setting.rule), eval_config, name="optimal")
     for rows in results.values():
         rows.append(optimal)
-    return SettingOutcome(setting, dataset, results, compute_statistics(load(dataset)).table(), minutes)
+    return SettingOutcome(setting, dataset, results, compute_statistics(load(dataset)).table(), minutes, sweep)
 
 
 def run(args: argparse.Namespace) -> Path:
@@ -269,11 +290,31 @@ Dataset `wordle_synthetic/{s.dataset_config}`; agents evaluated with rule `{s.ru
 {args.games} seeded games each. Training time (wall clock on this machine, summed over resumed runs): {times}.
 
 {tables}
+{render_sweep(outcome, args)}
 Data (`tfds.load`, all of it used for training; evaluation is online):
 
 ```
 {outcome.data_table}
 ```
+"""
+
+
+def render_sweep(outcome: SettingOutcome, args: argparse.Namespace) -> str:
+    """The β sweep of one setting (empty when it was not run): per decoding, BC and each β on held-out games."""
+    from trainers.eval import results_table
+
+    if not outcome.sweep:
+        return ""
+    tables = "\n\n".join(f"Decoding by {DECODINGS[key].title}:\n\n{results_table(rows, baseline='bc')}"
+                           for key, rows in outcome.sweep.items())
+    return f"""### β at play, on held-out games (a diagnostic; the tables above keep each row's own β)
+
+{args.sweep_games} games seeded from {args.eval_seed + HELD_OUT_SEED_OFFSET} (not the games of the tables above), every
+agent with a β replayed at β ∈ {{{", ".join(f"{b:g}" for b in BETA_SWEEP)}}} beside BC with the same decoding. β = 0
+plays the ILQL model's own language-model head; a β that helps shows that the learned Q − V ranks the letters
+better than that head does.
+
+{tables}
 """
 
 
@@ -341,9 +382,16 @@ from arXiv 2206.11871 (its Wordle table) by someone with the PDF. What the autho
 Why %BC can beat ILQL here: in a `branch` dataset the highest returns belong to the expert's games (the
 `WrongPolicy` branches lose almost always), so the top 25% by return is nearly the set of the expert's winning
 games, and %BC is close to cloning the expert. BC clones the whole mixture, mostly the random branches, and
-plays almost at random; ILQL starts from that same BC policy and moves it by `beta * (Q - V)`, so it improves on
-BC by as much as its Q and V have learned in the steps trained. The paper trains far longer, from a pretrained
-model that already spells words, on a 200-word game; those differences all favour the value-based method.
+when it samples it plays almost at random; ILQL starts from a policy like that one and moves it by
+`beta * (Q - V)`, so it improves on it by as much as its Q and V have learned in the steps trained.
+
+Why greedy decoding changes the order of BC and ILQL: the expert's move at a state is one word, while the
+branches' wrong moves are spread over many, so the arg-max of the cloned mixture is mostly the expert's move
+and greedy BC gains much more than sampled BC. ILQL's letters are chosen by `beta * (Q - V)` as much as by
+its language-model head, so decoding it greedily changes little; the β sweep on held-out games shows, for
+each decoding, whether the learned Q - V ranks letters better than the head does. The paper trains far
+longer, from a pretrained model that already spells words, on a 200-word game; those differences all favour
+the value-based method.
 
 Expected differences: a 200-word vocabulary makes the paper's game far easier than the full lists (every
 agent, the optimal policy included, scores higher there); a pretrained GPT-2 small has ~100x the parameters of
@@ -363,10 +411,13 @@ def add_parser(sub) -> None:
     parser.add_argument("--eval-seed", type=int, default=0)
     parser.add_argument("--decodings", nargs="+", default=list(DECODINGS), choices=list(DECODINGS),
                         help="how the agents decode, a table each (default: all)")
+    parser.add_argument("--sweep-games", type=int, default=500,
+                        help="held-out games per β of the β sweep (0 skips the sweep)")
     parser.add_argument("--out", default=str(REPO / "docs" / "results.md"))
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     parser.set_defaults(func=run)
 
 
 __all__ = ["Experiment", "Decoding", "DECODINGS", "Setting", "SETTINGS", "SHARED", "EXPERIMENTS", "experiment_config", "SettingOutcome",
-           "run_setting", "run", "render_setting", "render", "verdict", "add_parser"]
+           "run_setting", "run", "render_setting", "render_sweep", "render", "verdict", "add_parser", "BETA_SWEEP",
+           "HELD_OUT_SEED_OFFSET"]
