@@ -333,7 +333,7 @@ def render(sections: list[str], config, parameters: int, seconds: float, args: a
     return f"""# Wordle: BC, %BC and ILQL on `wordle_synthetic` branch datasets
 
 Produced by `rlds-lang {' '.join(getattr(args, 'argv', []))}` (`trainers/results.py`) on
-{datetime.date.today().isoformat()}, on CPU (2 cores); this invocation took {seconds / 60:.0f} minutes (finished training and evaluations are reused,
+{datetime.date.today().isoformat()}, on CPU (2 cores); this invocation took {seconds / 60:.1f} min (finished training and evaluations are reused,
 the training times below are each run's own). Rerun it to reproduce
 every number here; the configs are committed in `trainers/results.py`.
 
