@@ -63,7 +63,9 @@ def test_results_script_writes_the_document(tmp_path, capsys):
         saved = load_results(tmp_path / f"results-official-{decoding}.json")
         assert [r.name for r in saved] == ["bc", "%bc (top 25%)", "ilql", "optimal"]
         assert [r.params["greedy"] for r in saved[:3]] == [decoding == "greedy"] * 3
-    assert document.count("ILQL − BC = ") == 2
+    assert document.count("ILQL − BC = ") == 4  # each table's verdict, and again in the summary at the top
+    summary = document.split("## Summary (computed from the tables below)")[1].split("## What was trained")[0]
+    assert summary.count("  - ILQL − BC = ") == 2 and summary.count("- Official Wordle") == 2
     runs = sorted(p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-4-*.json"))
     assert runs == ["eval-4-0-step2-greedy.json", "eval-4-0-step2.json"]
     # the β sweep: BC and ILQL at every β, on 3 held-out games (seed 1), a table per decoding

@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> Path:
     started = time.perf_counter()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sections = []
+    sections, summary = [], []
     config = None
     for key in args.settings:
         outcome = run_setting(SETTINGS[key], args)
@@ -263,9 +263,12 @@ def run(args: argparse.Namespace) -> Path:
             stem = out.with_name(f"{out.stem}-{key}-{decoding}")
             plots[decoding] = plot_results(results, stem.with_suffix(".png")).name
             save_results(results, stem.with_suffix(".json"))
+            summary.append(f"- {SETTINGS[key].title}, {DECODINGS[decoding].title}:\n"
+                           + verdict(results).replace("- ", "  - "))
         config = experiment_config(EXPERIMENTS[0], outcome.dataset, Path(args.runs), args.steps)
         sections.append(render_setting(outcome, plots, args))
-    document = render(sections, config, _count_parameters(config), time.perf_counter() - started, args)
+    document = render(sections, config, _count_parameters(config), time.perf_counter() - started, args,
+                      "\n".join(summary))
     out.write_text(document)
     print(document)
     return out
@@ -319,8 +322,9 @@ better than that head does.
 """
 
 
-def render(sections: list[str], config, parameters: int, seconds: float, args: argparse.Namespace) -> str:
-    """The markdown document."""
+def render(sections: list[str], config, parameters: int, seconds: float, args: argparse.Namespace,
+           summary: str = "") -> str:
+    """The markdown document; ``summary`` (the verdicts of every table, computed) opens it."""
     rows = "\n".join(f"| {e.name} | `{e.algorithm}` | {json.dumps(e.overrides) if e.overrides else '—'} | "
                      f"{e.beta if e.beta is not None else 0} |" for e in EXPERIMENTS)
     shared = ", ".join(f"{k}={v}" for k, v in SHARED.items() if k != "model")
@@ -344,6 +348,10 @@ guess that is not the answer: 0 for a first-guess win, −6 for a loss. ± is on
 paired difference from BC over the same games, and "|Δ| > 2 SE" says whether it exceeds two standard errors
 of that difference. Language-model agents decode letter by letter, constrained to the official guess list
 (every agent alike), in each table by one rule for all of them; the optimal policy is the upper reference.
+
+## Summary (computed from the tables below)
+
+{summary}
 
 ## What was trained
 
