@@ -264,7 +264,7 @@ def run(args: argparse.Namespace) -> Path:
             plots[decoding] = plot_results(results, stem.with_suffix(".png")).name
             save_results(results, stem.with_suffix(".json"))
             summary.append(f"- {SETTINGS[key].title}, {DECODINGS[decoding].title}:\n"
-                           + verdict(results).replace("- ", "  - "))
+                           + "\n".join("  " + line for line in verdict(results).splitlines()))
         config = experiment_config(EXPERIMENTS[0], outcome.dataset, Path(args.runs), args.steps)
         sections.append(render_setting(outcome, plots, args))
     document = render(sections, config, _count_parameters(config), time.perf_counter() - started, args,
