@@ -20,7 +20,8 @@ import numpy as np
 
 from rlds_lang.wordle.engine import FeedbackMatrix
 from rlds_lang.wordle.game import pattern_from_id
-from rlds_lang.wordle.retrofit import RetrofitIndex, RetrofitMode, RetrofittedGame, game_seed, record_retrofits, retrofit
+from loggers.wordle_recipes import record_retrofits
+from rlds_lang.wordle.retrofit import RetrofitIndex, RetrofitMode, RetrofittedGame, game_seed, retrofit
 from rlds_lang.wordle.tweets import SCHEMES, TweetGame, parse_share, share_text
 from rlds_lang.wordle.words import official_answers, official_guesses
 

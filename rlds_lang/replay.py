@@ -11,11 +11,11 @@ r_0..r_{T-1} and episode metadata. The environment terminates after the last act
 
 Example::
 
-    from loggers import record
+    from rlds_lang.env import run_episode
     from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 
     eps = [ScriptedEpisode(observations=["hi", "bye"], actions=["hello"], rewards=[1.0])]
-    record(ReplayEnv(eps), ReplayPolicy(eps), episodes=len(eps), data_dir="/tmp/replay_logs")
+    episode = run_episode(ReplayEnv(eps), ReplayPolicy(eps), seed=0)   # loggers.record(env, policy, ...) logs it
 """
 
 from __future__ import annotations

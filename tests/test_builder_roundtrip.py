@@ -12,7 +12,7 @@ import tensorflow_datasets as tfds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlds_lang import builder_utils as common
+from loggers import tfds_examples as common
 from loggers import record
 from loggers.reader import log_dirs
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode

@@ -7,8 +7,9 @@ import pytest
 
 from loggers import record_and_read
 from rlds_lang.wordle.policies import make_policy
-from rlds_lang.wordle.recipes import (BranchPrefixError, Recipe, Shard, TaggedWordleEnv, TakeoverPolicy, _BranchHook,
-                                      check_branch_prefix, play_shard)
+from loggers.wordle_recipes import play_shard
+from rlds_lang.wordle.recipes import (BranchPrefixError, BranchHook, Recipe, Shard, TaggedWordleEnv, TakeoverPolicy,
+                                      check_branch_prefix)
 
 # The ILQL MDP: the hidden word is redrawn from the env's RNG after every wrong guess.
 RECIPE = Recipe("adv", "optimal", episodes=None, mode="adversarial_resample", rule="ilql", branch_policy="wrong")
@@ -59,7 +60,7 @@ def test_other_seeds_would_break_the_prefix(played):
     plan = [(p, k) for p in parents for k in range(1, len(p["steps"]) - 1)]
     policy = TakeoverPolicy(make_policy("wrong", rule="ilql"))
     env = TaggedWordleEnv(mode="adversarial_resample", rule="ilql")
-    branches = record_and_read(env, policy, len(plan), seed=100, before_episode=_BranchHook(policy, plan))
+    branches = record_and_read(env, policy, len(plan), seed=100, before_episode=BranchHook(policy, plan))
     broken = 0
     for (parent, _), branch in zip(plan, branches, strict=True):
         try:

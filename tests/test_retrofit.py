@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlds_lang.wordle import game
+from loggers.wordle_recipes import record_retrofits
 from rlds_lang.wordle.retrofit import (RetrofitIndex, RetrofitMode, RetrofittedGame, game_seed, load_answer_table,
-                                       record_retrofits, retrofit, retrofit_tweets)
+                                       retrofit, retrofit_tweets)
 from rlds_lang.wordle.tweets import SCHEMES, Reason, Rejected, ShareGame, TweetGame, parse_share, share_text
 from rlds_lang.wordle.words import official_answers, official_guesses, word_list_from
 

@@ -31,9 +31,10 @@ from typing import Any
 import tensorflow_datasets as tfds
 from tensorflow_datasets.rlds import rlds_base
 
-from rlds_lang import builder_utils as common
+from loggers import tfds_examples as common
 from loggers.reader import log_dirs
-from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, play_shard, shards
+from loggers.wordle_recipes import play_shard
+from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, shards
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
 _OVERALL = ("Wordle games (text guesses, colour-square feedback, reward -1 per wrong guess) played by "

@@ -32,7 +32,8 @@ from etils import epath
 from tensorflow_datasets.rlds import rlds_base
 from tqdm.auto import tqdm
 
-from rlds_lang import builder_utils as common
+from loggers import tfds_examples as common
+from loggers.wordle_recipes import record_retrofits
 from rlds_lang.wordle import retrofit as rf
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 from rlds_lang.wordle.tweets import read_tweets_csv, rejection_report
@@ -104,7 +105,7 @@ class TweetShard:
 
 def record_shard(shard: TweetShard) -> Iterator[dict[str, Any]]:
     """The RLDS episodes of one shard, recorded through ``loggers.record``."""
-    return rf.record_retrofits(shard.games, shard.run_name, shard.answers, shard.guesses, shard.rule)
+    return record_retrofits(shard.games, shard.run_name, shard.answers, shard.guesses, shard.rule)
 
 
 def _manual_file(manual_dir: epath.Path, name: str) -> str:

@@ -8,10 +8,11 @@ replayed up to turn ``k`` and then ``branch_policy`` takes over; branches are se
 metadata names the parent (``parent_episode_id``) and the turn (``branch_turn``; the parents carry ``""``
 and ``-1``). A branch is recorded with its parent's seed and initial answer, so the environment's
 randomness replays too (``adversarial_resample`` redraws the hidden word from the environment's RNG):
-its first ``branch_turn`` steps equal the parent's, which ``play_shard`` checks (``check_branch_prefix``).
+its first ``branch_turn`` steps equal the parent's, which ``loggers.wordle_recipes.play_shard`` checks (``check_branch_prefix``).
 
-``play_shard`` records one ``Shard`` (a slice of a recipe) with ``loggers.record_and_read`` (a temporary
-log folder read back with ``loggers.reader``), so every dataset is born the same way as live runs.
+``loggers.wordle_recipes.play_shard`` records one ``Shard`` (a slice of a recipe) with
+``loggers.record_and_read`` (a temporary log folder read back with ``loggers.reader``), so every dataset
+is born the same way as live runs; this module only describes what to play (the core never records).
 Episode ids: ``{run_name}-{shard:04d}-{i:08d}`` and ``{run_name}-{shard:04d}-branch-{j:08d}``.
 No TensorFlow here.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -94,8 +95,8 @@ def shards(recipes: Sequence[Recipe], shard_size: int = 250, limit: int | None =
     return out
 
 
-def _make_policy(name: str, params_json: str, recipe: Recipe) -> Policy:
-    """``make_policy(name, **params)``; the recipe's word lists and rule are added when the policy takes them."""
+def recipe_policy(name: str, params_json: str, recipe: Recipe) -> Policy:
+    """The policy a recipe names: ``make_policy(name, **params)``; the recipe's word lists and rule are added when the policy takes them."""
     from rlds_lang.wordle.policies import POLICIES, make_policy
 
     params = json.loads(params_json)
@@ -154,7 +155,7 @@ class TakeoverPolicy:
                 "prefix": "actions of parent_episode_id up to branch_turn"}
 
 
-class _AnswerByIndex:
+class AnswerByIndex:
     """``before_episode`` hook: episode ``i`` plays answer ``offset + i``."""
 
     def __init__(self, offset: int):
@@ -164,7 +165,7 @@ class _AnswerByIndex:
         env.set_next_answer(env.answers.words[self.offset + i])
 
 
-class _BranchHook:
+class BranchHook:
     """``before_episode`` hook of branches: sets the answer, the tags and the policy's prefix."""
 
     def __init__(self, policy: TakeoverPolicy, plan: list[tuple[dict[str, Any], int]]):
@@ -210,39 +211,5 @@ def check_branch_prefix(parent: Mapping[str, Any], branch: Mapping[str, Any]) ->
                                         f"branch {branch['steps'][k][key]!r}")
 
 
-def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, Any]]:
-    """Records the shard's episodes (and branches) with ``loggers.record``, yields them as RLDS episodes.
-
-    Logs go to temporary folders under ``work_dir`` (default: the system temp folder), removed once read
-    back. Branches are recorded with their parent's seed and initial answer and checked to replay the
-    parent up to ``branch_turn`` (``BranchPrefixError`` otherwise).
-    """
-    from loggers.roundtrip import record_and_read
-
-    recipe = shard.recipe
-    run = f"{recipe.run_name}-{shard.index:04d}"
-    branching = recipe.branch_policy is not None
-    env = TaggedWordleEnv if branching else WordleEnv
-    env = env(answers=recipe.answers, guesses=recipe.guesses, rule=recipe.rule, mode=recipe.mode, seed=recipe.seed)
-    hook = _AnswerByIndex(shard.start) if recipe.episodes is None else None
-    parents = record_and_read(env, _make_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
-                              work_dir, seed=recipe.seed + shard.start, run_name=run, before_episode=hook)
-    if not branching:
-        yield from parents
-        return
-    parents = list(parents)
-    yield from parents
-    plan = [(p, k) for p in parents for k in range(len(p["steps"]) - 1)]
-    if not plan:
-        return
-    policy = TakeoverPolicy(_make_policy(recipe.branch_policy, recipe.branch_params, recipe))
-    branches = record_and_read(env, policy, len(plan), work_dir, seeds=[int(p["seed"]) for p, _ in plan],
-                               run_name=f"{run}-branch", before_episode=_BranchHook(policy, plan))
-    by_id = {p["episode_id"]: p for p in parents}
-    for branch in branches:
-        check_branch_prefix(by_id[branch["parent_episode_id"]], branch)
-        yield branch
-
-
 __all__ = ["BRANCH_DEFAULTS", "BRANCH_METADATA", "BranchPrefixError", "Recipe", "Shard", "TaggedWordleEnv",
-           "TakeoverPolicy", "check_branch_prefix", "play_shard", "shards"]
+           "TakeoverPolicy", "AnswerByIndex", "BranchHook", "check_branch_prefix", "recipe_policy", "shards"]

@@ -11,7 +11,7 @@ table) the rows are fitted against it; without (``any_answer`` mode) an answer i
 those for which every row has a candidate. The all-green row always retrofits to the answer itself.
 Failures come back as ``tweets.Rejected`` values and are counted, never hidden.
 
-``record_retrofits`` plays retrofitted games in a real ``WordleEnv`` through ``loggers.record`` (answer
+``loggers.wordle_recipes.record_retrofits`` plays retrofitted games in a real ``WordleEnv`` through ``loggers.record`` (answer
 set with ``set_next_answer``, guesses replayed by ``RetrofitReplayPolicy``), so rewards and observations
 follow the environment's rules exactly as for a played game, with ``TWEET_METADATA`` added to the episode
 metadata. Each game's seed is derived from the config seed and the tweet id, so a game retrofits the same
@@ -218,7 +218,7 @@ def retrofit_tweets(tweets: Iterable[TweetGame], index: RetrofitIndex, seed: int
 
 
 class RetrofitReplayPolicy:
-    """Plays the retrofitted guesses of the current game (set by ``_RetrofitHook`` before each episode)."""
+    """Plays the retrofitted guesses of the current game (set by ``loggers.wordle_recipes.RetrofitHook`` before each episode)."""
 
     name = "tweet_retrofit"
 
@@ -238,34 +238,5 @@ class RetrofitReplayPolicy:
         return {"source": "human game shared as a tweet, words retrofitted onto its colour rows", "rule": self.rule}
 
 
-class _RetrofitHook:
-    """``before_episode`` hook: game ``i`` sets the answer, the metadata tags and the policy's guesses."""
-
-    def __init__(self, policy: RetrofitReplayPolicy, games: Sequence[RetrofittedGame]):
-        self.policy = policy
-        self.games = games
-
-    def __call__(self, env: Any, i: int) -> None:
-        game = self.games[i]
-        env.set_next_answer(game.fit.answer)
-        env.tags = game.tags()
-        self.policy.guesses = game.fit.guesses
-
-
-def record_retrofits(games: Sequence[RetrofittedGame], run_name: str, answers: WordList | str = "official_answers",
-                     guesses: WordList | str = "official_guesses", rule: Rule | str = Rule.OFFICIAL,
-                     work_dir: str | None = None) -> Iterator[dict[str, Any]]:
-    """Records ``games`` through ``loggers.record`` in a ``WordleEnv`` (fixed answer) and yields the RLDS
-    episodes read back (ids ``{run_name}-{i:08d}``); the log folder is temporary (``loggers.record_and_read``)."""
-    from loggers.roundtrip import record_and_read
-    from rlds_lang.wordle.recipes import TaggedWordleEnv
-
-    rule = Rule(rule).value
-    env = TaggedWordleEnv(answers=answers, guesses=guesses, rule=rule, mode="fixed")
-    policy = RetrofitReplayPolicy(rule)
-    return record_and_read(env, policy, len(games), work_dir, run_name=run_name,
-                           before_episode=_RetrofitHook(policy, games))
-
-
 __all__ = ["RetrofitIndex", "RetrofitMode", "RetrofitReplayPolicy", "Retrofit", "RetrofittedGame", "TWEET_METADATA",
-           "game_seed", "load_answer_table", "record_retrofits", "retrofit", "retrofit_tweets"]
+           "game_seed", "load_answer_table", "retrofit", "retrofit_tweets"]

@@ -79,7 +79,7 @@ def nasty_episodes():
 def _make_builder_class():
     import tensorflow_datasets as tfds
 
-    from rlds_lang import builder_utils as common
+    from loggers import tfds_examples as common
     from loggers.reader import log_dirs
 
     class LegacyNastyStrings(tfds.core.GeneratorBasedBuilder):
@@ -168,8 +168,9 @@ def wordle_manifest(config_name: str) -> dict[str, Any]:
     """Expected values of ``wordle_synthetic/<config>`` by replaying its recipes as the builder does."""
     sys.path.insert(0, REPO)
     from builders.wordle_synthetic import wordle_synthetic_dataset_builder as wb
-    from rlds_lang import builder_utils as common
-    from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, play_shard, shards
+    from loggers import tfds_examples as common
+    from loggers.wordle_recipes import play_shard
+    from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, shards
     from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
     config = next(c for c in wb.CONFIGS if c.name == config_name)

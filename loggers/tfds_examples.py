@@ -13,6 +13,7 @@ import dataclasses
 import os
 from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
+from loggers.reader import read_log_dir
 from rlds_lang.schema import STEP_KEYS, TaskSchema, check_episode, check_float32_exact
 
 
@@ -98,8 +99,6 @@ def episode_to_example(episode: Mapping[str, Any], schema: TaskSchema,
 def examples_from_log_dir(path: str, schema: TaskSchema, extra_metadata: Mapping[str, Any] | None = None,
                           defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Examples of every episode in one EnvLogger log directory."""
-    from loggers.reader import read_log_dir
-
     return examples_from_episodes(read_log_dir, path, schema, extra_metadata, defaults)
 
 

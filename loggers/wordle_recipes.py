@@ -1,0 +1,88 @@
+"""Recording recipes of Wordle datasets: play a recipe's shard, or replay retrofitted tweets, through ``loggers.record``.
+
+The core (``rlds_lang.wordle.recipes``, ``rlds_lang.wordle.retrofit``) says *what* is played -- recipes,
+shards, takeover policies, retrofitted guesses -- and never records; this module plays it through
+``loggers.record_and_read`` so generated data is born exactly like live runs. Builders and tests call
+``play_shard`` and ``record_retrofits``.
+
+Example::
+
+    from loggers.wordle_recipes import play_shard
+    from rlds_lang.wordle.recipes import Recipe, Shard
+
+    recipe = Recipe("demo", "optimal", episodes=2)
+    episodes = list(play_shard(Shard(recipe, 0, 0, 2)))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from loggers.roundtrip import record_and_read
+from rlds_lang.wordle.env import WordleEnv
+from rlds_lang.wordle.game import Rule
+from rlds_lang.wordle.recipes import (AnswerByIndex, BranchHook, Shard, TaggedWordleEnv, TakeoverPolicy,
+                                      check_branch_prefix, recipe_policy)
+from rlds_lang.wordle.retrofit import RetrofitReplayPolicy, RetrofittedGame
+from rlds_lang.wordle.words import WordList
+
+
+def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, Any]]:
+    """Records the shard's episodes (and branches) with ``loggers.record``, yields them as RLDS episodes.
+
+    Logs go to temporary folders under ``work_dir`` (default: the system temp folder), removed once read
+    back. Branches are recorded with their parent's seed and initial answer and checked to replay the
+    parent up to ``branch_turn`` (``BranchPrefixError`` otherwise).
+    """
+    recipe = shard.recipe
+    run = f"{recipe.run_name}-{shard.index:04d}"
+    branching = recipe.branch_policy is not None
+    env = TaggedWordleEnv if branching else WordleEnv
+    env = env(answers=recipe.answers, guesses=recipe.guesses, rule=recipe.rule, mode=recipe.mode, seed=recipe.seed)
+    hook = AnswerByIndex(shard.start) if recipe.episodes is None else None
+    parents = record_and_read(env, recipe_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
+                              work_dir, seed=recipe.seed + shard.start, run_name=run, before_episode=hook)
+    if not branching:
+        yield from parents
+        return
+    parents = list(parents)
+    yield from parents
+    plan = [(p, k) for p in parents for k in range(len(p["steps"]) - 1)]
+    if not plan:
+        return
+    policy = TakeoverPolicy(recipe_policy(recipe.branch_policy, recipe.branch_params, recipe))
+    branches = record_and_read(env, policy, len(plan), work_dir, seeds=[int(p["seed"]) for p, _ in plan],
+                               run_name=f"{run}-branch", before_episode=BranchHook(policy, plan))
+    by_id = {p["episode_id"]: p for p in parents}
+    for branch in branches:
+        check_branch_prefix(by_id[branch["parent_episode_id"]], branch)
+        yield branch
+
+
+class RetrofitHook:
+    """``before_episode`` hook: game ``i`` sets the answer, the metadata tags and the policy's guesses."""
+
+    def __init__(self, policy: RetrofitReplayPolicy, games: Sequence[RetrofittedGame]):
+        self.policy = policy
+        self.games = games
+
+    def __call__(self, env: Any, i: int) -> None:
+        game = self.games[i]
+        env.set_next_answer(game.fit.answer)
+        env.tags = game.tags()
+        self.policy.guesses = game.fit.guesses
+
+
+def record_retrofits(games: Sequence[RetrofittedGame], run_name: str, answers: WordList | str = "official_answers",
+                     guesses: WordList | str = "official_guesses", rule: Rule | str = Rule.OFFICIAL,
+                     work_dir: str | None = None) -> Iterator[dict[str, Any]]:
+    """Records ``games`` through ``loggers.record`` in a ``WordleEnv`` (fixed answer) and yields the RLDS
+    episodes read back (ids ``{run_name}-{i:08d}``); the log folder is temporary (``loggers.record_and_read``)."""
+    rule = Rule(rule).value
+    env = TaggedWordleEnv(answers=answers, guesses=guesses, rule=rule, mode="fixed")
+    policy = RetrofitReplayPolicy(rule)
+    return record_and_read(env, policy, len(games), work_dir, run_name=run_name,
+                           before_episode=RetrofitHook(policy, games))
+
+
+__all__ = ["RetrofitHook", "play_shard", "record_retrofits"]
