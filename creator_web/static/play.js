@@ -39,6 +39,8 @@
   function render() {
     const live = state.episode_id && !state.done;
     drawBoard(board, state.rows || [], live ? typing : null, state.max_guesses || 6);
+    board.dataset.episode = state.episode_id || "";  // tests and assistive tools can tell a game is on
+    board.dataset.done = String(Boolean(state.done));
     paintKeys();
     if (!state.episode_id) say("Press Enter or “New game” to start.");
     else if (state.done) say((state.won ? "Solved! " : "Out of guesses. ") + `The answer was ${String(state.answer).toUpperCase()}. ` +

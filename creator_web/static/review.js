@@ -80,6 +80,7 @@
         text: document.getElementById("note-text").value, tags});
       say(`Saved as ${out.version}.`);
       document.getElementById("note-text").value = "";
+      document.getElementById("note-tags").value = "";
       const keep = step;
       await open(current);
       step = keep; render();
@@ -90,7 +91,7 @@
     try {
       const out = await api("POST", `/api/sessions/${session.session_id}/export`, {dataset: datasetSelect.value,
         episode_ids: [...selected], name: document.getElementById("export-name").value});
-      say(`Exported ${out.episodes} episodes to ${out.export}.`);
+      say(`Exported ${out.episodes} episode${out.episodes === 1 ? "" : "s"} to ${out.export}.`);
     } catch (e) { say(e.message, true); }
   }
 
