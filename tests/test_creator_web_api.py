@@ -246,3 +246,12 @@ def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
             proc.wait(10)
     episodes = list(read_episodes(data_dir / "human" / "wordle" / sid))
     assert [[s["action"] for s in e["steps"]] for e in episodes] == [["abide", "crane", ""], ["crane", ""]]
+
+
+def test_the_load_check_plays_concurrent_games_and_finds_none_lost_or_mixed():
+    out = subprocess.run([sys.executable, "bench/web_load.py", "--clients", "3", "--games", "2", "--seconds", "60"],
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                         timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    assert "3 clients, 6 games" in out.stdout and "games/s" in out.stdout and "p95" in out.stdout
+    assert "read back: 6 episodes for 6 games finished; problems (lost or mixed): 0" in out.stdout
