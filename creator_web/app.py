@@ -15,7 +15,7 @@ import os
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Path, Query, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from creator_web import judge as judging
@@ -27,7 +27,9 @@ from rlds_lang.env import InvalidActionError
 from rlds_lang.preferences.types import Label
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
-PAGES = {"/": "index.html", "/play": "play.html", "/judge": "judge.html", "/review": "review.html"}
+#: route -> (page body file, title); every page is ``layout.html`` around its body.
+PAGES = {"/": ("index.html", "Start"), "/play": ("play.html", "Play"), "/judge": ("judge.html", "Judge"),
+         "/review": ("review.html", "Review")}
 _ID = r"^[0-9a-f]{32}$"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 SessionId = Path(..., pattern=_ID, description="the session token returned by POST /api/sessions")
@@ -85,6 +87,18 @@ class ExportBody(_Body):
     name: str = Field(..., pattern=_NAME)
 
 
+def render_page(file: str, title: str) -> str:
+    """The page ``file`` (a body in ``static/``) inside ``layout.html``, its own tab marked in the nav."""
+    def read(name: str) -> str:
+        with open(os.path.join(STATIC, name), encoding="utf-8") as f:
+            return f.read()
+
+    current = ' aria-current="page"'
+    nav = "".join(f'<a href="{route}"{current if name == title else ""}>{name}</a>'
+                  for route, (_, name) in PAGES.items() if route != "/")
+    return read("layout.html").replace("{{title}}", title).replace("{{nav}}", nav).replace("{{body}}", read(file))
+
+
 def create_app(data_dir: str | os.PathLike) -> FastAPI:
     """The application serving ``data_dir`` (created if absent)."""
     data = DataDir(data_dir)
@@ -109,11 +123,9 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
             raise HTTPException(404, f"no dataset {name!r} in the data folder")
         return name
 
-    def page(file: str):
-        return lambda: FileResponse(os.path.join(STATIC, file), media_type="text/html")
-
-    for route, file in PAGES.items():
-        app.get(route, include_in_schema=False)(page(file))
+    for route, (file, title) in PAGES.items():
+        html = render_page(file, title)
+        app.get(route, include_in_schema=False, response_class=HTMLResponse)(lambda html=html: html)
 
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> FileResponse:

@@ -194,3 +194,18 @@ def test_review_replays_annotates_and_exports(page, server, data_dir, tmp_path):
     [exported] = list(read_episodes(data_dir / "exports" / "review_pick"))
     assert exported["episode_id"] == "expert-00000001"
     assert '"step": 2' in exported["annotations"] and '"clever"' in exported["annotations"]
+
+
+def test_the_start_page_opens_a_session_by_keyboard_and_rejects_a_bad_id(page, server):
+    page.goto(server.url + "/judge")  # no session yet: sent to the start page, then back
+    page.wait_for_url("**/?next=%2Fjudge")
+    page.fill("#annotator", "dana")
+    page.select_option("#rule", "ilql")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/judge")
+    page.wait_for_selector("#session-bar >> text=annotator dana · wordle · rule ilql")
+    page.goto(server.url + "/")
+    page.evaluate("document.querySelector('#annotator').removeAttribute('pattern')")  # let the server judge
+    page.fill("#annotator", "../dana")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#message.error >> text=annotator")
