@@ -49,10 +49,14 @@ def clip_view(clip: Clip, task_name: str) -> dict[str, Any]:
 def next_pair(data: DataDir, session: Session, left: str, right: str) -> dict[str, Any] | None:
     """A new pair (left clip from dataset ``left``, right from ``right``) for ``session``; ``None`` when none is left."""
     left_eps, right_eps = data.episodes(left), data.episodes(right)
+    if not left_eps or not right_eps:
+        return None
     rng = random.Random(secrets.randbits(64))
-    candidates = [(i, j) for i in range(len(left_eps)) for j in range(len(right_eps))]
-    rng.shuffle(candidates)
-    for i, j in candidates[:10_000]:
+    total = len(left_eps) * len(right_eps)
+    # Small datasets: every pair in random order; large ones: random draws (bounded), so nothing is enumerated.
+    order = rng.sample(range(total), total) if total <= 20_000 else (rng.randrange(total) for _ in range(20_000))
+    for flat in order:
+        i, j = divmod(flat, len(right_eps))
         a, b = episode_clip(left, left_eps[i]), episode_clip(right, right_eps[j])
         key = (a.clip_id, b.clip_id) if a.clip_id <= b.clip_id else (b.clip_id, a.clip_id)
         if a.clip_id == b.clip_id or key in session.judged:

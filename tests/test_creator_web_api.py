@@ -255,3 +255,23 @@ def test_the_load_check_plays_concurrent_games_and_finds_none_lost_or_mixed():
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
     assert "3 clients, 6 games" in out.stdout and "games/s" in out.stdout and "p95" in out.stdout
     assert "read back: 6 episodes for 6 games finished; problems (lost or mixed): 0" in out.stdout
+
+
+def test_judging_runs_out_of_pairs_and_refuses_tasks_it_cannot_draw(client, data_dir):
+    from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
+
+    eps = [ScriptedEpisode(observations=["hi", "bye"], actions=["hello"], rewards=[1.0])]
+    record(ReplayEnv(eps), ReplayPolicy(eps), episodes=1, data_dir=data_dir / "chat", run_name="chat", progress=False)
+    sid = open_session(client, "ivy")
+    seen = set()
+    for _ in range(3):  # 3 expert episodes: 3 unordered pairs of distinct clips
+        pair = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "expert", "right": "expert"}).json()
+        seen.add(frozenset([pair["left"]["clip_id"], pair["right"]["clip_id"]]))
+        assert client.post(f"/api/sessions/{sid}/judge", json={"pair_id": pair["pair_id"], "label": "skip"}).status_code == 200
+    assert len(seen) == 3
+    response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "expert", "right": "expert"})
+    assert response.status_code == 404 and "no unjudged pair left" in response.text
+    response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "chat"})
+    assert response.status_code == 404  # one episode: no pair of distinct clips
+    response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "expert"})
+    assert response.status_code == 422 and "unknown task 'replay'" in response.text
