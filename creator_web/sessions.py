@@ -4,13 +4,15 @@ A session is opened with an annotator id, a task and the task's config; its id i
 token that every writing request names. Each session has its own environment and lock, and its games
 are logged under ``human/<task>/<session_id>/`` (``loggers.live.LiveEpisode``: one log per game, closed
 and durable when the game ends), so two people's games never share a log and a killed server loses at
-most the games in progress.
+most the games in progress. Sessions are recorded in ``sessions/<id>.json`` and reopened when the server
+restarts, so a person's page carries on after a crash.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import secrets
 import threading
@@ -19,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from creator_web.storage import DataDir
+from creator_web.storage import DataDir, next_index
 from creator_web.tasks import WebTask, get_task, parse_config
 from loggers.live import LiveEpisode
 from rlds_lang.env import LanguageEnv, as_text
@@ -111,22 +113,39 @@ class SessionStore:
         self.data = data
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
+        self._restore()
+
+    def _make(self, session_id: str, annotator: str, task_name: str, config: dict[str, Any] | None) -> Session:
+        task = get_task(task_name)
+        parsed = parse_config(task, config)
+        folder = self.data.path("human", task.name, session_id)
+        session = Session(session_id, annotator, task, parsed, task.make_env(parsed), folder)
+        session.games_started = next_index(folder, "game_")
+        return session
+
+    def _restore(self) -> None:
+        """Reopens the sessions recorded in ``sessions/`` (after a restart people carry on where they were)."""
+        folder = self.data.path("sessions")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    record = json.load(f)
+                session = self._make(record["session_id"], record["annotator"], record["task"], record["config"])
+            except (OSError, ValueError, KeyError) as e:
+                logging.warning("session record %s not restored: %s", name, e)
+                continue
+            self._sessions[session.session_id] = session
 
     def open(self, annotator: str, task_name: str, config: dict[str, Any] | None) -> Session:
         """Opens a session (config validated; ``KeyError``/``ValidationError``/``ValueError`` on bad input)."""
-        task = get_task(task_name)
-        parsed = parse_config(task, config)
-        env = task.make_env(parsed)
-        session_id = secrets.token_hex(16)
-        folder = self.data.path("human", task.name, session_id)
-        session = Session(session_id, annotator, task, parsed, env, folder)
-        record = {"session_id": session_id, "annotator": annotator, "task": task.name,
-                  "config": parsed.model_dump(), "opened": time.time()}
+        session = self._make(secrets.token_hex(16), annotator, task_name, config)
+        record = {"session_id": session.session_id, "annotator": annotator, "task": session.task.name,
+                  "config": session.config.model_dump(), "opened": time.time()}
         os.makedirs(self.data.path("sessions"), exist_ok=True)
-        with open(self.data.path("sessions", f"{session_id}.json"), "x", encoding="utf-8") as f:
+        with open(self.data.path("sessions", f"{session.session_id}.json"), "x", encoding="utf-8") as f:
             json.dump(record, f, sort_keys=True)
         with self._lock:
-            self._sessions[session_id] = session
+            self._sessions[session.session_id] = session
         return session
 
     def get(self, session_id: str) -> Session:

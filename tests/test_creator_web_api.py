@@ -246,6 +246,11 @@ def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
             proc.wait(10)
     episodes = list(read_episodes(data_dir / "human" / "wordle" / sid))
     assert [[s["action"] for s in e["steps"]] for e in episodes] == [["abide", "crane", ""], ["crane", ""]]
+    # A restarted server reopens the session: the person carries on, in a new game folder.
+    with TestClient(create_app(data_dir)) as client:
+        state = play(client, sid, ["crane"])
+        assert state["episode_id"] == f"human-{sid}-00003" and state["won"]
+    assert len(list(read_episodes(data_dir / "human" / "wordle" / sid))) == 3
 
 
 def test_the_load_check_plays_concurrent_games_and_finds_none_lost_or_mixed():

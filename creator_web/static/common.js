@@ -9,6 +9,10 @@ async function api(method, path, body) {
   if (!response.ok) {
     let detail = data.detail;
     if (Array.isArray(detail)) detail = detail.map(d => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ");
+    if (response.status === 404 && String(detail).startsWith("unknown session")) {
+      sessionStorage.removeItem(KEY);  // the server no longer knows this tab's session: start a new one
+      location.href = "/?next=" + encodeURIComponent(location.pathname);
+    }
     const error = new Error(detail || response.statusText);
     error.status = response.status;
     throw error;
