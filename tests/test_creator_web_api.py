@@ -214,6 +214,12 @@ def test_an_export_builds_with_tfds_and_is_reviewable_as_a_built_folder(client, 
     assert [e["episode_id"] for e in listed] == [eid]
     shown = client.get("/api/datasets/built/episode", params={"episode_id": eid}).json()
     assert [r["guess"] for r in shown["rows"]] == ["abide", "crane"] and shown["rows"][1]["colours"] == [2] * 5
+    response = client.post(f"/api/sessions/{sid}/annotate", json={"dataset": "built", "episode_id": eid, "step": 0,
+                                                                  "text": "opening"})
+    assert response.status_code == 200, response.text
+    shown = client.get("/api/datasets/built/episode", params={"episode_id": eid}).json()
+    assert [n["text"] for n in shown["annotations"]] == ["opening"] and len(shown["steps"]) == 3
+    assert shown["metadata"]["answer"] == "crane" and shown["steps"][1]["observation"] == "🟨⬛⬛⬛🟩"
 
 
 def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
