@@ -209,10 +209,7 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
         if left is None or right is None:
             raise HTTPException(404, "no dataset to judge: record games or put logs in the data folder")
         with session.lock:
-            try:
-                pair = judging.next_pair(data, session, left, right)
-            except KeyError as e:  # a task the registry cannot draw
-                raise HTTPException(422, f"left/right: {e.args[0]}") from None
+            pair = judging.next_pair(data, session, left, right)
         if pair is None:
             raise HTTPException(404, f"no unjudged pair left between {left!r} and {right!r}")
         return pair

@@ -23,7 +23,7 @@ from dm_env import specs
 
 from creator_web.sessions import Session
 from creator_web.storage import DataDir, next_index
-from creator_web.tasks import get_task
+from creator_web.tasks import render_steps
 from loggers.live import LiveEpisode
 from rlds_lang.env import LanguageEnv, Observation, text_spec
 from rlds_lang.preferences.types import Clip, Judgement, Label
@@ -40,10 +40,9 @@ def episode_clip(dataset: str, episode: Mapping[str, Any]) -> Clip:
 
 
 def clip_view(clip: Clip, task_name: str) -> dict[str, Any]:
-    """A clip as the page draws it (for Wordle: board rows)."""
-    task = get_task(task_name)
+    """A clip as the page draws it (Wordle: board rows; a task without a drawing: a transcript)."""
     return {"clip_id": clip.clip_id, "episode_id": clip.source_episode_id,
-            "rows": task.render(list(clip.actions), list(clip.observations))}
+            **render_steps(task_name, [str(a) for a in clip.actions], [str(o) for o in clip.observations])}
 
 
 def next_pair(data: DataDir, session: Session, left: str, right: str) -> dict[str, Any] | None:
@@ -63,8 +62,8 @@ def next_pair(data: DataDir, session: Session, left: str, right: str) -> dict[st
             continue
         pair_id = secrets.token_hex(8)
         session.pending = {pair_id: {"left": a, "right": b, "datasets": (left, right)}}
-        task = str(left_eps[i].get("task", session.task.name))
-        return {"pair_id": pair_id, "left": clip_view(a, task), "right": clip_view(b, task),
+        return {"pair_id": pair_id, "left": clip_view(a, str(left_eps[i].get("task", ""))),
+                "right": clip_view(b, str(right_eps[j].get("task", ""))),
                 "datasets": [left, right]}
     return None
 

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from creator_web.storage import DataDir, next_index, safe_component
-from creator_web.tasks import TASKS
+from creator_web.tasks import render_steps
 from loggers.live import rewrite_episode, split_step
 from loggers.reader import read_log_dir
 
@@ -68,12 +68,11 @@ def detail(data: DataDir, dataset: str, episode_id: str) -> dict[str, Any]:
     texts = [s["observation"].get("text", "") if isinstance(s["observation"], Mapping) else s["observation"]
              for s in steps]
     actions = [s["action"] for s in steps]
-    task = TASKS.get(str(episode.get("task", "")))
     meta = {k: _json_value(v) for k, v in episode.items() if k not in ("steps", "annotations")}
     return {"metadata": meta, "annotations": json.loads(episode.get("annotations", "[]") or "[]"),
             "steps": [{"observation": texts[i], "action": actions[i], "reward": float(s["reward"]),
                        "metadata": _json_value(split_step(s))} for i, s in enumerate(steps)],
-            "rows": task.render(actions, texts) if task else []}
+            **render_steps(str(episode.get("task", "")), actions, texts)}
 
 
 def annotate(data: DataDir, dataset: str, episode_id: str, note: Mapping[str, Any]) -> str:

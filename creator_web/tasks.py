@@ -85,7 +85,8 @@ class WebTask:
       prepare: called with the env before each game (e.g. fix the answer).
       check_action: raises ``InvalidActionError`` (shown to the person, never logged) for a bad action.
       view: the live game as JSON for the page.
-      render: recorded steps (actions, observation texts) as JSON for the page.
+      render: recorded steps (actions, observation texts) as JSON rows for the page.
+      kind: how the page draws the rows: ``board`` (Wordle tiles) or ``text`` (a transcript).
     """
 
     name: str
@@ -95,6 +96,7 @@ class WebTask:
     check_action: Callable[[Any, str], None]
     view: Callable[[Any], dict[str, Any]]
     render: Callable[[Sequence[str], Sequence[str]], list[dict[str, Any]]]
+    kind: str = "board"
 
 
 TASKS: dict[str, WebTask] = {}
@@ -115,6 +117,19 @@ def get_task(name: str) -> WebTask:
         raise KeyError(f"unknown task {name!r}; known tasks: {sorted(TASKS)}") from None
 
 
+def transcript_rows(actions: Sequence[str], texts: Sequence[str]) -> list[dict[str, Any]]:
+    """Steps as a transcript: each observation text with the action taken from it."""
+    return [{"observation": str(t), "action": str(a)} for t, a in zip(texts, actions)]
+
+
+def render_steps(task_name: str, actions: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
+    """``{"kind", "rows"}`` for the page: the registered task's drawing, or a transcript for any other task."""
+    task = TASKS.get(task_name)
+    if task is None:
+        return {"kind": "text", "rows": transcript_rows(actions, texts)}
+    return {"kind": task.kind, "rows": task.render(actions, texts)}
+
+
 def parse_config(task: WebTask, config: Mapping[str, Any] | None) -> BaseModel:
     """The validated session config of ``task`` (pydantic raises ``ValidationError`` naming the field)."""
     return task.config_model.model_validate(dict(config or {}))
@@ -123,4 +138,4 @@ def parse_config(task: WebTask, config: Mapping[str, Any] | None) -> BaseModel:
 register(WebTask("wordle", WordleConfig, _wordle_env, _wordle_prepare, _wordle_check, _wordle_view, board_rows))
 
 __all__ = ["SQUARE_COLOURS", "TASKS", "WebTask", "WordleConfig", "board_rows", "get_task", "parse_config",
-           "register"]
+           "register", "render_steps", "transcript_rows"]

@@ -268,7 +268,7 @@ def test_the_load_check_plays_concurrent_games_and_finds_none_lost_or_mixed():
     assert "read back: 6 episodes for 6 games finished; problems (lost or mixed): 0" in out.stdout
 
 
-def test_judging_runs_out_of_pairs_and_refuses_tasks_it_cannot_draw(client, data_dir):
+def test_judging_runs_out_of_pairs_and_draws_other_tasks_as_transcripts(client, data_dir):
     from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 
     eps = [ScriptedEpisode(observations=["hi", "bye"], actions=["hello"], rewards=[1.0])]
@@ -284,5 +284,8 @@ def test_judging_runs_out_of_pairs_and_refuses_tasks_it_cannot_draw(client, data
     assert response.status_code == 404 and "no unjudged pair left" in response.text
     response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "chat"})
     assert response.status_code == 404  # one episode: no pair of distinct clips
-    response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "expert"})
-    assert response.status_code == 422 and "unknown task 'replay'" in response.text
+    pair = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "expert"}).json()
+    assert pair["left"]["kind"] == "text" and pair["right"]["kind"] == "board"
+    assert pair["left"]["rows"] == [{"observation": "hi", "action": "hello"}, {"observation": "bye", "action": ""}]
+    shown = client.get("/api/datasets/chat/episode", params={"episode_id": "chat-00000000"}).json()
+    assert shown["kind"] == "text" and shown["rows"][0] == {"observation": "hi", "action": "hello"}

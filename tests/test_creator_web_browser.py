@@ -15,6 +15,7 @@ import pytest
 
 from creator_web.server import ServerThread
 from loggers import read_episodes, record
+from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy, make_policy
 
@@ -34,6 +35,9 @@ def data_dir(tmp_path_factory) -> Path:
     record(WordleEnv(), OptimalPolicy(), episodes=3, data_dir=root / "expert", run_name="expert", progress=False)
     record(WordleEnv(), make_policy("random_mixture", prob_smart=0.5), episodes=3, data_dir=root / "mixture",
            run_name="mixture", seed=100, progress=False)
+    chat = [ScriptedEpisode(observations=["Q: what is in the picture?", "Q: what colour is it?"],
+                            actions=["a red bus"], rewards=[1.0])]
+    record(ReplayEnv(chat), ReplayPolicy(chat), episodes=1, data_dir=root / "chat", run_name="chat", progress=False)
     return root
 
 
@@ -209,3 +213,11 @@ def test_the_start_page_opens_a_session_by_keyboard_and_rejects_a_bad_id(page, s
     page.fill("#annotator", "../dana")
     page.keyboard.press("Enter")
     page.wait_for_selector("#message.error >> text=annotator")
+
+
+def test_a_task_without_a_board_is_judged_as_a_transcript(page, server):
+    page.goto(server.url + "/judge?annotator=eve")
+    page.select_option("#left-ds", "chat")
+    page.select_option("#right-ds", "expert")
+    page.wait_for_selector("#left-board.transcript .act >> text=→ a red bus")
+    assert page.locator("#right-board .tile.c2").count() >= 5  # the Wordle clip beside it is still a board

@@ -74,6 +74,28 @@ function drawBoard(element, rows, typing, total) {
   }
 }
 
+// Draws a recorded episode or clip ({kind, rows}) up to step `upto` (all when undefined):
+// Wordle board rows, or a transcript of observations and actions for tasks drawn as text.
+function drawSteps(element, view, upto) {
+  if (view && view.kind === "text") {
+    element.replaceChildren();
+    element.classList.add("transcript");
+    const rows = view.rows.slice(0, upto === undefined ? view.rows.length : upto + 1);
+    rows.forEach((row, i) => {
+      const obs = document.createElement("p"); obs.className = "obs"; obs.textContent = row.observation;
+      element.appendChild(obs);
+      if (row.action && (upto === undefined || i < upto)) {
+        const act = document.createElement("p"); act.className = "act"; act.textContent = "→ " + row.action;
+        element.appendChild(act);
+      }
+    });
+    return;
+  }
+  element.classList.remove("transcript");
+  const rows = view ? view.rows : [];
+  drawBoard(element, upto === undefined ? rows : rows.slice(0, upto), null, 6);
+}
+
 function say(text, isError) {
   const message = document.getElementById("message");
   message.textContent = text;

@@ -12,7 +12,7 @@
 
   function show() {
     for (const side of ["left", "right"]) {
-      drawBoard(document.getElementById(side + "-board"), pair ? pair[side].rows : [], null, 6);
+      drawSteps(document.getElementById(side + "-board"), pair ? pair[side] : null);
       document.getElementById(side + "-id").textContent = pair ? pair[side].episode_id : "";
     }
     document.getElementById("count").textContent = `${judged} judged in this session`;

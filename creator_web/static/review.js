@@ -47,7 +47,7 @@
     document.getElementById("episode-title").textContent = detail ? detail.metadata.episode_id : "No episode";
     const steps = detail ? detail.steps : [];
     document.getElementById("step-label").textContent = detail ? `step ${step} of ${steps.length - 1}` : "";
-    drawBoard(document.getElementById("board"), detail ? detail.rows.slice(0, step) : [], null, 6);
+    drawSteps(document.getElementById("board"), detail, step);
     document.getElementById("steps").replaceChildren(...steps.map((s, i) => {
       const tr = document.createElement("tr");
       if (i === step) tr.className = "current";
