@@ -103,6 +103,7 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
     """The application serving ``data_dir`` (created if absent)."""
     data = DataDir(data_dir)
     sessions = SessionStore(data)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
         yield
@@ -123,9 +124,11 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
             raise HTTPException(404, f"no dataset {name!r} in the data folder")
         return name
 
+    def page(html: str):
+        return lambda: HTMLResponse(html)  # no parameters: nothing from the request reaches the page
+
     for route, (file, title) in PAGES.items():
-        html = render_page(file, title)
-        app.get(route, include_in_schema=False, response_class=HTMLResponse)(lambda html=html: html)
+        app.get(route, include_in_schema=False)(page(render_page(file, title)))
 
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> FileResponse:
@@ -189,7 +192,8 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
     def episodes(name: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
         """Summaries of a dataset's episodes."""
         eps = data.episodes(dataset_or_404(name))
-        return {"total": len(eps), "episodes": [review.summary(i, e) for i, e in enumerate(eps)][offset:offset + limit]}
+        page = range(offset, min(offset + limit, len(eps)))
+        return {"total": len(eps), "episodes": [review.summary(i, eps[i]) for i in page]}
 
     @app.get("/api/datasets/{name:path}/episode")
     def episode(name: str, episode_id: str = Query(..., min_length=1, max_length=300)) -> dict[str, Any]:

@@ -135,6 +135,8 @@ def test_bad_requests_get_4xx_and_change_nothing(client, data_dir):
         assert response.status_code == status, (url, body, response.status_code, response.text)
         assert "detail" in response.json(), (url, response.text)
     assert tree(data_dir) == before
+    page = client.get("/play", params={"html": "<script>alert(1)</script>"})
+    assert page.status_code == 200 and "alert(1)" not in page.text and 'id="board"' in page.text
 
 
 def test_sessions_are_isolated(client, data_dir):
