@@ -32,6 +32,7 @@ import envlogger
 import numpy as np
 from tqdm.auto import tqdm
 
+from loggers.metadata import env_step_metadata, episode_metadata
 from loggers.writer import DurableRiegeliWriter
 from rlds_lang.env import LanguageEnv, Policy, policy_params_json, run_episode
 
@@ -66,22 +67,10 @@ def _episode_metadata_fn(policy: Policy, run_name: str, state: dict[str, Any]):
     def episode_fn(timestep: dm_env.TimeStep, action: Any, env: LanguageEnv) -> Mapping[str, Any] | None:
         if not timestep.last():
             return None
-        meta = {
-            "episode_id": f"{run_name}-{state['index']:08d}",
-            "task": env.task_name,
-            "policy": policy.name,
-            "policy_params": params,
-            "seed": np.int64(state["seed"]),
-        }
-        meta.update(env.episode_metadata())
-        return meta
+        return episode_metadata(env, episode_id=f"{run_name}-{state['index']:08d}", policy=policy.name,
+                                policy_params=params, seed=state["seed"])
 
     return episode_fn
-
-
-def _step_metadata_fn(timestep: dm_env.TimeStep, action: Any, env: LanguageEnv) -> Mapping[str, Any] | None:
-    meta = env.step_metadata()
-    return dict(meta) if meta else None
 
 
 def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str, run_name: str,
@@ -94,7 +83,7 @@ def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str
     steps = 0
     with envlogger.EnvLogger(env, data_directory=log_dir, backend=DurableRiegeliWriter,
                              episode_fn=_episode_metadata_fn(policy, run_name, state),
-                             step_fn=_step_metadata_fn, metadata=dict(metadata)) as logged:
+                             step_fn=env_step_metadata, metadata=dict(metadata)) as logged:
         for i, episode_seed in zip(range(chunk.start, chunk.stop), chunk.seeds):
             state["index"], state["seed"] = i, episode_seed
             if before_episode is not None:

@@ -11,6 +11,7 @@ return, episode length and action length distributions to a PNG.
 dataclass is an option: ``rlds-lang train ilql --help``); it runs unchanged under ``torchrun``.
 ``rlds-lang eval --agent NAME=CHECKPOINT[,beta=B,greedy=true] [--optimal] --games N`` plays seeded games
 with each agent and prints one table (mean reward ± SE, win rate, guesses), writing JSON and a PNG.
+``rlds-lang web --data-dir DIR`` serves the browser tool (``creator_web``) on 127.0.0.1:8765.
 """
 
 from __future__ import annotations
@@ -228,7 +229,23 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.results import add_parser as add_results_parser
 
     add_results_parser(sub)
+    _add_web_parser(sub)
     return parser
+
+
+def _add_web_parser(sub) -> None:
+    web = sub.add_parser("web", help="the browser tool (creator_web): play tasks, judge clip pairs, review episodes")
+    web.add_argument("--data-dir", required=True, help="folder of recorded data (created if absent)")
+    web.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    web.add_argument("--port", type=int, default=8765)
+    web.set_defaults(func=cmd_web)
+
+
+def cmd_web(args: argparse.Namespace) -> None:
+    """Serves creator_web (imported only here) on ``args.host:args.port`` until interrupted."""
+    from creator_web.server import serve
+
+    serve(args.data_dir, args.host, args.port)
 
 
 def _add_train_parsers(sub) -> None:

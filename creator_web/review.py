@@ -1,0 +1,105 @@
+"""Reviewing recorded episodes: summaries, step-by-step views, annotations as new versions, exports.
+
+An annotation (free text and/or tags, on one step or the whole episode) never edits a log: the episode
+is rewritten (``loggers.live.rewrite_episode``) into ``versions/<dataset>/<episode>/vNNNN/`` with every
+annotation so far in the episode metadata field ``annotations`` (JSON list). The review page shows the
+latest version. An export writes the latest version of each selected episode into a new folder
+``exports/<name>/``, which ``tfds build`` reads as a manual folder (``wordle_synthetic``, config
+``manual_dir``) and which the server itself lists as a dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, Mapping
+
+import numpy as np
+
+from creator_web.storage import DataDir, next_index, safe_component
+from creator_web.tasks import render_steps
+from loggers.live import rewrite_episode, split_step
+from loggers.reader import read_log_dir
+
+_write_lock = threading.Lock()
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
+def summary(index: int, episode: Mapping[str, Any]) -> dict[str, Any]:
+    """One line of the episode list."""
+    steps = episode["steps"]
+    return {"index": index, "episode_id": str(episode.get("episode_id", "")), "policy": str(episode.get("policy", "")),
+            "steps": len(steps), "return": float(sum(float(s["reward"]) for s in steps))}
+
+
+def _versions_dir(data: DataDir, dataset: str, episode_id: str) -> str:
+    return data.path("versions", safe_component(dataset.replace("/", "__")), safe_component(episode_id))
+
+
+def find_episode(data: DataDir, dataset: str, episode_id: str) -> dict[str, Any]:
+    """The latest version of episode ``episode_id`` of ``dataset`` (``KeyError`` if absent)."""
+    folder = _versions_dir(data, dataset, episode_id)
+    latest = next_index(folder, "v") - 1
+    if latest >= 0:
+        return next(read_log_dir(os.path.join(folder, f"v{latest:04d}")))
+    for episode in data.episodes(dataset):
+        if str(episode.get("episode_id", "")) == episode_id:
+            return episode
+    raise KeyError(f"no episode {episode_id!r} in dataset {dataset!r}")
+
+
+def detail(data: DataDir, dataset: str, episode_id: str) -> dict[str, Any]:
+    """An episode for the replay view: metadata, steps, board rows and annotations."""
+    episode = find_episode(data, dataset, episode_id)
+    steps = episode["steps"]
+    texts = [s["observation"].get("text", "") if isinstance(s["observation"], Mapping) else s["observation"]
+             for s in steps]
+    actions = [s["action"] for s in steps]
+    meta = {k: _json_value(v) for k, v in episode.items() if k not in ("steps", "annotations")}
+    return {"metadata": meta, "annotations": json.loads(episode.get("annotations", "[]") or "[]"),
+            "steps": [{"observation": texts[i], "action": actions[i], "reward": float(s["reward"]),
+                       "metadata": _json_value(split_step(s))} for i, s in enumerate(steps)],
+            **render_steps(str(episode.get("task", "")), actions, texts)}
+
+
+def annotate(data: DataDir, dataset: str, episode_id: str, note: Mapping[str, Any]) -> str:
+    """Adds ``note`` (step, text, tags, annotator, session_id) as a new version; returns its folder."""
+    with _write_lock:
+        episode = find_episode(data, dataset, episode_id)
+        step = note.get("step")
+        if step is not None and not 0 <= step < len(episode["steps"]):
+            raise IndexError(f"step {step} is outside the episode's {len(episode['steps'])} steps")
+        notes = json.loads(episode.get("annotations", "[]") or "[]")
+        notes.append({**note, "time": time.time()})
+        folder = _versions_dir(data, dataset, episode_id)
+        out = os.path.join(folder, f"v{next_index(folder, 'v'):04d}")
+        return rewrite_episode(episode, out, extra_metadata={"annotations": json.dumps(notes, sort_keys=True)})
+
+
+def export(data: DataDir, dataset: str, episode_ids: list[str], name: str) -> str:
+    """Writes the latest versions of ``episode_ids`` to the new folder ``exports/<name>``; returns it."""
+    with _write_lock:
+        out = data.path("exports", name)
+        if os.path.exists(out):
+            raise FileExistsError(f"export {name!r} exists already: choose a new name")
+        episodes = [find_episode(data, dataset, e) for e in episode_ids]
+        for k, episode in enumerate(episodes):
+            extra = {} if "annotations" in episode else {"annotations": "[]"}
+            rewrite_episode(episode, os.path.join(out, f"e{k:05d}"), extra_metadata=extra)
+        return out
+
+
+__all__ = ["annotate", "detail", "export", "find_episode", "summary"]

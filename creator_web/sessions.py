@@ -1,0 +1,167 @@
+"""Sessions: one annotator's isolated workspace on the server, and playing a task in it.
+
+A session is opened with an annotator id, a task and the task's config; its id is a random 128-bit
+token that every writing request names. Each session has its own environment and lock, and its games
+are logged under ``human/<task>/<session_id>/`` (``loggers.live.LiveEpisode``: one log per game, closed
+and durable when the game ends), so two people's games never share a log and a killed server loses at
+most the games in progress. Sessions are recorded in ``sessions/<id>.json`` and reopened when the server
+restarts, so a person's page carries on after a crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+from typing import Any
+
+from pydantic import BaseModel
+
+from creator_web.storage import DataDir, next_index
+from creator_web.tasks import WebTask, get_task, parse_config
+from loggers.live import LiveEpisode
+from rlds_lang.env import LanguageEnv, as_text
+
+#: extra step metadata of every played step: client time (ms) from showing the previous observation to
+#: submitting the action that led to this one (0 on the first step).
+STEP_KEYS = {"client_ms": 0}
+
+
+class SessionError(KeyError):
+    """No session with this id (the server answers 404)."""
+
+
+class GameStateError(RuntimeError):
+    """The request does not fit the session's game state, e.g. a guess with no game (the server answers 409)."""
+
+
+@dataclasses.dataclass
+class Session:
+    """One annotator's session (see the module docstring)."""
+
+    session_id: str
+    annotator: str
+    task: WebTask
+    config: BaseModel
+    env: LanguageEnv
+    folder: str
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    game: LiveEpisode | None = None
+    games_started: int = 0
+    judged: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    pending: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def policy(self) -> str:
+        """The ``policy`` recorded for this person: ``human:<annotator>``."""
+        return f"human:{self.annotator}"
+
+    def config_json(self) -> str:
+        """The task config as canonical JSON (recorded as ``task_config``)."""
+        return json.dumps(self.config.model_dump(), sort_keys=True)
+
+    def new_game(self) -> dict[str, Any]:
+        """Starts a game (an unfinished previous game is closed and stays unfinished in its log)."""
+        if self.game is not None:
+            self.game.close()
+        index = self.games_started
+        seed = (self.config.seed + index) if getattr(self.config, "seed", None) is not None \
+            else secrets.randbelow(2**62)
+        self.task.prepare(self.env, self.config)
+        self.game = LiveEpisode(
+            self.env, os.path.join(self.folder, f"game_{index:05d}"),
+            episode_id=f"human-{self.session_id}-{index:05d}", policy=self.policy,
+            policy_params=json.dumps({"annotator": self.annotator}, sort_keys=True), seed=seed,
+            extra_metadata={"annotator": self.annotator, "session_id": self.session_id,
+                            "task_config": self.config_json()},
+            dataset_metadata={"task": self.task.name, "source": "creator_web"}, step_keys=STEP_KEYS)
+        self.games_started += 1
+        self.game.reset()
+        return self.state()
+
+    def act(self, action: str, client_ms: int) -> dict[str, Any]:
+        """Checks ``action`` (an invalid one raises ``InvalidActionError`` and is not logged), then steps."""
+        game = self.game
+        if game is None or game.closed:
+            raise GameStateError("no game in progress: start a new game first")
+        action = as_text(action, "action")
+        self.task.check_action(self.env, action)
+        game.step(action, {"client_ms": int(client_ms)})
+        return self.state()
+
+    def state(self) -> dict[str, Any]:
+        """The game as the page draws it."""
+        game = self.game
+        if game is None:
+            return {"episode_id": None, "done": False, "rows": [], "games_started": self.games_started}
+        view = self.task.view(self.env)
+        done = game.closed
+        out = {"episode_id": game.episode_id, "done": done, **view, "games_started": self.games_started}
+        if done:
+            out["answer"] = getattr(self.env, "answer", None)
+        return out
+
+
+class SessionStore:
+    """Every open session of a server, by id."""
+
+    def __init__(self, data: DataDir):
+        self.data = data
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self._restore()
+
+    def _make(self, session_id: str, annotator: str, task_name: str, config: dict[str, Any] | None) -> Session:
+        task = get_task(task_name)
+        parsed = parse_config(task, config)
+        folder = self.data.path("human", task.name, session_id)
+        session = Session(session_id, annotator, task, parsed, task.make_env(parsed), folder)
+        session.games_started = next_index(folder, "game_")
+        return session
+
+    def _restore(self) -> None:
+        """Reopens the sessions recorded in ``sessions/`` (after a restart people carry on where they were)."""
+        folder = self.data.path("sessions")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    record = json.load(f)
+                session = self._make(record["session_id"], record["annotator"], record["task"], record["config"])
+            except (OSError, ValueError, KeyError) as e:
+                logging.warning("session record %s not restored: %s", name, e)
+                continue
+            self._sessions[session.session_id] = session
+
+    def open(self, annotator: str, task_name: str, config: dict[str, Any] | None) -> Session:
+        """Opens a session (config validated; ``KeyError``/``ValidationError``/``ValueError`` on bad input)."""
+        session = self._make(secrets.token_hex(16), annotator, task_name, config)
+        record = {"session_id": session.session_id, "annotator": annotator, "task": session.task.name,
+                  "config": session.config.model_dump(), "opened": time.time()}
+        os.makedirs(self.data.path("sessions"), exist_ok=True)
+        with open(self.data.path("sessions", f"{session.session_id}.json"), "x", encoding="utf-8") as f:
+            json.dump(record, f, sort_keys=True)
+        with self._lock:
+            self._sessions[session.session_id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """The open session ``session_id`` (``SessionError`` if none)."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionError(f"unknown session {session_id!r}: open a session first")
+        return session
+
+    def close_all(self) -> None:
+        """Closes every game in progress (they stay unfinished in their logs)."""
+        with self._lock:
+            for session in self._sessions.values():
+                if session.game is not None:
+                    session.game.close()
+
+
+__all__ = ["GameStateError", "STEP_KEYS", "Session", "SessionError", "SessionStore"]

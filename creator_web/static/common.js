@@ -1,0 +1,103 @@
+// Shared by every page: the session (kept per browser tab), the JSON API helper and Wordle board drawing.
+"use strict";
+const KEY = "creator_web.session";
+
+async function api(method, path, body) {
+  const response = await fetch(path, {method, headers: {"Content-Type": "application/json"},
+                                      body: body === undefined ? undefined : JSON.stringify(body)});
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    let detail = data.detail;
+    if (Array.isArray(detail)) detail = detail.map(d => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ");
+    if (response.status === 404 && String(detail).startsWith("unknown session")) {
+      sessionStorage.removeItem(KEY);  // the server no longer knows this tab's session: start a new one
+      location.href = "/?next=" + encodeURIComponent(location.pathname);
+    }
+    const error = new Error(detail || response.statusText);
+    error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+function currentSession() {
+  try { return JSON.parse(sessionStorage.getItem(KEY)); } catch (e) { return null; }
+}
+
+// Opens a session from the URL (?annotator=&rule=&mode=&answer=&seed=) or reuses this tab's session.
+async function ensureSession() {
+  const params = new URLSearchParams(location.search);
+  let session = currentSession();
+  if (params.get("annotator")) {
+    const config = {};
+    for (const key of ["rule", "mode", "answer"]) if (params.get(key)) config[key] = params.get(key);
+    if (params.get("seed")) config.seed = Number(params.get("seed"));
+    session = await api("POST", "/api/sessions", {annotator: params.get("annotator"), task: "wordle", config});
+    sessionStorage.setItem(KEY, JSON.stringify(session));
+    history.replaceState(null, "", location.pathname);
+  }
+  const bar = document.getElementById("session-bar");
+  if (bar) bar.textContent = session ? `annotator ${session.annotator} · ${session.task} · rule ${session.config.rule}`
+                                     : "no session";
+  if (!session) {
+    location.href = "/?next=" + encodeURIComponent(location.pathname);
+    throw new Error("no session");
+  }
+  return session;
+}
+
+function tile(letter, colour) {
+  const div = document.createElement("div");
+  div.className = "tile" + (letter ? " filled" : "") + (colour === undefined || colour === null ? "" : " c" + colour);
+  div.textContent = letter || "";
+  return div;
+}
+
+// Draws board rows [{guess, colours}] plus an optional row being typed, padded to `total` rows.
+function drawBoard(element, rows, typing, total) {
+  element.replaceChildren();
+  const all = rows.slice();
+  if (typing !== null && typing !== undefined) all.push({guess: typing, colours: []});
+  const n = Math.max(total || 0, all.length);
+  for (let r = 0; r < n; r++) {
+    const row = document.createElement("div");
+    row.className = "row";
+    const item = all[r] || {guess: "", colours: []};
+    const label = [];
+    for (let i = 0; i < 5; i++) {
+      const colour = item.colours && item.colours.length ? item.colours[i] : null;
+      row.appendChild(tile(item.guess[i], colour));
+      if (item.guess[i]) label.push(item.guess[i] + (colour === null ? "" : ["", " present", " correct"][colour] || ""));
+    }
+    row.setAttribute("aria-label", label.join(", ") || "empty row");
+    element.appendChild(row);
+  }
+}
+
+// Draws a recorded episode or clip ({kind, rows}) up to step `upto` (all when undefined):
+// Wordle board rows, or a transcript of observations and actions for tasks drawn as text.
+function drawSteps(element, view, upto) {
+  if (view && view.kind === "text") {
+    element.replaceChildren();
+    element.classList.add("transcript");
+    const rows = view.rows.slice(0, upto === undefined ? view.rows.length : upto + 1);
+    rows.forEach((row, i) => {
+      const obs = document.createElement("p"); obs.className = "obs"; obs.textContent = row.observation;
+      element.appendChild(obs);
+      if (row.action && (upto === undefined || i < upto)) {
+        const act = document.createElement("p"); act.className = "act"; act.textContent = "→ " + row.action;
+        element.appendChild(act);
+      }
+    });
+    return;
+  }
+  element.classList.remove("transcript");
+  const rows = view ? view.rows : [];
+  drawBoard(element, upto === undefined ? rows : rows.slice(0, upto), null, 6);
+}
+
+function say(text, isError) {
+  const message = document.getElementById("message");
+  message.textContent = text;
+  message.className = isError ? "error" : "";
+}

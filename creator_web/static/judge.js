@@ -1,0 +1,54 @@
+// The judge page: two clips side by side; L / R / E / Space (or the buttons) record a judgement.
+"use strict";
+(async () => {
+  const session = await ensureSession();
+  const base = `/api/sessions/${session.session_id}/judge`;
+  const leftSelect = document.getElementById("left-ds"), rightSelect = document.getElementById("right-ds");
+  let pair = null, shownAt = 0, judged = 0, busy = false;
+
+  const datasets = Object.keys(await api("GET", "/api/datasets"));
+  for (const select of [leftSelect, rightSelect]) for (const name of datasets) select.add(new Option(name, name));
+  if (datasets.length > 1) rightSelect.value = datasets[1];
+
+  function show() {
+    for (const side of ["left", "right"]) {
+      drawSteps(document.getElementById(side + "-board"), pair ? pair[side] : null);
+      document.getElementById(side + "-id").textContent = pair ? pair[side].episode_id : "";
+    }
+    document.getElementById("count").textContent = `${judged} judged in this session`;
+  }
+
+  async function load() {
+    try {
+      pair = await api("POST", base + "/next", {left: leftSelect.value || null, right: rightSelect.value || null});
+      shownAt = performance.now();
+      say("");
+    } catch (e) { pair = null; say(e.message, e.status !== 404); }
+    show();
+  }
+
+  async function choose(label) {
+    if (!pair || busy) return;
+    busy = true;
+    try {
+      const out = await api("POST", base, {pair_id: pair.pair_id, label, seconds: (performance.now() - shownAt) / 1000});
+      judged = out.judged;
+      say(`Recorded “${label}”.`);
+      await load();
+      say(`Recorded “${label}”.`);
+    } catch (e) { say(e.message, true); }
+    busy = false;
+  }
+
+  for (const button of document.querySelectorAll(".choices button")) {
+    button.addEventListener("click", () => choose(button.dataset.label));
+  }
+  document.addEventListener("keydown", event => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.target.tagName === "SELECT") return;
+    const label = {l: "left", r: "right", e: "equal", " ": "skip"}[event.key.toLowerCase()];
+    if (label) { event.preventDefault(); choose(label); }
+  });
+  leftSelect.addEventListener("change", load);
+  rightSelect.addEventListener("change", load);
+  await load();
+})();
