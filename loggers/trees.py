@@ -52,8 +52,10 @@ class TreeSpec:
     """How trees grow and how pairs are picked.
 
     Attributes:
-      branching: responses sampled at every decision point.
+      branching: responses sampled at every decision point (of depth < ``branch_depth``).
       max_depth: responses per path at most (None: to the end of the episode).
+      branch_depth: decision points at depth >= this get one response: each branch then plays on to the end
+        (None: branch everywhere). ``branching=1`` grows plain episodes (expert iteration's samples).
       reward_range: ``(min, max)`` possible total reward of an episode (Wordle: ``(-6, 0)``).
       pair_method: ``positive_negative`` or ``interval`` (``rlds_lang.trees.select_pairs``).
       threshold: ``positive_negative``'s threshold (None: the mid-point of ``reward_range``).
@@ -62,6 +64,7 @@ class TreeSpec:
 
     branching: int = 2
     max_depth: int | None = None
+    branch_depth: int | None = None
     reward_range: tuple[float, float] = (0.0, 1.0)
     pair_method: str = "interval"
     threshold: float | None = None
@@ -118,37 +121,48 @@ def sample_responses(policy: Policy, histories: Sequence[tuple[list[Observation]
     return out
 
 
-def grow_tree(env: LanguageEnv, policy: Policy, spec: TreeSpec, seed: int, tree_id: str) -> ResponseTree:
-    """The response tree of ``policy`` from the start state seeded ``seed`` (see the module docstring)."""
-    parent: list[int] = []
-    actions: list[str] = []
-    rewards: list[float] = []
-    prefixes: dict[int, list[str]] = {-1: []}
-    open_nodes = [-1]  # nodes whose children are sampled next (-1: the start state)
+def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence[int],
+               tree_ids: Sequence[str]) -> list[ResponseTree]:
+    """The response trees of ``policy`` from the start states seeded ``seeds`` (see the module docstring).
+
+    All trees grow level by level in lockstep, so a batched policy samples every open branch of a level at once.
+    """
+    parents: list[list[int]] = [[] for _ in seeds]
+    actions: list[list[str]] = [[] for _ in seeds]
+    rewards: list[list[float]] = [[] for _ in seeds]
+    prefixes: list[dict[int, list[str]]] = [{-1: []} for _ in seeds]
+    open_nodes = [(t, -1) for t in range(len(seeds))]  # (tree, node whose children come next; -1: the start)
     depth = 0
     while open_nodes and (spec.max_depth is None or depth < spec.max_depth):
-        histories, seeds, owners = [], [], []
-        for node in open_nodes:
-            state = replay(env, seed, prefixes[node])
-            for k in range(spec.branching):
-                histories.append((state.observations, list(prefixes[node])))
-                seeds.append(branch_seed(seed, node, k))
-                owners.append(node)
-        responses = sample_responses(policy, histories, seeds)
+        width = spec.branching if spec.branch_depth is None or depth < spec.branch_depth else 1
+        histories, branch_seeds, owners = [], [], []
+        for t, node in open_nodes:
+            state = replay(env, seeds[t], prefixes[t][node])
+            for k in range(width):
+                histories.append((state.observations, list(prefixes[t][node])))
+                branch_seeds.append(branch_seed(seeds[t], node, k))
+                owners.append((t, node))
+        responses = sample_responses(policy, histories, branch_seeds)
         next_open = []
-        for node, response in zip(owners, responses):
-            child = len(parent)
-            path = prefixes[node] + [response]
-            state = replay(env, seed, path)
-            parent.append(node)
-            actions.append(response)
-            rewards.append(state.rewards[-1])
-            prefixes[child] = path
+        for (t, node), response in zip(owners, responses):
+            child = len(parents[t])
+            path = prefixes[t][node] + [response]
+            state = replay(env, seeds[t], path)
+            parents[t].append(node)
+            actions[t].append(response)
+            rewards[t].append(state.rewards[-1])
+            prefixes[t][child] = path
             if not state.done:
-                next_open.append(child)
+                next_open.append((t, child))
         open_nodes = next_open
         depth += 1
-    return ResponseTree(tree_id, np.array(parent, dtype=np.int64), np.array(rewards), actions)
+    return [ResponseTree(tree_id, np.array(p, dtype=np.int64), np.array(r), a)
+            for tree_id, p, r, a in zip(tree_ids, parents, rewards, actions)]
+
+
+def grow_tree(env: LanguageEnv, policy: Policy, spec: TreeSpec, seed: int, tree_id: str) -> ResponseTree:
+    """One tree of ``grow_trees``."""
+    return grow_trees(env, policy, spec, [seed], [tree_id])[0]
 
 
 class TreeEnv(LanguageEnv):
@@ -223,7 +237,9 @@ class PathReplayPolicy:
 
 
 @dataclasses.dataclass
-class _Path:
+class TreePath:
+    """One root-to-leaf path to record: its tree, node indices, seed, index in the tree and the tree's node fields."""
+
     tree: ResponseTree
     nodes: list[int]
     seed: int
@@ -234,7 +250,7 @@ class _Path:
 class PathHook:
     """``before_episode`` hook: episode ``i`` plays path ``paths[i]`` (responses, node fields, tags)."""
 
-    def __init__(self, policy: PathReplayPolicy, paths: Sequence[_Path], spec: TreeSpec):
+    def __init__(self, policy: PathReplayPolicy, paths: Sequence[TreePath], spec: TreeSpec):
         self.policy, self.paths, self.spec = policy, paths, spec
 
     def __call__(self, env: TreeEnv, i: int) -> None:
@@ -259,20 +275,19 @@ class TreeRecordResult:
 
 
 def plan_paths(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, seed: int, run_name: str,
-               seeds: Sequence[int] | None = None) -> tuple[list[ResponseTree], list[_Path], int]:
+               seeds: Sequence[int] | None = None) -> tuple[list[ResponseTree], list[TreePath], int]:
     """Grows ``trees`` trees (tree ``t`` seeded ``seed + t`` or ``seeds[t]``), scores and pairs them:
     ``(trees, paths to record, number of pairs)``. Pairs are drawn from one generator seeded ``seed``."""
     rng = np.random.default_rng(seed)
-    grown, paths, num_pairs = [], [], 0
-    tree_seeds = list(seeds) if seeds is not None else [seed + t for t in range(trees)]
-    for t, tree_seed in enumerate(tree_seeds):
-        tree = grow_tree(env, policy, spec, int(tree_seed), f"{run_name}-tree{t:06d}")
+    tree_seeds = [int(s) for s in seeds] if seeds is not None else [seed + t for t in range(trees)]
+    grown = grow_trees(env, policy, spec, tree_seeds, [f"{run_name}-tree{t:06d}" for t in range(len(tree_seeds))])
+    paths, num_pairs = [], 0
+    for tree, tree_seed in zip(grown, tree_seeds):
         values = expected_rewards(tree)
         pairs = select_pairs(tree, values, spec.pair_method, spec.reward_range, seed=rng, threshold=spec.threshold,
                              interval_threshold_proportion=spec.interval_threshold_proportion)
         fields = tree_step_fields(tree, values, pairs)
-        paths += [_Path(tree, nodes, int(tree_seed), k, fields) for k, nodes in enumerate(tree.paths())]
-        grown.append(tree)
+        paths += [TreePath(tree, nodes, tree_seed, k, fields) for k, nodes in enumerate(tree.paths())]
         num_pairs += len(pairs.chosen)
     return grown, paths, num_pairs
 
@@ -292,6 +307,18 @@ def check_replayed(trees: Sequence[ResponseTree], episodes: Iterator[Mapping[str
                             f"{diff[:3]} (is the environment deterministic given its seed?)")
 
 
+def record_paths(env: LanguageEnv, sampler: Policy, spec: TreeSpec, paths: Sequence[TreePath],
+                 data_dir: str | os.PathLike, *, run_name: str = "trees", workers: int = 1,
+                 metadata: Mapping[str, Any] | None = None, progress: bool = False) -> None:
+    """Records ``paths`` (grown with ``sampler`` under ``spec``) as episodes under ``data_dir`` via ``loggers.record``."""
+    env = innermost(env)
+    replayer = PathReplayPolicy(sampler, spec)
+    meta = {**spec.as_metadata(), "sampler": sampler.name, "sampler_params": policy_params_json(sampler),
+            **(metadata or {})}
+    record(TreeEnv(env), replayer, len(paths), data_dir, seeds=[p.seed for p in paths], run_name=run_name,
+           workers=workers, before_episode=PathHook(replayer, paths, spec), metadata=meta, progress=progress)
+
+
 def record_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, data_dir: str | os.PathLike, *,
                  seed: int = 0, seeds: Sequence[int] | None = None, run_name: str = "trees", workers: int = 1,
                  metadata: Mapping[str, Any] | None = None, progress: bool = False,
@@ -304,11 +331,8 @@ def record_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, d
     started = time.perf_counter()
     env = innermost(env)
     grown, paths, num_pairs = plan_paths(env, policy, spec, trees, seed, run_name, seeds)
-    replayer = PathReplayPolicy(policy, spec)
-    meta = {**spec.as_metadata(), "sampler": policy.name, "sampler_params": policy_params_json(policy),
-            **(metadata or {})}
-    record(TreeEnv(env), replayer, len(paths), data_dir, seeds=[p.seed for p in paths], run_name=run_name,
-           workers=workers, before_episode=PathHook(replayer, paths, spec), metadata=meta, progress=progress)
+    record_paths(env, policy, spec, paths, data_dir, run_name=run_name, workers=workers, metadata=metadata,
+                 progress=progress)
     if check:
         check_replayed(grown, read_episodes(data_dir))
     return TreeRecordResult(os.fspath(data_dir), len(grown), len(paths), sum(t.num_nodes for t in grown), num_pairs,
@@ -316,4 +340,4 @@ def record_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, d
 
 
 __all__ = ["TREE_EPISODE_METADATA", "PathHook", "PathReplayPolicy", "TreeEnv", "TreeRecordResult", "TreeSpec",
-           "branch_seed", "check_replayed", "grow_tree", "plan_paths", "record_trees", "replay", "sample_responses"]
+           "TreePath", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_trees", "replay", "sample_responses"]

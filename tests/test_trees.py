@@ -133,3 +133,16 @@ def test_record_trees_round_trip(tmp_path):
         assert sorted(rebuilt[tree.tree_id].actions) == sorted(tree.actions)
     flagged = sum(bool(s["is_pair_positive"]) for e in episodes for s in e["steps"])
     assert result.num_pairs >= 1 and flagged >= result.num_pairs  # a flagged node shows in every path through it
+
+
+def test_branch_depth_and_depth_limit(tmp_path):
+    env, policy = WordleEnv(), RandomMixturePolicy(prob_smart=1.0)
+    spec = TreeSpec(branching=3, branch_depth=1, reward_range=(-6.0, 0.0))
+    tree = grow_tree(env, policy, spec, 2, "b")
+    assert len(tree.paths()) == 3 and (tree.parent == -1).sum() == 3  # branches at the start only, then play on
+    limited = TreeSpec(branching=2, max_depth=2, reward_range=(-6.0, 0.0))
+    record_trees(env, RandomMixturePolicy(prob_smart=0.0), limited, trees=1, data_dir=tmp_path / "l", seed=1)
+    episodes = list(read_episodes(tmp_path / "l"))
+    assert len(episodes) == 4
+    for episode in episodes:  # two responses, then the path is cut (truncated, not terminal)
+        assert len(episode["steps"]) == 3 and not episode["steps"][-1]["is_terminal"]
