@@ -11,6 +11,8 @@ return, episode length and action length distributions to a PNG.
 dataclass is an option: ``rlds-lang train ilql --help``); it runs unchanged under ``torchrun``.
 ``rlds-lang eval --agent NAME=CHECKPOINT[,beta=B,greedy=true] [--optimal] --games N`` plays seeded games
 with each agent and prints one table (mean reward ± SE, win rate, guesses), writing JSON and a PNG.
+``rlds-lang malt --task wordle --init CHECKPOINT [--field value ...]`` runs expert-iteration then MALT (response
+trees + DPO) rounds (``trainers.malt``).
 """
 
 from __future__ import annotations
@@ -228,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.results import add_parser as add_results_parser
 
     add_results_parser(sub)
+    from trainers.malt import add_parser as add_malt_parser
+
+    add_malt_parser(sub)
     return parser
 
 
