@@ -339,5 +339,15 @@ def record_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, d
                             time.perf_counter() - started, grown)
 
 
+def record_and_read_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence[int], run_name: str,
+                          work_dir: str | os.PathLike | None = None) -> Iterator[dict[str, Any]]:
+    """``record_trees`` into a temporary folder (removed afterwards), yielding the episodes read back (builders)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=f"{run_name}-", dir=work_dir) as tmp:
+        record_trees(env, policy, spec, len(seeds), os.path.join(tmp, "logs"), seeds=seeds, run_name=run_name)
+        yield from read_episodes(os.path.join(tmp, "logs"))
+
+
 __all__ = ["TREE_EPISODE_METADATA", "PathHook", "PathReplayPolicy", "TreeEnv", "TreeRecordResult", "TreeSpec",
-           "TreePath", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_trees", "replay", "sample_responses"]
+           "TreePath", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "sample_responses"]
