@@ -146,3 +146,15 @@ def test_branch_depth_and_depth_limit(tmp_path):
     assert len(episodes) == 4
     for episode in episodes:  # two responses, then the path is cut (truncated, not terminal)
         assert len(episode["steps"]) == 3 and not episode["steps"][-1]["is_terminal"]
+
+
+def test_readme_example_runs(capsys):
+    import shutil
+
+    from tests.test_readme import section_code
+
+    shutil.rmtree("/tmp/trees_demo", ignore_errors=True)
+    exec(compile(section_code("Response trees, DPO and MALT"), "README.md", "exec"), {})
+    paths, pairs, *_ = capsys.readouterr().out.split()
+    assert int(paths) > 4 and int(pairs) > 0
+    shutil.rmtree("/tmp/trees_demo", ignore_errors=True)
