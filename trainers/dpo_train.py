@@ -17,10 +17,32 @@ from pathlib import Path
 
 import torch
 
-from trainers.checkpoint import checkpoint_dir, load_agent_model, save_checkpoint
+from trainers.checkpoint import load_agent_model, save_checkpoint
 from trainers.dpo import DPOConfig, DPOModel, batch_indices, reference_logps, tokens_in
 from trainers.dpo_data import PreferencePair, encode_pairs, load_tree_episodes, tree_pairs
-from trainers.loop import TrainResult, _Logs, _lr_lambda, _Throughput, _truncate_metrics_after
+from trainers.loop import (TrainResult, _Logs, _lr_lambda, _maybe_resume, _Throughput, _trainer_state,
+                           _truncate_metrics_after)
+
+
+class _MetricWindow:
+    """Sums each step's metrics; every ``log_every`` steps (and at the last) writes their means to ``logs``."""
+
+    def __init__(self, logs: _Logs, log_every: int, last_step: int):
+        self.logs, self.log_every, self.last_step = logs, log_every, last_step
+        self.sums: dict[str, float] = {}
+        self.count = 0
+        self.last: dict[str, float] = {}
+
+    def add(self, step: int, metrics: dict, extra) -> None:
+        """Adds one step's metrics; ``extra()`` supplies the learning rate and throughput of a written row."""
+        for key, value in metrics.items():
+            self.sums[key] = self.sums.get(key, 0.0) + float(value)
+        self.count += 1
+        if step % self.log_every and step != self.last_step:
+            return
+        self.last = {**{k: v / self.count for k, v in self.sums.items()}, **extra()}
+        self.logs.write(step, self.last)
+        self.sums, self.count = {}, 0
 
 
 def config_pairs(config: DPOConfig) -> list[PreferencePair]:
@@ -59,20 +81,13 @@ def train_dpo(config: DPOConfig, progress: bool = True, pairs: list[PreferencePa
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
-    step = 0
-    state_file = checkpoint_dir(out) / "trainer_state.pt"
-    if config.resume and state_file.exists():
-        module.load_state_dict(torch.load(checkpoint_dir(out) / "model.pt", map_location="cpu", weights_only=True))
-        state = torch.load(state_file, map_location="cpu", weights_only=False)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step = int(state["step"])
+    step = _maybe_resume(config, module, optimizer, scheduler)
     logs = _Logs(out, True)
     _truncate_metrics_after(logs.path, step)
     num_pairs = int(tensors["chosen_input_ids"].shape[0])
     (out / "config.json").write_text(json.dumps({"algorithm": "dpo", "config": dataclasses.asdict(config),
                                                  "pairs": num_pairs}, indent=2))
-    clock, window, last = _Throughput(), {}, {}
+    clock, window = _Throughput(), _MetricWindow(logs, config.log_every, config.steps)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -91,24 +106,16 @@ def train_dpo(config: DPOConfig, progress: bool = True, pairs: list[PreferencePa
         scheduler.step()
         step += 1
         clock.step_done(tokens_in(batch))
-        for key, value in {"loss": result.loss.detach(), **result.metrics}.items():
-            window[key] = window.get(key, 0.0) + float(value)
+        window.add(step, {"loss": result.loss.detach(), **result.metrics},
+                   lambda: {"lr": scheduler.get_last_lr()[0], **clock.window()})
         if bar is not None:
             bar.update(1)
-        if step % config.log_every == 0 or step == config.steps:
-            n = config.log_every if step % config.log_every == 0 else step % config.log_every
-            last = {k: v / n for k, v in window.items()}
-            last.update(lr=scheduler.get_last_lr()[0], **clock.window())
-            logs.write(step, last)
-            window = {}
         if step % config.checkpoint_every == 0 or step == config.steps:
-            save_checkpoint(out, "dpo", config, module, tokenizer, {
-                "step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state()})
+            save_checkpoint(out, "dpo", config, module, tokenizer, _trainer_state(optimizer, scheduler, step))
     if bar is not None:
         bar.close()
     logs.close()
-    return TrainResult(out, step, last, clock.seconds(), *clock.overall()[:1], 0.0)
+    return TrainResult(out, step, window.last, clock.seconds(), clock.overall()[0], 0.0)
 
 
 __all__ = ["config_pairs", "prepare", "train_dpo"]

@@ -94,10 +94,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                                     "(chunk_XXXXX log directories) under the manual folder (--manual_dir).")
 
     def _info(self) -> tfds.core.DatasetInfo:
-        metadata = self.get_metadata()  # README.md and CITATIONS.bib of this folder
-        config = dataclasses.replace(self.builder_config, citation=metadata.citation or "",
-                                     overall_description=metadata.description or _OVERALL)
-        return rlds_base.build_info(config, self)
+        return common.rlds_info(self, _OVERALL)
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: TreesConfig = self.builder_config

@@ -7,11 +7,12 @@ os.environ["RLDS_LANG_SMALL"] = "2"  # read in _split_generators: 2 trees
 
 import tensorflow_datasets as tfds  # noqa: E402
 
+from builders.testing import AllowNumpyLoad  # noqa: E402
 from builders.response_trees import make_dummy_data, response_trees_dataset_builder  # noqa: E402
 from rlds_lang.trees import expected_rewards, rebuild_trees  # noqa: E402
 
 
-class _Base(tfds.testing.DatasetBuilderTestCase):
+class _Base(AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):
     """Lifts the harness's ``np.load`` guard (the Wordle engine reads its own feedback-matrix cache by path) and
     checks that the built episodes rebuild into trees whose stored expected rewards are recomputed exactly."""
 
@@ -19,13 +20,6 @@ class _Base(tfds.testing.DatasetBuilderTestCase):
     SKIP_CHECKSUMS = True
     __test__ = False
     NUM_TREES = 0
-
-    def setUp(self):
-        super().setUp()
-        for patcher in list(self.patchers):
-            if getattr(patcher, "attribute", None) == "load" and "numpy" in repr(getattr(patcher, "getter", lambda: "")()):
-                patcher.stop()
-                self.patchers.remove(patcher)
 
     def _download_and_prepare_as_dataset(self, builder):
         super()._download_and_prepare_as_dataset(builder)
