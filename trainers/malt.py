@@ -264,7 +264,7 @@ def cmd_malt(args: argparse.Namespace) -> list[RoundManifest]:
 
 
 def add_parser(sub: Any) -> None:
-    """Adds ``rlds-lang malt`` (every ``MALTConfig`` field is an option)."""
+    """Adds ``rlds-lang malt`` (every ``MALTConfig`` field is an option) and ``rlds-lang malt-results``."""
     from trainers.config import add_dataclass_arguments
 
     parser = sub.add_parser("malt", help="expert iteration then MALT (response trees + DPO) rounds from a BC checkpoint",
@@ -272,6 +272,9 @@ def add_parser(sub: Any) -> None:
     add_dataclass_arguments(parser, MALTConfig)
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     parser.set_defaults(func=cmd_malt)
+    from trainers.malt_results import add_parser as add_results_parser
+
+    add_results_parser(sub)
 
 
 __all__ = ["MALTConfig", "add_parser", "cmd_malt", "ei_round", "env_config", "evaluate_round", "malt_round",
