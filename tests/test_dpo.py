@@ -137,3 +137,11 @@ def test_batches_are_seeded_epochs():
     first = [tuple(batch_indices(10, 4, s, seed=3)) for s in range(2)]
     assert len(set(first[0]) | set(first[1])) == 8 and first == [tuple(batch_indices(10, 4, s, seed=3)) for s in range(2)]
     assert len(batch_indices(3, 4, 0, seed=0)) == 3
+
+
+def test_unused_train_config_fields_are_rejected(setup):
+    config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), top_p=0.5)
+    with pytest.raises(ValueError, match="DPOConfig.top_p=0.5 is not used by DPO"):
+        prepare(config)
+    with pytest.raises(ValueError, match="DPOConfig.init is empty"):
+        prepare(DPOConfig(dataset=str(setup["trees"])))

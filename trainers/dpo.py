@@ -49,8 +49,9 @@ LOSS_TYPES = ("sigmoid", "ipo")
 
 @dataclasses.dataclass
 class DPOConfig(TrainConfig):
-    """DPO hyperparameters on top of ``TrainConfig`` (``dataset``: response-tree logs or a built tree dataset;
-    ``batch_size``: pairs per step; ``model`` and ``tokenizer`` are taken from ``init``)."""
+    """DPO hyperparameters on top of ``TrainConfig`` (``dataset``: response-tree logs or a built tree dataset folder;
+    ``batch_size``: pairs per step; ``model`` and ``tokenizer`` are taken from ``init``; ``grad_accum``,
+    ``top_p``, ``token_reward``, ``config`` and ``data_dir`` are not used and must keep their defaults)."""
 
     #: output folder.
     out: str = "runs/dpo"

@@ -54,8 +54,17 @@ def config_pairs(config: DPOConfig) -> list[PreferencePair]:
                       config.interval_threshold_proportion, config.seed)
 
 
+#: ``TrainConfig`` fields DPO does not use, with the value they must keep (the error says why).
+UNUSED = {"grad_accum": (1, "a step is one batch of pairs: raise batch_size"), "top_p": (None, "pairs are selected "
+          "by pair_method, not by return"), "token_reward": (0.0, "DPO has no per-token reward"),
+          "config": (None, "give the dataset as a folder"), "data_dir": (None, "give the dataset as a folder")}
+
+
 def prepare(config: DPOConfig, pairs: list[PreferencePair] | None = None):
     """``(config with init's model, tokenizer, policy module at init's weights, pair tensors with reference log-probs)``."""
+    for name, (value, why) in UNUSED.items():
+        if getattr(config, name) != value:
+            raise ValueError(f"DPOConfig.{name}={getattr(config, name)!r} is not used by DPO ({why}); leave it at {value!r}")
     if not config.init:
         raise ValueError("DPOConfig.init is empty: give the checkpoint folder of the starting policy")
     start = load_agent_model(config.init)
