@@ -108,6 +108,12 @@ def replay(env: LanguageEnv, seed: int, actions: Sequence[str]) -> _Replay:
     return _Replay(observations, rewards, timestep.last())
 
 
+def acting_agent(env: LanguageEnv) -> int:
+    """Which agent acts in the environment's current state: its ``acting_agent()`` if it has one, else 0."""
+    method = getattr(env, "acting_agent", None)
+    return int(method()) if callable(method) else 0
+
+
 def sample_responses(policy: Policy, histories: Sequence[tuple[list[Observation], list[str]]],
                      seeds: Sequence[int]) -> list[str]:
     """One response per history, each seeded by its own seed (batched when the policy has ``act_batch``)."""
@@ -126,8 +132,11 @@ def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence
     """The response trees of ``policy`` from the start states seeded ``seeds`` (see the module docstring).
 
     All trees grow level by level in lockstep, so a batched policy samples every open branch of a level at once.
+    Each response belongs to the agent acting at its decision point (``acting_agent``); the environment's
+    scalar reward is shared by all agents (a vector per agent can be given to ``ResponseTree`` directly).
     """
     parents: list[list[int]] = [[] for _ in seeds]
+    agents: list[list[int]] = [[] for _ in seeds]
     actions: list[list[str]] = [[] for _ in seeds]
     rewards: list[list[float]] = [[] for _ in seeds]
     prefixes: list[dict[int, list[str]]] = [{-1: []} for _ in seeds]
@@ -138,17 +147,19 @@ def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence
         histories, branch_seeds, owners = [], [], []
         for t, node in open_nodes:
             state = replay(env, seeds[t], prefixes[t][node])
+            agent = acting_agent(env)
             for k in range(width):
                 histories.append((state.observations, list(prefixes[t][node])))
                 branch_seeds.append(branch_seed(seeds[t], node, k))
-                owners.append((t, node))
+                owners.append((t, node, agent))
         responses = sample_responses(policy, histories, branch_seeds)
         next_open = []
-        for (t, node), response in zip(owners, responses):
+        for (t, node, agent), response in zip(owners, responses):
             child = len(parents[t])
             path = prefixes[t][node] + [response]
             state = replay(env, seeds[t], path)
             parents[t].append(node)
+            agents[t].append(agent)
             actions[t].append(response)
             rewards[t].append(state.rewards[-1])
             prefixes[t][child] = path
@@ -156,8 +167,8 @@ def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence
                 next_open.append((t, child))
         open_nodes = next_open
         depth += 1
-    return [ResponseTree(tree_id, np.array(p, dtype=np.int64), np.array(r), a)
-            for tree_id, p, r, a in zip(tree_ids, parents, rewards, actions)]
+    return [ResponseTree(tree_id, np.array(p, dtype=np.int64), np.array(r), a, agent=np.array(g, dtype=np.int64))
+            for tree_id, p, r, a, g in zip(tree_ids, parents, rewards, actions, agents)]
 
 
 def grow_tree(env: LanguageEnv, policy: Policy, spec: TreeSpec, seed: int, tree_id: str) -> ResponseTree:
@@ -299,8 +310,8 @@ def check_replayed(trees: Sequence[ResponseTree], episodes: Iterator[Mapping[str
         got = rebuilt.get(tree.tree_id)
         if got is None:
             raise TreeError(f"tree {tree.tree_id} was not found in the recorded episodes")
-        ours = {i: (tree.actions[n], tree.rewards[n].tolist()) for n, i in enumerate(tree.ids)}
-        theirs = {i: (got.actions[n], got.rewards[n].tolist()) for n, i in enumerate(got.ids)}
+        ours = {i: (tree.actions[n], tree.rewards[n].tolist(), int(tree.agent[n])) for n, i in enumerate(tree.ids)}
+        theirs = {i: (got.actions[n], got.rewards[n].tolist(), int(got.agent[n])) for n, i in enumerate(got.ids)}
         if ours != theirs:
             diff = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
             raise TreeError(f"tree {tree.tree_id}: the recorded episodes differ from the grown tree at nodes "
@@ -350,4 +361,4 @@ def record_and_read_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seed
 
 
 __all__ = ["TREE_EPISODE_METADATA", "PathHook", "PathReplayPolicy", "TreeEnv", "TreeRecordResult", "TreeSpec",
-           "TreePath", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "sample_responses"]
+           "TreePath", "acting_agent", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "sample_responses"]

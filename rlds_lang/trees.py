@@ -4,7 +4,8 @@ A response tree grows from one start state: at each decision point ``branching``
 and each continues to the end of the episode (or a depth limit). A *node* is one response (one action at
 one decision point). Every root-to-leaf path is recorded as an ordinary RLDS episode whose step ``i``
 stores ``node_id`` (the response ``a_i``) and ``parent_node_id`` (the response before it); first steps
-have the tree's *pseudo-parent* ``{tree_id}/root``, since a tree may branch at once. Steps of different
+have the tree's *pseudo-parent* ``{tree_id}/root``, since a tree may branch at once; ``agent`` says which
+agent gave the response (environments with several acting agents). Steps of different
 episodes with the same ``node_id`` are the same response in a shared prefix, so the tree is rebuilt from
 the flat episodes by ``rebuild_trees``.
 
@@ -36,10 +37,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 #: the step fields a response-tree episode adds (name -> numpy dtype, ``str`` for text).
-TREE_STEP_FIELDS: dict[str, Any] = {"node_id": str, "parent_node_id": str, "expected_reward": np.float32,
-                                    "is_pair_positive": np.bool_, "is_pair_negative": np.bool_}
+TREE_STEP_FIELDS: dict[str, Any] = {"node_id": str, "parent_node_id": str, "agent": np.int32,
+                                    "expected_reward": np.float32, "is_pair_positive": np.bool_,
+                                    "is_pair_negative": np.bool_}
 #: values of those fields on the last step of an episode (it holds no response).
-TREE_LAST_STEP: dict[str, Any] = {"node_id": "", "parent_node_id": "", "expected_reward": np.float32(0.0),
+TREE_LAST_STEP: dict[str, Any] = {"node_id": "", "parent_node_id": "", "agent": np.int32(-1),
+                                  "expected_reward": np.float32(0.0),
                                   "is_pair_positive": np.bool_(False), "is_pair_negative": np.bool_(False)}
 #: the pair selectors ``select_pairs`` knows.
 PAIR_SELECTORS = ("positive_negative", "interval")
@@ -112,6 +115,10 @@ class ResponseTree:
     def num_agents(self) -> int:
         """Width of the reward vectors."""
         return int(self.rewards.shape[1])
+
+    def agent_values(self, values: np.ndarray, agent: int) -> np.ndarray:
+        """The column of ``values`` (``[N, A]``) that scores ``agent``: its own, or the shared one when ``A == 1``."""
+        return values[:, agent if values.shape[1] > 1 else 0]
 
     def depth(self) -> np.ndarray:
         """int64 ``[N]``: 0 for first responses, parent's depth + 1 otherwise."""
@@ -223,7 +230,7 @@ def select_pairs(tree: ResponseTree, values: np.ndarray, method: str, reward_ran
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     chosen, rejected, agents, parents = [], [], [], []
     for parent, agent, group in _sibling_groups(tree):
-        v = values[group, agent]
+        v = tree.agent_values(values, agent)[group]
         if method == "positive_negative":
             pos, neg = group[v > threshold], group[v < threshold]
             if not len(pos) or not len(neg):
@@ -252,12 +259,13 @@ def _text(value: Any) -> str:
 
 
 def rebuild_trees(episodes: Iterable[Mapping[str, Any]], reward_key: str = "reward",
-                  agent_key: str | None = None) -> list[ResponseTree]:
+                  agent_key: str = "agent") -> list[ResponseTree]:
     """The response trees that flat episodes (``{"steps": [...], ...}``, as ``loggers.reader`` yields) spell.
 
     Each step (but the last) needs ``node_id`` and ``parent_node_id``; a tree is the set of nodes under one
     pseudo-parent ``{tree_id}/root``. Steps with the same ``node_id`` must agree on parent, action and reward
-    (``TreeError`` naming the episode and step otherwise). Nodes keep their ids; trees come sorted by id.
+    (``TreeError`` naming the episode and step otherwise). A step without ``agent_key`` is agent 0. Nodes keep
+    their ids; trees come sorted by id.
     """
     nodes: dict[str, dict[str, Any]] = {}
     for e, episode in enumerate(episodes):
@@ -276,12 +284,13 @@ def rebuild_trees(episodes: Iterable[Mapping[str, Any]], reward_key: str = "rewa
                 raise TreeError(f"episode {name}, step 0: parent_node_id {pid!r} is not a pseudo-parent '<tree>/root'")
             record = {"parent": pid, "action": _text(step["action"]),
                       "reward": np.asarray(step[reward_key], np.float64),
-                      "agent": int(step[agent_key]) if agent_key else 0, "where": f"episode {name}, step {i}"}
+                      "agent": int(step.get(agent_key, 0)), "where": f"episode {name}, step {i}"}
             known = nodes.setdefault(nid, record)
             if known is not record and (known["parent"] != pid or known["action"] != record["action"]
+                                        or known["agent"] != record["agent"]
                                         or not np.array_equal(known["reward"], record["reward"])):
                 raise TreeError(f"{record['where']}: node {nid!r} differs from the same node at {known['where']} "
-                                f"(parent, action or reward)")
+                                f"(parent, agent, action or reward)")
             previous = nid
     return _assemble(nodes)
 
@@ -307,11 +316,11 @@ def _assemble(nodes: dict[str, dict[str, Any]]) -> list[ResponseTree]:
 
 
 def tree_step_fields(tree: ResponseTree, values: np.ndarray, pairs: Pairs | None) -> list[dict[str, Any]]:
-    """Per node, the step fields of ``TREE_STEP_FIELDS`` (the acting agent's expected reward)."""
+    """Per node, the step fields of ``TREE_STEP_FIELDS`` (the acting agent and its expected reward)."""
     positive, negative = pairs.flags(tree.num_nodes) if pairs is not None else (np.zeros(tree.num_nodes, bool),) * 2
     root = pseudo_parent_id(tree.tree_id)
     return [{"node_id": tree.ids[n], "parent_node_id": tree.ids[p] if p >= 0 else root,
-             "expected_reward": np.float32(values[n, tree.agent[n]]), "is_pair_positive": np.bool_(positive[n]),
+             "agent": np.int32(tree.agent[n]), "expected_reward": np.float32(tree.agent_values(values, tree.agent[n])[n]), "is_pair_positive": np.bool_(positive[n]),
              "is_pair_negative": np.bool_(negative[n])} for n, p in enumerate(tree.parent.tolist())]
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from loggers import read_episodes
 from loggers.trees import TreeSpec, branch_seed, grow_tree, record_trees
+from rlds_lang.env import LanguageEnv, text_spec
 from rlds_lang.trees import (ResponseTree, TreeError, expected_rewards, pair_histories, pseudo_parent_id,
                              rebuild_trees, select_pairs, tree_step_fields)
 from rlds_lang.wordle.env import WordleEnv
@@ -158,3 +159,60 @@ def test_readme_example_runs(capsys):
     paths, pairs, *_ = capsys.readouterr().out.split()
     assert int(paths) > 4 and int(pairs) > 0
     shutil.rmtree("/tmp/trees_demo", ignore_errors=True)
+
+
+class ProposeCheckEnv(LanguageEnv):
+    """Two acting agents: agent 0 proposes a number, agent 1 answers 'ok' or 'no'; reward 1 when a number
+    above 4 is accepted or a number up to 4 rejected (a toy generator/verifier pair)."""
+
+    task_name = "propose_check"
+
+    def observation_spec(self):
+        return {"text": text_spec("text")}
+
+    def acting_agent(self) -> int:
+        return self._num_steps % 2
+
+    def _reset(self):
+        self.proposal = ""
+        return {"text": "propose"}
+
+    def _step(self, action):
+        if self._num_steps == 0:
+            self.proposal = action
+            return {"text": f"check {action}"}, 0.0, False
+        good = (int(self.proposal) > 4) == (action == "ok")
+        return {"text": "done"}, float(good), True
+
+
+class RandomChoice:
+    """Agent 0 says a digit, agent 1 'ok' or 'no', at random (seeded)."""
+
+    name = "random_choice"
+
+    def reset(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observations, actions):
+        options = [str(d) for d in range(10)] if not actions else ["ok", "no"]
+        return options[self.rng.integers(len(options))]
+
+    def params(self):
+        return {}
+
+
+def test_two_acting_agents(tmp_path):
+    spec = TreeSpec(branching=3, reward_range=(0.0, 1.0), pair_method="positive_negative")
+    result = record_trees(ProposeCheckEnv(), RandomChoice(), spec, trees=3, data_dir=tmp_path / "pc", seed=0)
+    episodes = list(read_episodes(tmp_path / "pc"))
+    assert len(episodes) == 27 and all(len(e["steps"]) == 3 for e in episodes)
+    assert [int(s["agent"]) for s in episodes[0]["steps"]] == [0, 1, -1]
+    pair_agents = set()
+    for grown, rebuilt in zip(result.trees, rebuild_trees(episodes)):
+        by_id = dict(zip(rebuilt.ids, rebuilt.agent.tolist()))
+        assert [by_id[i] for i in grown.ids] == grown.agent.tolist() == [0] * 3 + [1] * 9
+        values = expected_rewards(rebuilt)
+        pairs = select_pairs(rebuilt, values, "positive_negative", (0.0, 1.0), seed=0)
+        assert all(rebuilt.agent[c] == rebuilt.agent[r] == a for c, r, a in zip(pairs.chosen, pairs.rejected, pairs.agent))
+        pair_agents |= set(pairs.agent.tolist())
+    assert 1 in pair_agents  # the verifier's answers are paired among themselves
