@@ -216,3 +216,14 @@ def test_two_acting_agents(tmp_path):
         assert all(rebuilt.agent[c] == rebuilt.agent[r] == a for c, r, a in zip(pairs.chosen, pairs.rejected, pairs.agent))
         pair_agents |= set(pairs.agent.tolist())
     assert 1 in pair_agents  # the verifier's answers are paired among themselves
+
+
+def test_docstring_examples():
+    import doctest
+
+    import rlds_lang.trees
+    import trainers.expert_iteration
+
+    for module in (rlds_lang.trees, trainers.expert_iteration):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

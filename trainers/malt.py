@@ -145,7 +145,7 @@ def ei_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: 
              earlier: list[RoundManifest], progress: bool) -> RoundManifest:
     """One expert-iteration round (see the module docstring)."""
     from trainers.bc import BCConfig
-    from trainers.build import tfds_build
+    from trainers.build import built_dataset_dir, tfds_build
     from trainers.checkpoint import load_agent_model
     from trainers.loop import train
 
@@ -158,7 +158,7 @@ def ei_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: 
         raise ValueError(f"EI round {r}: no game reached ei_min_return={config.ei_min_return}; lower it or use "
                          f"ei_top_fraction")
     tfds_dir = round_dir / "tfds"
-    manual = bc_manual_dir(round_dir, folders) if not (tfds_dir.exists()) else None
+    manual = bc_manual_dir(round_dir, folders) if built_dataset_dir(tfds_dir) is None else None
     dataset = tfds_build("wordle_synthetic", "manual_dir", tfds_dir, manual_dir=manual, quiet=not progress)
     start = load_agent_model(current)
     bc = BCConfig(dataset=dataset, out=str(round_dir / "train"), steps=config.bc_steps, batch_size=config.bc_batch_size,
