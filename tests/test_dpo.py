@@ -145,3 +145,17 @@ def test_unused_train_config_fields_are_rejected(setup):
         prepare(config)
     with pytest.raises(ValueError, match="DPOConfig.init is empty"):
         prepare(DPOConfig(dataset=str(setup["trees"])))
+
+
+def test_pairs_are_the_same_from_logs_and_from_the_built_dataset(tmp_path):
+    import tensorflow_datasets as tfds
+
+    from builders.response_trees import response_trees_dataset_builder as trees_builder
+    from trainers.build import built_dataset_dir
+
+    dummy = trees_builder.__file__.rsplit("/", 1)[0] + "/dummy_data"
+    builder = trees_builder.Builder(config="manual_dir", data_dir=str(tmp_path))
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=dummy))
+    from_tfds = tree_pairs(load_tree_episodes(built_dataset_dir(tmp_path)))
+    from_logs = tree_pairs(load_tree_episodes(dummy))
+    assert from_tfds == from_logs and len(from_logs) > 0

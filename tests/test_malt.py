@@ -65,17 +65,16 @@ def test_malt_round_trains_dpo_and_reuses_compatible_trees(tmp_path):
 def test_malt_command_runs_rounds_and_resumes(tmp_path, capsys):
     init = tiny_checkpoint(tmp_path / "init")
     args = ["malt", "--task", "wordle", "--init", str(init), "--out", str(tmp_path / "malt"), "--rounds", "2",
-            "--num_initial_ei_rounds", "1", "--ei_games", "4", "--ei_min_return", "none", "--ei_top_fraction", "0.5",
-            "--trees", "2", "--branching", "2", "--branch_depth", "1", "--bc_steps", "2", "--bc_batch_size", "2",
+            "--num_initial_ei_rounds", "0", "--trees", "2", "--branching", "2", "--branch_depth", "1",
             "--dpo_steps", "2", "--no-progress"]
     main(args)
-    table = capsys.readouterr().out
-    assert "ei" in table and "malt" in table
+    assert "malt" in capsys.readouterr().out
     r0 = RoundManifest.load(tmp_path / "malt" / "round_00")
     r1 = RoundManifest.load(tmp_path / "malt" / "round_01")
-    assert r0.kind == "ei" and r0.selected == 2 and r0.episodes == 4 and r1.kind == "malt"
-    assert read_checkpoint_config(r0.checkpoint)[0] == "bc"
-    assert (tmp_path / "malt" / "round_00" / "samples").is_dir() and (tmp_path / "malt" / "round_01" / "trees").is_dir()
+    assert r0.kind == r1.kind == "malt" and r0.episodes == 4 and r0.env_steps > 4
+    assert r1.train_data == [r0.data["trees"], r1.data["trees"]]  # compatible earlier trees reused
     stamp = (tmp_path / "malt" / "round_01" / "round.json").stat().st_mtime_ns
     main(args)  # resumed: both rounds are finished, nothing is redone
     assert (tmp_path / "malt" / "round_01" / "round.json").stat().st_mtime_ns == stamp
+    with pytest.raises(ValueError, match="num_initial_ei_rounds=3 must be in"):
+        main([*args, "--num_initial_ei_rounds", "3"])
