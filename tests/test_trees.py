@@ -150,15 +150,11 @@ def test_branch_depth_and_depth_limit(tmp_path):
 
 
 def test_readme_example_runs(capsys):
-    import shutil
-
     from tests.test_readme import section_code
 
-    shutil.rmtree("/tmp/trees_demo", ignore_errors=True)
     exec(compile(section_code("Response trees, DPO and MALT"), "README.md", "exec"), {})
     paths, pairs, *_ = capsys.readouterr().out.split()
     assert int(paths) > 4 and int(pairs) > 0
-    shutil.rmtree("/tmp/trees_demo", ignore_errors=True)
 
 
 class ProposeCheckEnv(LanguageEnv):
