@@ -66,12 +66,13 @@ def test_malt_command_runs_rounds_and_resumes(tmp_path, capsys):
     init = tiny_checkpoint(tmp_path / "init")
     args = ["malt", "--task", "wordle", "--init", str(init), "--out", str(tmp_path / "malt"), "--rounds", "2",
             "--num_initial_ei_rounds", "0", "--trees", "2", "--branching", "2", "--branch_depth", "1",
-            "--dpo_steps", "2", "--no-progress"]
+            "--dpo_steps", "2", "--eval_games", "2", "--no-progress"]
     main(args)
     assert "malt" in capsys.readouterr().out
     r0 = RoundManifest.load(tmp_path / "malt" / "round_00")
     r1 = RoundManifest.load(tmp_path / "malt" / "round_01")
     assert r0.kind == r1.kind == "malt" and r0.episodes == 4 and r0.env_steps > 4
+    assert r0.evaluation["games"] == 2 and -6.0 <= r0.evaluation["mean"] <= 0.0
     assert r1.train_data == [r0.data["trees"], r1.data["trees"]]  # compatible earlier trees reused
     stamp = (tmp_path / "malt" / "round_01" / "round.json").stat().st_mtime_ns
     main(args)  # resumed: both rounds are finished, nothing is redone

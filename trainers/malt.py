@@ -207,9 +207,8 @@ def evaluate_round(config: MALTConfig, checkpoint: Path, name: str, progress: bo
 
     eval_config = EvalConfig(games=config.eval_games, seed=config.eval_seed, rule=config.rule, mode=config.mode)
     policy = load_policy(checkpoint, allowed_actions=eval_config.guesses, name=name)
-    rewards = evaluate(policy, eval_config, name=name, progress=progress).rewards
-    se = float(np.std(rewards, ddof=1) / np.sqrt(len(rewards))) if len(rewards) > 1 else float("nan")
-    return {"games": float(len(rewards)), "mean": float(np.mean(rewards)), "se": se}
+    result = evaluate(policy, eval_config, name=name, progress=progress)
+    return {"games": float(result.games), "mean": float(result.mean_reward), "se": float(result.stderr)}
 
 
 def run_malt(config: MALTConfig, progress: bool = True) -> list[RoundManifest]:
