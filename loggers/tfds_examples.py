@@ -102,6 +102,16 @@ def examples_from_log_dir(path: str, schema: TaskSchema, extra_metadata: Mapping
     return examples_from_episodes(read_log_dir, path, schema, extra_metadata, defaults)
 
 
+def rlds_info(builder: Any, overall_description: str):
+    """A builder's ``DatasetInfo`` from its RLDS config, with the ``README.md`` / ``CITATIONS.bib`` of its folder."""
+    from tensorflow_datasets.rlds import rlds_base
+
+    metadata = builder.get_metadata()
+    config = dataclasses.replace(builder.builder_config, citation=metadata.citation or "",
+                                 overall_description=metadata.description or overall_description)
+    return rlds_base.build_info(config, builder)
+
+
 def beam_flat_map(items: Iterable[Any], fn: Callable[[Any], Iterable[Any]]):
     """``beam.Create(items) | beam.FlatMap(fn)``: a PTransform TFDS runs with the configured runner."""
     import tensorflow_datasets as tfds
@@ -125,4 +135,4 @@ def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, An
 
 
 __all__ = ["HOMEPAGE", "SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes",
-           "examples_from_log_dir", "rlds_config", "small_limit"]
+           "examples_from_log_dir", "rlds_config", "rlds_info", "small_limit"]

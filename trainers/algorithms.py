@@ -15,6 +15,7 @@ from typing import Any
 
 from trainers.bc import BCConfig, BCModel
 from trainers.config import config_from_dict
+from trainers.dpo import DPOConfig, DPOModel
 from trainers.ilql import ILQLConfig, ILQLModel
 
 
@@ -35,6 +36,7 @@ class AlgorithmSpec:
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     "bc": AlgorithmSpec("bc", BCConfig, BCModel, "behaviour cloning on action tokens (--top_p for %BC)"),
     "ilql": AlgorithmSpec("ilql", ILQLConfig, ILQLModel, "per-token implicit language Q-learning"),
+    "dpo": AlgorithmSpec("dpo", DPOConfig, DPOModel, "DPO on the preference pairs of response trees (--init CKPT)"),
 }
 
 

@@ -12,6 +12,8 @@ dataclass is an option: ``rlds-lang train ilql --help``); it runs unchanged unde
 ``rlds-lang eval --agent NAME=CHECKPOINT[,beta=B,greedy=true] [--optimal] --games N`` plays seeded games
 with each agent and prints one table (mean reward ± SE, win rate, guesses), writing JSON and a PNG.
 ``rlds-lang web --data-dir DIR`` serves the browser tool (``creator_web``) on 127.0.0.1:8765.
+``rlds-lang malt --task wordle --init CHECKPOINT [--field value ...]`` runs expert-iteration then MALT (response
+trees + DPO) rounds (``trainers.malt``).
 """
 
 from __future__ import annotations
@@ -230,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_results_parser(sub)
     _add_web_parser(sub)
+    from trainers.malt import add_parser as add_malt_parser
+
+    add_malt_parser(sub)
     return parser
 
 

@@ -190,6 +190,8 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
     spec = algorithm_by_name(algorithm)
     if not isinstance(config, spec.config_class):
         raise TypeError(f"{algorithm} needs a {spec.config_class.__name__}, got {type(config).__name__}")
+    if hasattr(spec.model_class, "fit"):  # an algorithm with its own loop (DPO trains on pairs, not token batches)
+        return spec.model_class.fit(config, progress)
     info = init_distributed()
     out = Path(config.out)
     if info.is_main:

@@ -1,0 +1,1 @@
+"""response_trees dataset."""

@@ -1,0 +1,130 @@
+"""The DPO training run: pairs from a response-tree dataset, reference log-probs once, then optimizer steps.
+
+``train_dpo(config)`` loads the starting policy from ``config.init`` (its model size and tokenizer come
+with it), reads the pairs (``trainers.dpo_data``), computes every pair's reference log-probabilities once
+with the reference model (``config.reference``, default the starting policy) and drops that model, then
+trains the policy with the DPO loss (``trainers.dpo``) on seeded batches of pairs. Like every trainer it
+writes ``metrics.jsonl``, TensorBoard scalars and ``out/checkpoint`` (algorithm ``dpo``, loadable by
+``trainers.checkpoint.load_policy``), and a run restarted with the same ``out`` resumes from its checkpoint
+(the batch of step ``s`` is a pure function of ``(s, seed)``). ``rlds-lang train dpo`` runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+
+from trainers.checkpoint import load_agent_model, save_checkpoint
+from trainers.dpo import DPOConfig, DPOModel, batch_indices, reference_logps, tokens_in
+from trainers.dpo_data import PreferencePair, encode_pairs, load_tree_episodes, tree_pairs
+from trainers.loop import (TrainResult, _Logs, _lr_lambda, _maybe_resume, _Throughput, _trainer_state,
+                           _truncate_metrics_after)
+
+
+class _MetricWindow:
+    """Sums each step's metrics; every ``log_every`` steps (and at the last) writes their means to ``logs``."""
+
+    def __init__(self, logs: _Logs, log_every: int, last_step: int):
+        self.logs, self.log_every, self.last_step = logs, log_every, last_step
+        self.sums: dict[str, float] = {}
+        self.count = 0
+        self.last: dict[str, float] = {}
+
+    def add(self, step: int, metrics: dict, extra) -> None:
+        """Adds one step's metrics; ``extra()`` supplies the learning rate and throughput of a written row."""
+        for key, value in metrics.items():
+            self.sums[key] = self.sums.get(key, 0.0) + float(value)
+        self.count += 1
+        if step % self.log_every and step != self.last_step:
+            return
+        self.last = {**{k: v / self.count for k, v in self.sums.items()}, **extra()}
+        self.logs.write(step, self.last)
+        self.sums, self.count = {}, 0
+
+
+def config_pairs(config: DPOConfig) -> list[PreferencePair]:
+    """The pairs ``config`` trains on (recorded flags, or re-selected with ``config.pair_method``)."""
+    if not config.dataset:
+        raise ValueError("DPOConfig.dataset is empty: give a response-tree log folder or a built tree dataset")
+    episodes = load_tree_episodes(config.dataset, config.split)
+    return tree_pairs(episodes, config.pair_method, (config.reward_min, config.reward_max), config.pair_threshold,
+                      config.interval_threshold_proportion, config.seed)
+
+
+#: ``TrainConfig`` fields DPO does not use, with the value they must keep (the error says why).
+UNUSED = {"grad_accum": (1, "a step is one batch of pairs: raise batch_size"), "top_p": (None, "pairs are selected "
+          "by pair_method, not by return"), "token_reward": (0.0, "DPO has no per-token reward"),
+          "config": (None, "give the dataset as a folder"), "data_dir": (None, "give the dataset as a folder")}
+
+
+def prepare(config: DPOConfig, pairs: list[PreferencePair] | None = None):
+    """``(config with init's model, tokenizer, policy module at init's weights, pair tensors with reference log-probs)``."""
+    for name, (value, why) in UNUSED.items():
+        if getattr(config, name) != value:
+            raise ValueError(f"DPOConfig.{name}={getattr(config, name)!r} is not used by DPO ({why}); leave it at {value!r}")
+    if not config.init:
+        raise ValueError("DPOConfig.init is empty: give the checkpoint folder of the starting policy")
+    start = load_agent_model(config.init)
+    config = dataclasses.replace(config, model=start.config.model, tokenizer=start.config.tokenizer)
+    pairs = config_pairs(config) if pairs is None else pairs
+    if not pairs:
+        raise ValueError(f"{config.dataset}: no preference pairs (pair_method={config.pair_method!r})")
+    tensors = encode_pairs(pairs, start.tokenizer, config.max_length)
+    reference = load_agent_model(config.reference).lm if config.reference else start.lm
+    tensors.update(reference_logps(reference, tensors))
+    del reference
+    module = DPOModel(config, start.tokenizer)
+    module.lm.load_state_dict(start.lm.state_dict())
+    return config, start.tokenizer, module, tensors
+
+
+def train_dpo(config: DPOConfig, progress: bool = True, pairs: list[PreferencePair] | None = None) -> TrainResult:
+    """Trains the policy of ``config.init`` with DPO on the pairs of ``config.dataset`` (or ``pairs``)."""
+    torch.manual_seed(config.seed)
+    config, tokenizer, module, tensors = prepare(config, pairs)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
+                                  weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
+    step = _maybe_resume(config, module, optimizer, scheduler)
+    logs = _Logs(out, True)
+    _truncate_metrics_after(logs.path, step)
+    num_pairs = int(tensors["chosen_input_ids"].shape[0])
+    (out / "config.json").write_text(json.dumps({"algorithm": "dpo", "config": dataclasses.asdict(config),
+                                                 "pairs": num_pairs}, indent=2))
+    clock, window = _Throughput(), _MetricWindow(logs, config.log_every, config.steps)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.steps, initial=step, desc="train dpo", unit="step")
+    module.train()
+    while step < config.steps:
+        index = torch.from_numpy(batch_indices(num_pairs, config.batch_size, step, config.seed))
+        batch = {k: v[index] for k, v in tensors.items()}
+        result = module(batch)
+        optimizer.zero_grad(set_to_none=True)
+        result.loss.backward()
+        if config.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        clock.step_done(tokens_in(batch))
+        window.add(step, {"loss": result.loss.detach(), **result.metrics},
+                   lambda: {"lr": scheduler.get_last_lr()[0], **clock.window()})
+        if bar is not None:
+            bar.update(1)
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            save_checkpoint(out, "dpo", config, module, tokenizer, _trainer_state(optimizer, scheduler, step))
+    if bar is not None:
+        bar.close()
+    logs.close()
+    return TrainResult(out, step, window.last, clock.seconds(), clock.overall()[0], 0.0)
+
+
+__all__ = ["config_pairs", "prepare", "train_dpo"]

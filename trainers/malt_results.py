@@ -1,0 +1,172 @@
+"""The Wordle result of ``docs/malt.md``: a BC start, expert iteration and MALT from it, evaluated on the same
+seeded games with paired differences; rerun with ``rlds-lang malt-results``.
+
+Everything the result depends on is here: the BC data (``wordle_synthetic/random_mixture``, built with ``tfds
+build`` if absent), the committed settings (``COMMITTED``), the evaluation, and the document (table with
+mean ± SE per row ``bc``, ``ei``, ``malt`` and any ``--agent`` given, e.g. ILQL or PPO checkpoints, each with
+the environment steps it used; verdicts computed from paired differences, never typed). Training and the
+rounds resume from their checkpoints and ``round.json`` files, so an interrupted reproduction continues.
+
+Example::
+
+    OMP_NUM_THREADS=1 rlds-lang malt-results                              # the committed run -> docs/malt.md
+    rlds-lang malt-results --smoke --out /tmp/malt.md --workdir /tmp/mr    # minutes: tiny settings, not a result
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import time
+from pathlib import Path
+from typing import Any
+
+from trainers.build import REPO
+
+#: the committed settings of docs/malt.md; ``SMOKE`` shrinks them for a quick check of the pipeline.
+COMMITTED: dict[str, Any] = {
+    "dataset_config": "random_mixture", "dataset_small": None,
+    "model": {"n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 96}, "bc_steps": 2000, "bc_batch_size": 32,
+    "rounds": 3, "malt_initial_ei_rounds": 1, "ei_games": 1024, "trees": 256, "branching": 3, "branch_depth": 2,
+    "round_bc_steps": 300, "round_dpo_steps": 300, "ei_min_return": -5.0, "ei_top_fraction": None, "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
+}
+SMOKE: dict[str, Any] = {
+    **COMMITTED, "dataset_small": 40, "model": {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 96},
+    "bc_steps": 3, "bc_batch_size": 4, "rounds": 1, "malt_initial_ei_rounds": 0, "ei_games": 4, "trees": 2,
+    "branching": 2, "branch_depth": 1, "round_bc_steps": 2, "round_dpo_steps": 2, "ei_min_return": None,
+    "ei_top_fraction": 0.5, "games": 8,
+}
+
+
+@dataclasses.dataclass
+class Row:
+    """One agent of the table: its evaluation, checkpoint and environment steps used (None: not known)."""
+
+    name: str
+    result: Any
+    checkpoint: str
+    env_steps: int | None
+
+
+def dataset_steps(folder: str) -> int:
+    """Actions in the BC dataset (every step but the last of each episode)."""
+    from transforms.loading import load
+
+    lengths = load(folder).map(lambda episode: episode["steps"].reduce(-1, lambda count, _: count + 1))
+    return int(sum(lengths.as_numpy_iterator()))
+
+
+def train_bc(settings: dict[str, Any], workdir: Path, progress: bool) -> tuple[Path, int]:
+    """The BC start: ``(checkpoint, environment steps of its data)``."""
+    from trainers.bc import BCConfig
+    from trainers.build import tfds_build
+    from trainers.loop import train
+    from trainers.model import ModelConfig
+
+    dataset = tfds_build("wordle_synthetic", settings["dataset_config"], workdir / "tfds",
+                         small=settings["dataset_small"], quiet=not progress)
+    config = BCConfig(dataset=dataset, out=str(workdir / "bc"), steps=settings["bc_steps"],
+                      batch_size=settings["bc_batch_size"], model=ModelConfig(**settings["model"]),
+                      seed=settings["seed"], checkpoint_every=max(1, settings["bc_steps"] // 4))
+    train("bc", config, progress=progress)
+    return workdir / "bc" / "checkpoint", dataset_steps(dataset)
+
+
+def run_arm(name: str, init: Path, ei_rounds: int, settings: dict[str, Any], workdir: Path, progress: bool):
+    """An EI-only (``ei_rounds == rounds``) or MALT arm from the BC start; its round manifests."""
+    from trainers.malt import MALTConfig, run_malt
+
+    config = MALTConfig(init=str(init), out=str(workdir / name), rounds=settings["rounds"],
+                        num_initial_ei_rounds=ei_rounds, ei_games=settings["ei_games"], trees=settings["trees"],
+                        branching=settings["branching"], branch_depth=settings["branch_depth"],
+                        bc_steps=settings["round_bc_steps"], dpo_steps=settings["round_dpo_steps"],
+                        ei_min_return=settings["ei_min_return"], ei_top_fraction=settings["ei_top_fraction"],
+                        seed=settings["seed"])
+    return run_malt(config, progress=progress)
+
+
+def evaluate_rows(agents: list[tuple[str, str, int | None]], settings: dict[str, Any], progress: bool) -> list[Row]:
+    """Every agent on the same ``games`` seeded games (sampling at temperature 1)."""
+    from trainers.checkpoint import load_policy
+    from trainers.eval import EvalConfig, evaluate
+
+    config = EvalConfig(games=settings["games"], seed=settings["eval_seed"])
+    rows = []
+    for name, checkpoint, steps in agents:
+        policy = load_policy(checkpoint, allowed_actions=config.guesses, name=name)
+        rows.append(Row(name, evaluate(policy, config, name=name, progress=progress), checkpoint, steps))
+    return rows
+
+
+def verdicts(rows: list[Row]) -> list[str]:
+    """For every row but ``bc``: whether it improves on ``bc`` by more than 2 paired standard errors."""
+    from trainers.eval import paired_difference
+
+    base = next(r for r in rows if r.name == "bc")
+    lines = []
+    for row in rows:
+        if row.name == "bc":
+            continue
+        delta, se = paired_difference(row.result, base.result)
+        holds = delta > 2 * se
+        lines.append(f"- `{row.name}` vs `bc`: Δ = {delta:+.3f} ± {se:.3f} (paired SE) -> "
+                     f"{'improves by more than 2 paired SE' if holds else 'does NOT improve by more than 2 paired SE'}")
+    return lines
+
+
+def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], seconds: float, smoke: bool) -> str:
+    """The markdown of ``docs/malt.md`` (``arms``: each arm's round manifests)."""
+    from trainers.eval import results_table
+    from trainers.malt import rounds_table
+
+    steps = "\n".join(f"| {r.name} | {r.env_steps if r.env_steps is not None else 'not known'} |" for r in rows)
+    head = "# MALT and expert iteration on Wordle\n\n"
+    if smoke:
+        head += "**Smoke run with tiny settings: not a result.**\n\n"
+    return (head + "Generated by `rlds-lang malt-results` (`trainers/malt_results.py`) on "
+            f"{datetime.date.today().isoformat()} in {seconds / 60:.1f} min; do not edit by hand.\n\n"
+            "## Verdicts (computed)\n\n" + "\n".join(verdicts(rows)) + "\n\n"
+            f"## Results ({settings['games']} seeded games each, official rule, sampling at temperature 1)\n\n"
+            + results_table([r.result for r in rows], baseline="bc") + "\n\n"
+            "## Environment steps used (the BC data, plus every response sampled in the rounds)\n\n"
+            "| agent | environment steps |\n| --- | --- |\n" + steps + "\n\n"
+            "## Rounds (selected: games kept by EI, preference pairs trained on by MALT)\n\n"
+            + "".join(f"`{name}`:\n\n```\n{rounds_table(manifests)}\n```\n\n" for name, manifests in arms.items())
+            + "## Settings\n\n```\n" + "\n".join(f"{k} = {v}" for k, v in settings.items()) + "\n```\n")
+
+
+def cmd_malt_results(args: argparse.Namespace) -> Path:
+    """Reproduces the document (see the module docstring)."""
+    from trainers.cli import parse_agent
+
+    settings = SMOKE if args.smoke else COMMITTED
+    workdir = Path(args.workdir)
+    started = time.perf_counter()
+    bc, bc_steps = train_bc(settings, workdir, args.progress)
+    agents: list[tuple[str, str, int | None]] = [("bc", str(bc), bc_steps)]
+    arms = {}
+    for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
+        manifests = arms[name] = run_arm(name, bc, ei_rounds, settings, workdir, args.progress)
+        agents.append((name, manifests[-1].checkpoint, bc_steps + sum(m.env_steps for m in manifests)))
+    agents += [(name, path, None) for name, path, _ in (parse_agent(spec) for spec in args.agent)]
+    rows = evaluate_rows(agents, settings, args.progress)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(document(rows, arms, settings, time.perf_counter() - started, args.smoke))
+    print(f"results -> {out}")
+    return out
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``rlds-lang malt-results``."""
+    parser = sub.add_parser("malt-results", help="reproduce docs/malt.md (BC, EI and MALT on Wordle)")
+    parser.add_argument("--out", default=str(REPO / "docs" / "malt.md"))
+    parser.add_argument("--workdir", default=str(REPO / "runs" / "malt_results"))
+    parser.add_argument("--agent", action="append", default=[], help="NAME=CHECKPOINT to add a row (e.g. ilql, ppo)")
+    parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false")
+    parser.set_defaults(func=cmd_malt_results)
+
+
+__all__ = ["COMMITTED", "SMOKE", "Row", "add_parser", "cmd_malt_results", "document", "verdicts"]
