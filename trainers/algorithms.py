@@ -16,6 +16,7 @@ from typing import Any
 from trainers.bc import BCConfig, BCModel
 from trainers.config import config_from_dict
 from trainers.ilql import ILQLConfig, ILQLModel
+from trainers.ppo import PPOConfig, PPOModel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,8 @@ class AlgorithmSpec:
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     "bc": AlgorithmSpec("bc", BCConfig, BCModel, "behaviour cloning on action tokens (--top_p for %BC)"),
     "ilql": AlgorithmSpec("ilql", ILQLConfig, ILQLModel, "per-token implicit language Q-learning"),
+    # online: trained by trainers.ppo.train_ppo (its own `train ppo` parser), listed so checkpoints load
+    "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
 }
 
 

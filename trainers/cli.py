@@ -238,12 +238,17 @@ def _add_train_parsers(sub) -> None:
     train = sub.add_parser("train", help="train an agent from an RLDS dataset (BC, %%BC, ILQL)")
     algorithms = train.add_subparsers(dest="algorithm", required=True)
     for name, spec in ALGORITHMS.items():
+        if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
+            continue
         parser = algorithms.add_parser(name, help=spec.description,
                                        description=f"{spec.description}; options are the fields of "
                                                    f"{spec.config_class.__module__}.{spec.config_class.__name__}")
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
         parser.set_defaults(func=cmd_train)
+    from trainers.ppo_cli import add_ppo_parser
+
+    add_ppo_parser(algorithms)
 
 
 def _add_eval_parser(sub) -> None:
