@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.results import add_parser as add_results_parser
 
     add_results_parser(sub)
+    from trainers.ppo_results import add_parser as add_ppo_results_parser
+
+    add_ppo_results_parser(sub)
     return parser
 
 

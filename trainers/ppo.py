@@ -63,7 +63,8 @@ class PPOConfig:
     nminibatches: int = 1
     #: micro-batches per minibatch, gradients accumulated (token-weighted, so the step is the same for any value).
     grad_accum: int = 1
-    #: query tokens; shorter prompts are left-padded with the pad token, longer keep their end (recipe 64).
+    #: query tokens; shorter prompts are left-padded with the pad token, longer keep their end (recipe 64; a
+    #: full Wordle prompt before the 6th guess is 62 tokens).
     query_length: int = 64
     #: sampled tokens per response, always all of them (recipe 24; Wordle: 5 letters + [EOA] = 6).
     response_length: int = 6

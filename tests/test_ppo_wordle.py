@@ -1,0 +1,56 @@
+"""PPO on Wordle from a BC checkpoint through the CLI (`rlds-lang train ppo --init ... --reward env`), and a smoke
+run of `rlds-lang ppo-results` (the command that writes docs/ppo.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlds_lang.tokenizers import wordle_tokenizer
+from trainers.bc import BCConfig, BCModel
+from trainers.checkpoint import save_checkpoint
+from trainers.cli import main
+from trainers.model import ModelConfig
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def bc_checkpoint(tmp_path_factory) -> Path:
+    """A (tiny, untrained) checkpoint in BC's format, as `rlds-lang train bc` writes it."""
+    out = tmp_path_factory.mktemp("bc")
+    torch.manual_seed(0)
+    config = BCConfig(out=str(out), model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=128))
+    tok = wordle_tokenizer()
+    return save_checkpoint(out, "bc", config, BCModel(config, tok), tok, {"step": 0})
+
+
+def test_train_ppo_cli_from_a_bc_checkpoint_on_wordle(bc_checkpoint, tmp_path):
+    out = tmp_path / "ppo"
+    main(["train", "ppo", "--task", "wordle", "--init", str(bc_checkpoint), "--reward", "env", "--updates", "1",
+          "--episodes", "2", "--out", str(out), "--no-progress"])
+    saved = json.loads((out / "checkpoint" / "config.json").read_text())
+    assert saved["algorithm"] == "ppo" and saved["config"]["model"]["n_embd"] == 32  # the init's model
+    state = torch.load(out / "checkpoint" / "model.pt", weights_only=True)
+    start = torch.load(bc_checkpoint / "model.pt", weights_only=True)
+    assert not torch.equal(state["lm.transformer.wte.weight"], start["lm.transformer.wte.weight"])
+    row = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert -6 <= row["episode_return"] <= 0 and row["turns"] >= 2
+
+
+def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoint, tmp_path):
+    doc = tmp_path / "ppo.md"
+    main(["ppo-results", "--bc", str(bc_checkpoint), "--runs", str(tmp_path / "runs"), "--updates", "1",
+          "--games", "12", "--out", str(doc), "--no-progress"])
+    text = doc.read_text()
+    assert "| bc | 12 |" in text and "| ppo | 12 |" in text
+    assert "- PPO − BC = " in text and "(LMRL-Gym, GPT-2 small) | -2.63 | 84.2 |" in text
