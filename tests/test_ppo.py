@@ -20,6 +20,7 @@ from trainers.ppo import PPOConfig, train_ppo
 from trainers.ppo_model import PolicyWithValue, frozen_reference, left_pad, score_responses
 from trainers.ppo_rollout import RolloutPolicy, collect_rollouts
 from trainers.ppo_train import ppo_update, prepare_batch
+from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
 
 ACTIONS = ["ab", "ba"]
 
@@ -37,14 +38,6 @@ class PickEnv(LanguageEnv):
 
     def _step(self, action: str):
         return {"text": "🟩" if action == "ab" else "⬛", "turn": np.int32(1)}, float(action == "ab"), True
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -194,3 +187,22 @@ def test_checkpoint_loads_as_an_agent_and_cli_parses(tmp_path, tok):
         from trainers.ppo_rewards import reward_source
 
         reward_source("bogus")
+
+
+def test_turn_and_episode_scorers_replace_the_environment_rewards(biased_lm, tok, tmp_path):
+    policy = RolloutPolicy(copy.deepcopy(biased_lm), tok, 4, 3, 1.0, ACTIONS)
+    seen = []
+
+    def length_scorer(turns):
+        seen.extend(turns)
+        return [0.5 if t.response == "ba" else -0.5 for t in turns]
+
+    class EpisodeScorer:
+        def score_episodes(self, episodes):
+            return [2.0 for _ in episodes]
+
+    by_turn = collect_rollouts(PickEnv(), policy, list(range(6)), tmp_path / "t", length_scorer, 1, -1.0)
+    assert len(seen) == 6 and all(t.observations == ("",) and t.actions == () for t in seen)
+    assert sorted(by_turn.scores.tolist()) == sorted(0.5 if t.response == "ba" else -0.5 for t in seen)
+    by_episode = collect_rollouts(PickEnv(), policy, list(range(6)), tmp_path / "e", EpisodeScorer(), 1, -1.0)
+    assert by_episode.scores.tolist() == [2.0] * 6

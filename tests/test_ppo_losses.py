@@ -18,14 +18,7 @@ from trainers.ppo_losses import (comparison_loss, gae, kl_penalized_rewards, min
 from trainers.ppo_model import PolicyWithValue, frozen_reference, generate, ids_text, left_pad, score_responses
 from trainers.ppo_optim import AdaptiveKLController, TFAdam, linear_annealing
 from trainers.ppo_rewards import Turn, returns_to_go
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +207,7 @@ def _one_step(optimizer_class, grad: float, steps: int = 1, **kwargs) -> float:
     for _ in range(steps):
         p.grad = torch.full((1,), grad)
         opt.step()
-    return float(p)
+    return float(p.detach())
 
 
 def test_tf_adam_differs_from_torch_adam_only_where_epsilon_matters():

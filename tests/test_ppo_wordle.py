@@ -14,14 +14,7 @@ from trainers.bc import BCConfig, BCModel
 from trainers.checkpoint import save_checkpoint
 from trainers.cli import main
 from trainers.model import ModelConfig
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
 
 
 @pytest.fixture(scope="module")
