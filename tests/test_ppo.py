@@ -104,6 +104,7 @@ def test_rewarded_rare_action_becomes_likely_and_training_changes_the_model(bias
                 "val/error", "policy/approxkl", "rollout_tokens_per_second", "update_tokens_per_second"):
         assert all(np.isfinite(r[key]) for r in rows), key
     assert rows[-1]["score"] > rows[0]["score"]
+    assert [r["lr"] for r in rows] == pytest.approx([3e-3 * (1 - u / 6) for u in range(6)])  # annealed linearly to 0
     assert (tmp_path / "ppo" / "training_curves.png").stat().st_size > 0 and list((tmp_path / "ppo" / "tb").iterdir())
     assert result.updates == 6 and result.rollout_tokens_per_second > 0
 
