@@ -235,7 +235,7 @@ def test_dropout_is_off_in_policy_and_reference(tok):
 def test_comparison_loss_over_four_and_pairwise():
     scores = torch.tensor([[0.5, 2.0, -1.0, 0.0]], requires_grad=True)
     loss = comparison_loss(scores, torch.tensor([1]))
-    assert float(loss) == pytest.approx(-float(torch.log_softmax(scores, -1)[0, 1]))
+    assert float(loss.detach()) == pytest.approx(-float(torch.log_softmax(scores.detach(), -1)[0, 1]))
     loss.backward()
     assert scores.grad[0, 1] < 0 and all(scores.grad[0, k] > 0 for k in (0, 2, 3))  # raises the chosen one
     pair = torch.tensor([[1.3, 0.2]])

@@ -47,3 +47,18 @@ def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoi
     text = doc.read_text()
     assert "| bc | 12 |" in text and "| ppo | 12 |" in text
     assert "- PPO − BC = " in text and "(LMRL-Gym, GPT-2 small) | -2.63 | 84.2 |" in text
+
+
+def test_ppo_starts_from_an_ilql_checkpoint_with_its_lm(tmp_path):
+    from trainers.ilql import ILQLConfig, ILQLModel
+    from trainers.ppo import PPOConfig, initial_model
+
+    torch.manual_seed(1)
+    config = ILQLConfig(out=str(tmp_path), model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=80))
+    tok = wordle_tokenizer()
+    ilql = ILQLModel(config, tok)
+    path = save_checkpoint(tmp_path, "ilql", config, ilql, tok, {"step": 0})
+    resolved, model, tokenizer = initial_model(PPOConfig(init=str(path)))
+    assert resolved.model.n_positions == 80 and tokenizer == tok
+    assert all(torch.equal(v, ilql.lm.state_dict()[k]) for k, v in model.lm.state_dict().items())
+    assert float(model.value_head.weight.detach().abs().sum()) == 0 and all(p.requires_grad for p in model.parameters())

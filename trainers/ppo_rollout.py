@@ -61,7 +61,8 @@ class RolloutPolicy:
     def act(self, observations: Sequence[Any], actions: Sequence[str]) -> str:
         """Samples the turn's response; returns its text up to the end token."""
         query = self.tokenizer.encode_prompt([observation_text(o) for o in observations], list(actions))
-        ids, mask = left_pad([query], self.query_length, self.tokenizer.pad_id)
+        # alone in its batch, the query needs no padding (padded and unpadded generation are equal)
+        ids, mask = left_pad([query], min(len(query), self.query_length), self.tokenizer.pad_id)
         generator = torch.Generator().manual_seed(_stream_seed(self.seed, len(actions)))
         uniforms = torch.rand(1, self.response_length, generator=generator)
         self.lm.eval()
