@@ -244,3 +244,16 @@ def test_comparison_loss_over_four_and_pairwise():
 
 def test_turn_scores_are_returns_to_go():
     assert returns_to_go([-1.0, -1.0, -1.0, 0.0]) == [-3.0, -2.0, -1.0, 0.0]
+
+
+def test_the_ppo_modules_doctests_pass():
+    import doctest
+
+    import trainers.ppo_losses
+    import trainers.ppo_model
+    import trainers.ppo_optim
+    import trainers.ppo_rewards
+
+    for module in (trainers.ppo_losses, trainers.ppo_model, trainers.ppo_optim, trainers.ppo_rewards):
+        result = doctest.testmod(module, raise_on_error=False)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -147,7 +147,7 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
 
     >>> a, ret = gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 0.5]]), torch.tensor([[True, True]]), 1.0, 0.5)
     >>> a.tolist(), ret.tolist()
-    [[0.25, 0.5], [[0.75, 1.0]]]
+    ([[0.25, 0.5]], [[0.75, 1.0]])
     """
     maskf = mask.to(values.dtype)
     values, rewards = values * maskf, rewards * maskf
