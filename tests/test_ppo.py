@@ -207,3 +207,12 @@ def test_turn_and_episode_scorers_replace_the_environment_rewards(biased_lm, tok
     assert sorted(by_turn.scores.tolist()) == sorted(0.5 if t.response == "ba" else -0.5 for t in seen)
     by_episode = collect_rollouts(PickEnv(), policy, list(range(6)), tmp_path / "e", EpisodeScorer(), 1, -1.0)
     assert by_episode.scores.tolist() == [2.0] * 6
+
+
+def test_a_fresh_run_never_overwrites_recorded_rollouts(biased_lm, tok, tmp_path):
+    old = tmp_path / "ppo" / "rollouts" / "update-00001"
+    old.mkdir(parents=True)
+    (old / "chunk_00000").write_text("recorded earlier")
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        run(config(tmp_path / "ppo", updates=1), biased_lm, tok)
+    assert (old / "chunk_00000").read_text() == "recorded earlier"
