@@ -14,7 +14,9 @@ update. Every detail is an option of ``PPOConfig`` below, with its source and a 
 
 Scale-down for CPU (stated per field): 8 games per update instead of 512 episodes, responses of 6 tokens
 (a Wordle guess and ``[EOA]``) instead of 24, truncation allowed from token 1 instead of 16, and a small
-model instead of GPT-2 124M. Runs alone (one process; the minibatch shuffle is already rank-independent).
+model instead of GPT-2 124M. Under ``torchrun`` every process plays its own ``episodes`` games (its own
+seeds, ``rollouts/update-NNNNN-rankR``), shuffles them with the same permutation, and DDP averages the
+token-weighted gradients; process 0 logs and checkpoints.
 
 The issue's twelve details, where each lives and the test that fails when it breaks
 (``tests/test_ppo_losses.py`` unless named):
@@ -203,6 +205,7 @@ def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | N
               init: tuple[nn.Module, Any] | None = None, progress: bool = False) -> "PPOResult":
     """Runs PPO (see the module docstring). ``env``/``allowed_actions`` override the task, ``source`` the
     ``reward`` spec (any reward source of ``trainers.ppo_rewards``), ``init`` = ``(lm, tokenizer)`` the start."""
+    from trainers.loop import init_distributed
     from trainers.ppo_train import run
 
     if env is None:
@@ -220,11 +223,16 @@ def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | N
     reference = frozen_reference(model.lm)
     state = _resume_state(config, model, reference)
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps({"algorithm": "ppo", "config": dataclasses.asdict(config)}, indent=2))
+    info = init_distributed()
     if state is None and any((out / "rollouts").glob("update-*/*")):
         raise FileExistsError(f"{out / 'rollouts'} holds rollouts of another run and there is no checkpoint to "
                               f"resume: give a new --out (recorded data is never overwritten)")
+    if info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps({"algorithm": "ppo", "config": dataclasses.asdict(config)},
+                                                    indent=2))
+    if info.world_size > 1:  # every process checked the folder before any records into it
+        torch.distributed.barrier()
     return run(config, model, reference, tokenizer, env, allowed_actions, source, state, progress)
 
 

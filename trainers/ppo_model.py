@@ -154,11 +154,12 @@ class ResponseScores:
 def score_responses(model: nn.Module, queries: torch.Tensor, query_mask: torch.Tensor, responses: torch.Tensor,
                     temperature: float, constraint: PrefixConstraint | None = None) -> ResponseScores:
     """Log-probs (logits divided by ``temperature``, constrained like ``generate``), values and entropies of
-    ``responses`` after ``queries``. ``model`` is a ``PolicyWithValue`` or a bare LM (values are then 0)."""
+    ``responses`` after ``queries``. ``model`` is a ``PolicyWithValue`` (DDP-wrapped or not) or a bare LM
+    (values are then 0)."""
     input_ids = torch.cat([queries, responses], 1)
     attention_mask = torch.cat([query_mask, torch.ones_like(responses)], 1)
     start, end = queries.shape[1] - 1, input_ids.shape[1] - 1
-    if isinstance(model, PolicyWithValue):
+    if isinstance(getattr(model, "module", model), PolicyWithValue):  # also under DistributedDataParallel
         logits, values = model(input_ids, attention_mask)
         values = values[:, start:end]
     else:
