@@ -62,3 +62,29 @@ def test_ppo_starts_from_an_ilql_checkpoint_with_its_lm(tmp_path):
     assert resolved.model.n_positions == 80 and tokenizer == tok
     assert all(torch.equal(v, ilql.lm.state_dict()[k]) for k, v in model.lm.state_dict().items())
     assert float(model.value_head.weight.detach().abs().sum()) == 0 and all(p.requires_grad for p in model.parameters())
+
+
+def test_torchrun_two_processes_train_ppo(bc_checkpoint, tmp_path):
+    """Two gloo processes each play their own games (own rollout folders), step together, and process 0 writes
+    one metrics row per update and the checkpoint."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "ddp"
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "trainers.cli",
+            "train", "ppo", "--init", str(bc_checkpoint), "--updates", "2", "--episodes", "1", "--ppo_epochs", "2",
+            "--out", str(out), "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    from loggers import read_episodes
+
+    seeds = [int(ep["seed"]) for rank in (0, 1) for ep in read_episodes(out / "rollouts" / f"update-00001-rank{rank}")]
+    assert len(set(seeds)) == 2  # the processes played different games
+    state = torch.load(out / "checkpoint" / "model.pt", weights_only=True)
+    start = torch.load(bc_checkpoint / "model.pt", weights_only=True)
+    assert not torch.equal(state["lm.transformer.wte.weight"], start["lm.transformer.wte.weight"])

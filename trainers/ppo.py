@@ -202,9 +202,10 @@ def _resume_state(config: PPOConfig, model: nn.Module, reference: nn.Module) -> 
 
 
 def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | None = None, source: Any = None,
-              init: tuple[nn.Module, Any] | None = None, progress: bool = False) -> "PPOResult":
+              init: tuple[nn.Module, Any] | None = None, progress: bool = False) -> Any:
     """Runs PPO (see the module docstring). ``env``/``allowed_actions`` override the task, ``source`` the
-    ``reward`` spec (any reward source of ``trainers.ppo_rewards``), ``init`` = ``(lm, tokenizer)`` the start."""
+    ``reward`` spec (any reward source of ``trainers.ppo_rewards``), ``init`` = ``(lm, tokenizer)`` the start.
+    Returns a ``trainers.ppo_train.PPOResult``."""
     from trainers.loop import init_distributed
     from trainers.ppo_train import run
 
@@ -236,6 +237,4 @@ def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | N
     return run(config, model, reference, tokenizer, env, allowed_actions, source, state, progress)
 
 
-from trainers.ppo_train import PPOResult  # noqa: E402  (re-exported)
-
-__all__ = ["PPOConfig", "PPOModel", "initial_model", "make_env", "train_ppo", "PPOResult"]
+__all__ = ["PPOConfig", "PPOModel", "initial_model", "make_env", "train_ppo"]

@@ -8,6 +8,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def cmd_train_ppo(args: argparse.Namespace) -> None:
@@ -17,6 +18,8 @@ def cmd_train_ppo(args: argparse.Namespace) -> None:
 
     config = dataclass_from_args(PPOConfig, args)
     result = train_ppo(config, progress=args.progress)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
     shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(result.final_metrics.items()))
     print(f"ppo: {result.updates} updates in {result.seconds:.1f} s (rollouts {result.rollout_tokens_per_second:,.0f} "
           f"tokens/s, updates {result.update_tokens_per_second:,.0f} tokens/s) -> {result.out}\n  {shown}")
