@@ -27,6 +27,7 @@ from trainers.ppo import PPOConfig, train_ppo  # noqa: E402
 
 
 def main() -> None:
+    """Runs a few PPO updates from random weights and prints the two throughputs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=4)
     parser.add_argument("--episodes", type=int, default=16, help="games per update")

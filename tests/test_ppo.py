@@ -72,6 +72,7 @@ def p_ab(lm, tok, temperature: float = 1.0) -> float:
 
 
 def config(out: Path, **kwargs) -> PPOConfig:
+    """The tiny task's PPO config (scaled up learning rate, small KL) with ``kwargs`` overrides."""
     base = dict(task="pick", out=str(out), updates=4, episodes=16, query_length=4, response_length=3,
                 temperature=1.0, lr=3e-3, kl_coef=0.01, adaptive_kl=False, checkpoint_every=2, tokenizer="pick",
                 model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
@@ -79,10 +80,12 @@ def config(out: Path, **kwargs) -> PPOConfig:
 
 
 def run(cfg: PPOConfig, lm, tok, **kwargs):
+    """PPO on ``PickEnv`` with environment rewards, starting from a copy of ``lm``."""
     return train_ppo(cfg, env=PickEnv(), allowed_actions=ACTIONS, source="env", init=(copy.deepcopy(lm), tok), **kwargs)
 
 
 def final_state(out: Path) -> dict[str, torch.Tensor]:
+    """The ``state_dict`` in a run's checkpoint."""
     return torch.load(out / "checkpoint" / "model.pt", weights_only=True)
 
 
