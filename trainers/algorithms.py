@@ -17,6 +17,7 @@ from trainers.bc import BCConfig, BCModel
 from trainers.config import config_from_dict
 from trainers.dpo import DPOConfig, DPOModel
 from trainers.ilql import ILQLConfig, ILQLModel
+from trainers.ppo import PPOConfig, PPOModel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "bc": AlgorithmSpec("bc", BCConfig, BCModel, "behaviour cloning on action tokens (--top_p for %BC)"),
     "ilql": AlgorithmSpec("ilql", ILQLConfig, ILQLModel, "per-token implicit language Q-learning"),
     "dpo": AlgorithmSpec("dpo", DPOConfig, DPOModel, "DPO on the preference pairs of response trees (--init CKPT)"),
+    # online: trained by trainers.ppo.train_ppo (its own `train ppo` parser), listed so checkpoints load
+    "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
 }
 
 

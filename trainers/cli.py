@@ -235,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.malt import add_parser as add_malt_parser
 
     add_malt_parser(sub)
+    from trainers.ppo_results import add_parser as add_ppo_results_parser
+
+    add_ppo_results_parser(sub)
     return parser
 
 
@@ -260,12 +263,17 @@ def _add_train_parsers(sub) -> None:
     train = sub.add_parser("train", help="train an agent from an RLDS dataset (BC, %%BC, ILQL)")
     algorithms = train.add_subparsers(dest="algorithm", required=True)
     for name, spec in ALGORITHMS.items():
+        if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
+            continue
         parser = algorithms.add_parser(name, help=spec.description,
                                        description=f"{spec.description}; options are the fields of "
                                                    f"{spec.config_class.__module__}.{spec.config_class.__name__}")
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
         parser.set_defaults(func=cmd_train)
+    from trainers.ppo_cli import add_ppo_parser
+
+    add_ppo_parser(algorithms)
 
 
 def _add_eval_parser(sub) -> None:
