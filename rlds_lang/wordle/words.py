@@ -135,10 +135,23 @@ def official_guesses() -> WordList:
     return _DEFAULTS["guesses"]
 
 
+def lmrl_gym_words() -> WordList:
+    """LMRL-Gym's 431-word Wordle list (guesses and answers at once), shipped with its MIT licence in
+    ``rlds_lang/wordle/data/lmrl_gym/`` (see the README there for its source)."""
+    if "lmrl_gym" not in _DEFAULTS:
+        ref = importlib.resources.files("rlds_lang.wordle").joinpath("data", "lmrl_gym", "wordle_official_400.txt")
+        with ref.open(encoding="utf-8") as f:
+            _DEFAULTS["lmrl_gym"] = WordList("lmrl_gym", tuple(parse_word_lines(f, f"rlds_lang:{ref.name}")))
+    return _DEFAULTS["lmrl_gym"]
+
+
 def resolve_word_list(spec: str | WordList) -> WordList:
-    """A ``WordList`` from a list, a default name (``official_answers``/``official_guesses``) or a file path."""
+    """A ``WordList`` from a list, a shipped name (``official_answers``/``official_guesses``/``lmrl_gym``) or a
+    file path."""
     if isinstance(spec, WordList):
         return spec
+    if spec == "lmrl_gym":
+        return lmrl_gym_words()
     if spec == "official_answers":
         return official_answers()
     if spec == "official_guesses":
