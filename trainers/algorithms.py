@@ -16,6 +16,7 @@ from typing import Any
 from trainers.bc import BCConfig, BCModel
 from trainers.config import config_from_dict
 from trainers.ilql import ILQLConfig, ILQLModel
+from trainers.mc import MCConfig, MCModel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +36,7 @@ class AlgorithmSpec:
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     "bc": AlgorithmSpec("bc", BCConfig, BCModel, "behaviour cloning on action tokens (--top_p for %BC)"),
     "ilql": AlgorithmSpec("ilql", ILQLConfig, ILQLModel, "per-token implicit language Q-learning"),
+    "mc": AlgorithmSpec("mc", MCConfig, MCModel, "ILQL's heads regressed onto Monte-Carlo returns (no TD)"),
 }
 
 

@@ -87,18 +87,16 @@ class ILQLModel(nn.Module):
         out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
         logits, hidden = out.logits[:, :-1], out.hidden_states[-1][:, :-1]
         actions, mask = action_targets(batch)
-        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
 
         q1, q2, v = self.heads(hidden)
         taken = actions.unsqueeze(-1)
         q1_taken, q2_taken = q1.gather(-1, taken).squeeze(-1), q2.gather(-1, taken).squeeze(-1)
         target_q = self.heads.target_q(hidden).gather(-1, taken).squeeze(-1)
-        next_v, _ = next_action_values(v.detach(), mask)
-        targets = td_targets(rewards, next_v, dones, c.gamma)
+        q_targets, v_targets = self.regression_targets(batch, v, target_q, mask)
 
         losses = {
-            "q_loss": q_loss(q1_taken, targets, mask) + q_loss(q2_taken, targets, mask),
-            "v_loss": expectile_loss(target_q - v, c.tau, mask),
+            "q_loss": q_loss(q1_taken, q_targets, mask) + q_loss(q2_taken, q_targets, mask),
+            "v_loss": expectile_loss(v_targets - v, c.tau, mask),
             "cql_loss": cql_loss(q1, actions, mask) + cql_loss(q2, actions, mask),
         }
         advantage = (target_q - v).detach()
@@ -110,6 +108,14 @@ class ILQLModel(nn.Module):
         metrics.update(q_mean=masked_mean(q1_taken.detach(), mask), v_mean=masked_mean(v.detach(), mask),
                        advantage_mean=masked_mean(advantage, mask))
         return LossOutput(total, mask.sum(), metrics)
+
+    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
+                           mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(Q's targets, V's targets)`` on the action positions: ILQL's one-step TD targets
+        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q, the target Q of the dataset action for V."""
+        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
+        next_v, _ = next_action_values(v.detach(), mask)
+        return td_targets(rewards, next_v, dones, self.config.gamma), target_q
 
     def after_optimizer_step(self) -> None:
         """Moves the target Q heads towards the online ones by ``alpha`` (Polyak averaging)."""
