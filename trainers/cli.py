@@ -244,6 +244,13 @@ def _add_train_parsers(sub) -> None:
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
         parser.set_defaults(func=cmd_train)
+    from trainers.online_pbc import OnlinePBCConfig, cmd_train_online_pbc
+
+    online = algorithms.add_parser("online_pbc", help="online filtered BC: rounds of play, record, keep the best, BC",
+                                   description="options are the fields of trainers.online_pbc.OnlinePBCConfig")
+    add_dataclass_arguments(online, OnlinePBCConfig)
+    online.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    online.set_defaults(func=cmd_train_online_pbc)
 
 
 def _add_eval_parser(sub) -> None:
