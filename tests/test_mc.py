@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -80,18 +81,25 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(wordle_dataset, tmp_pa
         torch.testing.assert_close(final_b[key], final_a[key], rtol=1e-5, atol=1e-7, msg=key)
 
 
-def test_mc_prefers_a_rare_rewarded_action(tmp_path):
-    """10% of episodes take ``ab`` (reward 0), 90% ``ba`` (reward -1): Q of the first letter learns the
-    returns straight from the data, so MC's perturbed policy takes ``ab`` although BC's logits favour ``ba``."""
+@pytest.fixture(scope="module")
+def rare_mc(tmp_path_factory):
+    """MC trained on one-turn episodes: 10% take ``ab`` (reward 0), 90% ``ba`` (reward -1)."""
+    root = tmp_path_factory.mktemp("rare")
+    dataset = build_dataset(rare_best_action(n_good=12, n_bad=108), root / "data")
+    train("mc", config("mc", dataset, root / "mc", steps=150, batch_size=24, lr=2e-3, log_every=50,
+                       shuffle_buffer=120, seed=1), progress=False)
+    return dataset, load_agent_model(Path(root / "mc" / "checkpoint"))
+
+
+def test_mc_prefers_a_rare_rewarded_action(rare_mc):
+    """Q of the first letter learns the returns straight from the data, so MC's perturbed policy takes ``ab``
+    although BC's logits favour ``ba``."""
     from trainers.agents import next_token_logits
 
-    dataset = build_dataset(rare_best_action(n_good=12, n_bad=108), tmp_path / "data")
-    train("mc", config("mc", dataset, tmp_path / "mc", steps=150, batch_size=24, lr=2e-3, log_every=50,
-                       shuffle_buffer=120, seed=1), progress=False)
+    _, loaded = rare_mc
     tokenizer = make_tokenizer("wordle")
     prompt = torch.tensor([tokenizer.encode_prompt([""], [])])
     a, b = tokenizer.encode("a")[0], tokenizer.encode("b")[0]
-    loaded = load_agent_model(Path(tmp_path / "mc" / "checkpoint"))
 
     def p_good(beta: float) -> float:
         logits = next_token_logits(loaded.lm, loaded.heads, prompt, torch.ones_like(prompt), beta)[0]
@@ -99,3 +107,21 @@ def test_mc_prefers_a_rare_rewarded_action(tmp_path):
 
     assert p_good(0.0) < 0.4, "the LM head alone imitates the data (mostly 'ba')"
     assert p_good(16.0) > 0.7, "beta * (Q - V) should turn the policy to the rewarded 'ab'"
+
+
+def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
+    from trainers.diagnostics import ranking_fraction, utterance_values, value_calibration
+
+    dataset, loaded = rare_mc
+    calibration = value_calibration(loaded, dataset, split="train", episodes=60, batch_size=16)
+    assert len(calibration.v0_pred) == 60 and len(calibration.q_pred) == 60 * 3  # 'a', 'b', [EOA] per game
+    # every game starts in the same state: V(s_0) predicts the data's mean return there (-0.9)
+    assert abs(calibration.v0_pred.mean() - calibration.v0_return.mean()) < 0.25
+    assert np.corrcoef(calibration.q_pred, calibration.q_return)[0, 1] > 0.5  # Q tracks the returns-to-go
+    assert "| V(s_0) vs game return | 60 |" in calibration.table()
+    assert calibration.plot(tmp_path / "calibration.png").stat().st_size > 1000
+    good, bad = utterance_values(loaded, ([""], []), ["ab", "ba"])
+    assert good > bad
+    assert ranking_fraction(loaded, [([""], [])] * 2, better=["ab", "ba"], worse=["ba", "ab"]) == 0.5
+    with pytest.raises(ValueError, match="one \\(better, worse\\) pair per state"):
+        ranking_fraction(loaded, [([""], [])], better=["ab"], worse=[])
