@@ -120,8 +120,11 @@ def _build_round(logs: Path, data_dir: Path) -> str:
 
     from builders.wordle_synthetic.wordle_synthetic_dataset_builder import Builder
 
+    beam = tfds.core.lazy_imports.apache_beam
+    options = beam.options.pipeline_options.PipelineOptions(flags=[], runner="DirectRunner")  # not sys.argv
     builder = Builder(config="manual_dir", data_dir=str(data_dir))
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(logs)))
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(logs),
+                                                                              beam_options=options))
     return builder.data_dir
 
 

@@ -257,8 +257,12 @@ def run(args: argparse.Namespace) -> Path:
     returns its path."""
     from trainers.eval import plot_results, save_results
 
+    if getattr(args, "setting", None) == "lmrl_gym":  # LMRL-Gym's table: its own document (docs/lmrl_gym.md)
+        from trainers.lmrl_gym_results import run_lmrl_gym
+
+        return run_lmrl_gym(args)
     started = time.perf_counter()
-    out = Path(args.out)
+    out = Path(args.out or REPO / "docs" / "results.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     sections, summary = [], []
     config = None
@@ -428,8 +432,12 @@ def add_parser(sub) -> None:
                         help="how the agents decode, a table each (default: all)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
-    parser.add_argument("--out", default=str(REPO / "docs" / "results.md"))
+    parser.add_argument("--out", default=None, help="the document (default: docs/results.md, or docs/lmrl_gym.md "
+                                                    "with --setting lmrl_gym)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    from trainers.lmrl_gym_results import add_arguments
+
+    add_arguments(parser)
     parser.set_defaults(func=run)
 
 
