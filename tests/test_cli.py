@@ -97,14 +97,7 @@ def test_results_verdict_reads_the_paired_differences():
     assert verdict([bc]) == ""
 
 
-def test_training_time_adds_up_over_resumed_runs(tmp_path):
-    assert _add_training_seconds(tmp_path, 60.0) == 60.0
-    assert _add_training_seconds(tmp_path, 0.5) == 60.5  # a resumed run with nothing left to train
-
-
-def test_training_seconds_grow_only_when_the_run_advanced(tmp_path):
-    from trainers.results import _add_training_seconds
-
+def test_training_time_adds_up_over_resumed_runs_that_advanced(tmp_path):
     assert _add_training_seconds(tmp_path, 5.0, 100) == 5.0
     assert _add_training_seconds(tmp_path, 0.3, 100) == 5.0  # a finished run reloaded: nothing trained
     assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 5.0, "step": 100}
