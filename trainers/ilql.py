@@ -46,18 +46,15 @@ from trainers.objective import LossOutput
 
 
 @dataclasses.dataclass
-class ILQLConfig(TrainConfig):
-    """ILQL hyperparameters on top of ``TrainConfig`` (defaults: the ILQL authors' Wordle configuration)."""
+class ValueLearningConfig(TrainConfig):
+    """What ILQL and its Monte-Carlo-returns variant (``trainers.mc``) share on top of ``TrainConfig``: the value
+    heads' losses, the BC/AWAC term and the decoding ``beta`` (defaults: the ILQL authors' Wordle configuration)."""
 
-    #: output folder.
-    out: str = "runs/ilql"
-    #: discount per action token in the TD targets.
+    #: discount per action token (of ILQL's TD targets; of the returns-to-go MC regresses onto).
     gamma: float = 0.99
-    #: expectile of V's regression towards min target Q (0.5 = mean; towards 1 = max over dataset actions).
+    #: expectile of V's regression (0.5 = mean; towards 1 = max over dataset actions).
     tau: float = 0.7
-    #: Polyak rate of the target Q heads after every optimizer step.
-    alpha: float = 0.005
-    #: weight of the TD loss of both Q heads.
+    #: weight of the Q loss of both Q heads.
     q_weight: float = 1.0
     #: weight of V's expectile loss.
     v_weight: float = 1.0
@@ -69,6 +66,16 @@ class ILQLConfig(TrainConfig):
     awac_beta: float = 0.0
     #: inference default: ``beta`` of the perturbed logits ``logits + beta * (Q - V)`` (recorded in the checkpoint).
     beta: float = 16.0
+
+
+@dataclasses.dataclass
+class ILQLConfig(ValueLearningConfig):
+    """ILQL hyperparameters: ``ValueLearningConfig`` plus the target heads' Polyak rate."""
+
+    #: output folder.
+    out: str = "runs/ilql"
+    #: Polyak rate of the target Q heads after every optimizer step.
+    alpha: float = 0.005
 
 
 class ILQLModel(nn.Module):
@@ -123,4 +130,4 @@ class ILQLModel(nn.Module):
         polyak_update(self.heads.target_q2, self.heads.q2, self.config.alpha)
 
 
-__all__ = ["ILQLConfig", "ILQLModel"]
+__all__ = ["ValueLearningConfig", "ILQLConfig", "ILQLModel"]

@@ -38,33 +38,16 @@ import dataclasses
 
 import torch
 
-from trainers.config import TrainConfig
-from trainers.ilql import ILQLModel
+from trainers.ilql import ILQLModel, ValueLearningConfig
 from trainers.ilql_losses import polyak_update
 
 
 @dataclasses.dataclass
-class MCConfig(TrainConfig):
-    """MC-returns hyperparameters on top of ``TrainConfig`` (defaults: ILQL's Wordle configuration)."""
+class MCConfig(ValueLearningConfig):
+    """MC-returns hyperparameters: ILQL's shared ones (``trainers.ilql.ValueLearningConfig``); no target lag."""
 
     #: output folder.
     out: str = "runs/mc"
-    #: discount per action token of the Monte-Carlo returns-to-go.
-    gamma: float = 0.99
-    #: expectile of V's regression onto the returns (0.5 = mean; towards 1 = the better returns of a state).
-    tau: float = 0.7
-    #: weight of both Q heads' squared error to the returns.
-    q_weight: float = 1.0
-    #: weight of V's expectile loss.
-    v_weight: float = 1.0
-    #: weight of the CQL term (cross-entropy of Q over the vocabulary against the dataset token).
-    cql_weight: float = 1e-4
-    #: weight of the BC / AWAC term that trains the LM head (the behaviour policy sampled at inference).
-    awac_weight: float = 1.0
-    #: AWAC temperature: the BC term is weighted by ``exp(awac_beta * (Q - V))``; 0 = plain BC.
-    awac_beta: float = 0.0
-    #: inference default: ``beta`` of the perturbed logits ``logits + beta * (Q - V)`` (recorded in the checkpoint).
-    beta: float = 16.0
 
 
 class MCModel(ILQLModel):
