@@ -125,3 +125,13 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
     assert ranking_fraction(loaded, [([""], [])] * 2, better=["ab", "ba"], worse=["ba", "ab"]) == 0.5
     with pytest.raises(ValueError, match="one \\(better, worse\\) pair per state"):
         ranking_fraction(loaded, [([""], [])], better=["ab"], worse=[])
+
+
+def test_train_help_lists_mc_and_online_pbc(capsys):
+    from trainers.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--help"])
+    assert exit_info.value.code == 0
+    shown = capsys.readouterr().out
+    assert "mc" in shown and "online_pbc" in shown and "%BC" in shown

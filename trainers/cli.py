@@ -238,8 +238,9 @@ def _add_train_parsers(sub) -> None:
     train = sub.add_parser("train", help="train an agent from an RLDS dataset (BC, %%BC, ILQL)")
     algorithms = train.add_subparsers(dest="algorithm", required=True)
     for name, spec in ALGORITHMS.items():
-        parser = algorithms.add_parser(name, help=spec.description,
-                                       description=f"{spec.description}; options are the fields of "
+        shown = spec.description.replace("%", "%%")  # argparse formats help texts (bc's says "%BC")
+        parser = algorithms.add_parser(name, help=shown,
+                                       description=f"{shown}; options are the fields of "
                                                    f"{spec.config_class.__module__}.{spec.config_class.__name__}")
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
