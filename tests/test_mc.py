@@ -123,6 +123,14 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
     good, bad = utterance_values(loaded, ([""], []), ["ab", "ba"])
     assert good > bad
     assert ranking_fraction(loaded, [([""], [])] * 2, better=["ab", "ba"], worse=["ba", "ab"]) == 0.5
+    episodes = [{"policy": b"optimal", "steps": [{"action": b"ab"}]}, {"policy": "replay", "steps": [{"action": "ba"}]},
+                {"policy": "replay", "steps": [{"action": "ab"}]}, {"policy": "replay", "steps": [{"action": "ba"}]}]
+    from trainers.diagnostics import first_move_pairs, first_move_ranking
+
+    assert first_move_pairs(episodes) == ("ab", ["ba", "ba"])
+    assert first_move_ranking(loaded, episodes) == 1.0  # Q ranks the rewarded 'ab' above every 'ba'
+    with pytest.raises(ValueError, match="no episode of policy 'expert'"):
+        first_move_pairs(episodes, better_policy="expert")
     with pytest.raises(ValueError, match="one \\(better, worse\\) pair per state"):
         ranking_fraction(loaded, [([""], [])], better=["ab"], worse=[])
 

@@ -8,7 +8,8 @@
 * ``utterance_values`` / ``ranking_fraction``: the ILQL paper's Section-5 test on its ``adversarial`` data --
   at each given state, does ``Q`` rank the better of two moves above the worse one? A word's value is the
   decoding ``Q`` (``min`` of the target heads) of its end-of-action token after its characters: the value
-  of having said the whole word.
+  of having said the whole word. ``first_move_ranking`` runs it at the initial state with the pairs of a
+  dataset (``first_move_pairs``: the expert's first guess against every other policy's).
 
 Example::
 
@@ -25,7 +26,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Sequence
+from collections import Counter
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -143,4 +145,30 @@ def ranking_fraction(loaded: LoadedModel, histories: Sequence[tuple[Sequence[str
     return float(np.mean(wins))
 
 
-__all__ = ["Calibration", "value_calibration", "utterance_values", "ranking_fraction"]
+def first_move_pairs(episodes: Iterable[Mapping[str, Any]], better_policy: str = "optimal") -> tuple[str, list[str]]:
+    """The ILQL paper's Section-5 pairs from RLDS episodes (e.g. ``wordle_synthetic/adversarial``, read with
+    ``tfds.as_numpy``): the better first move is ``better_policy``'s most frequent first guess, the worse ones
+    are the other policies' first guesses that differ from it. Returns ``(better, worse moves)``."""
+    firsts: dict[bool, list[str]] = {True: [], False: []}
+    for episode in episodes:
+        policy = episode["policy"].decode() if isinstance(episode["policy"], bytes) else str(episode["policy"])
+        first = next(iter(episode["steps"]))["action"]
+        firsts[policy == better_policy].append(first.decode() if isinstance(first, bytes) else str(first))
+    if not firsts[True]:
+        raise ValueError(f"no episode of policy {better_policy!r}: cannot tell the better first move")
+    better = Counter(firsts[True]).most_common(1)[0][0]
+    return better, [word for word in firsts[False] if word != better]
+
+
+def first_move_ranking(loaded: LoadedModel, episodes: Iterable[Mapping[str, Any]], better_policy: str = "optimal") -> float:
+    """Section 5's ranking test at the initial state: the fraction of the other policies' first moves that ``Q``
+    values below ``better_policy``'s (ILQL's reaches ~1 on the paper's adversarial data, single-step methods ~0)."""
+    better, worse = first_move_pairs(episodes, better_policy)
+    if not worse:
+        raise ValueError("every first move is the better policy's: nothing to rank")
+    values = utterance_values(loaded, ([""], []), [better, *worse])
+    return float(np.mean(values[0] > values[1:]))
+
+
+__all__ = ["Calibration", "value_calibration", "utterance_values", "ranking_fraction", "first_move_pairs",
+           "first_move_ranking"]
