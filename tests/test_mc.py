@@ -118,7 +118,7 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
     # every game starts in the same state: V(s_0) predicts the data's mean return there (-0.9)
     assert abs(calibration.v0_pred.mean() - calibration.v0_return.mean()) < 0.25
     assert np.corrcoef(calibration.q_pred, calibration.q_return)[0, 1] > 0.5  # Q tracks the returns-to-go
-    assert "| V(s_0) vs game return | 60 |" in calibration.table()
+    assert "| V(s_0) vs game return | 60 |" in calibration.table() and "— (one value" in calibration.table()
     assert calibration.plot(tmp_path / "calibration.png").stat().st_size > 1000
     good, bad = utterance_values(loaded, ([""], []), ["ab", "ba"])
     assert good > bad

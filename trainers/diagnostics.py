@@ -58,7 +58,8 @@ class Calibration:
         for name, pred, target in (("V(s_0) vs game return", self.v0_pred, self.v0_return),
                                    ("Q(s, a) vs return-to-go, every action token", self.q_pred, self.q_return)):
             mean_pred, mean_ret, rmse, corr = self._summary(pred, target)
-            rows.append(f"| {name} | {len(pred)} | {mean_pred:.3f} | {mean_ret:.3f} | {rmse:.3f} | {corr:.3f} |")
+            shown = f"{corr:.3f}" if np.isfinite(corr) else "— (one value: e.g. every game starts in one state)"
+            rows.append(f"| {name} | {len(pred)} | {mean_pred:.3f} | {mean_ret:.3f} | {rmse:.3f} | {shown} |")
         return "\n".join(rows)
 
     def plot(self, path: str | os.PathLike, title: str = "") -> Path:
