@@ -115,17 +115,11 @@ def _record_round(config: OnlinePBCConfig, k: int, progress: bool) -> Path:
 
 
 def _build_round(logs: Path, data_dir: Path) -> str:
-    """The round's logs as a TFDS dataset (``wordle_synthetic/manual_dir``); returns the built folder."""
-    import tensorflow_datasets as tfds
+    """The round's logs as a TFDS dataset, built as a user would (``tfds build`` of ``wordle_synthetic``'s
+    ``manual_dir`` config, ``trainers.build.tfds_build``; reused when already built); returns its folder."""
+    from trainers.build import tfds_build
 
-    from builders.wordle_synthetic.wordle_synthetic_dataset_builder import Builder
-
-    beam = tfds.core.lazy_imports.apache_beam
-    options = beam.options.pipeline_options.PipelineOptions(flags=[], runner="DirectRunner")  # not sys.argv
-    builder = Builder(config="manual_dir", data_dir=str(data_dir))
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(logs),
-                                                                              beam_options=options))
-    return builder.data_dir
+    return tfds_build("wordle_synthetic", "manual_dir", data_dir, manual_dir=logs, quiet=True)
 
 
 def _start_from_previous(config: OnlinePBCConfig, k: int) -> None:
