@@ -69,3 +69,10 @@ def test_measured_setting_matches_the_published_figures(capsys):
     printed = main(["--games", "20", "--scripted-games", "5"])
     assert printed in capsys.readouterr().out and "(20 games)" in printed
     assert np.isfinite(behaviour.mean_guesses)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(lmrl_gym)
+    assert result.attempted > 0 and result.failed == 0
