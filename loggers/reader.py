@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import envlogger
 import numpy as np
 
+from loggers.writer import read_unindexed
 from rlds_lang.schema import map_nested, neutral_like, text_leaf
 
 
@@ -59,22 +60,34 @@ def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False) -> I
 
     An episode whose last logged step does not end it was in flight when its recorder stopped (a
     crash, or a run closed mid-episode); it is skipped with a warning unless ``include_unfinished``.
+    A finished episode the index lacks (its recorder was killed before the next episode began) takes its
+    metadata from the writer's side file (``loggers.writer.UNINDEXED_EPISODES``).
     """
-    with envlogger.Reader(data_directory=os.fspath(path)) as reader:
+    path = os.fspath(path)
+    unindexed = read_unindexed(path)
+    with envlogger.Reader(data_directory=path) as reader:
         metadata = reader.episode_metadata()
-        for index, raw in enumerate(reader.episodes):
+        indexed = [list(raw) for raw in reader.episodes]
+        if not indexed and unindexed:  # killed before the first episode was indexed: its steps are all there is
+            indexed, metadata = [list(reader.steps)], [None]
+        end = 0  # steps of this log directory up to the current piece's end
+        for index, raw in enumerate(indexed):
             # After a crash the index may lack the last started episode, whose first steps then trail the
             # previous episode: split at every restart so each piece is one episode.
-            pieces = _split_at_restarts(list(raw))
+            pieces = _split_at_restarts(raw)
             for piece_no, piece in enumerate(pieces):
+                end += len(piece)
                 finished = piece[-1].timestep.last()
+                own = metadata[index] if piece_no == 0 else None
+                if (piece_no > 0 or own is None) and finished and end in unindexed:
+                    own, piece_no = unindexed[end], 0
                 if piece_no > 0 or not finished:
                     if not include_unfinished:
                         logging.warning("%s: episode %d%s has %d steps and %s; skipped", path, index,
                                         f" (piece {piece_no})" if piece_no else "", len(piece),
                                         "no metadata" if finished else "no last step (recording stopped)")
                         continue
-                episode = dict(_clean(metadata[index] or {})) if piece_no == 0 else {}
+                episode = dict(_clean(own or {}))
                 episode["steps"] = _rlds_steps(piece)
                 yield episode
 

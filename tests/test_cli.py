@@ -55,7 +55,8 @@ def test_results_script_writes_the_document(tmp_path, capsys):
         assert row in document
     assert "4 seeded games each" in document and "rlds-lang results --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
     assert "Not run for this document: `paper`" in document and "ILQL − BC = " in document
-    assert json.loads((tmp_path / "runs" / "official" / "bc" / "train_seconds.json").read_text())["seconds"] > 0
+    timing = json.loads((tmp_path / "runs" / "official" / "bc" / "train_seconds.json").read_text())
+    assert timing["seconds"] > 0 and timing["step"] == 2
     # a table, plot and JSON per decoding; the greedy table's agents really decoded greedily
     for decoding in ("sample", "greedy"):
         assert f"### Every agent decoding by {DECODINGS[decoding].title}" in document
@@ -96,6 +97,9 @@ def test_results_verdict_reads_the_paired_differences():
     assert verdict([bc]) == ""
 
 
-def test_training_time_adds_up_over_resumed_runs(tmp_path):
-    assert _add_training_seconds(tmp_path, 60.0) == 60.0
-    assert _add_training_seconds(tmp_path, 0.5) == 60.5  # a resumed run with nothing left to train
+def test_training_time_adds_up_over_resumed_runs_that_advanced(tmp_path):
+    assert _add_training_seconds(tmp_path, 5.0, 100) == 5.0
+    assert _add_training_seconds(tmp_path, 0.3, 100) == 5.0  # a finished run reloaded: nothing trained
+    assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 5.0, "step": 100}
+    assert _add_training_seconds(tmp_path, 2.0, 150) == 7.0  # resumed and trained on to step 150
+    assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 7.0, "step": 150}

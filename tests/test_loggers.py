@@ -112,16 +112,16 @@ def test_record_and_read_leaves_no_logs(tmp_path):
     assert list(tmp_path.iterdir()) == []  # the temporary log folder is gone once read
 
 
-def test_sigkill_loses_at_most_the_episode_in_flight(tmp_path):
-    logs = tmp_path / "logs"
-    child = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "scripted.py"), str(logs), REPO],
+def _kill_child_at(logs, line_wanted, *mode):
+    """Starts the crash-test child (tests/scripted.py) recording into ``logs`` and SIGKILLs it as soon as it
+    prints ``line_wanted``."""
+    child = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "scripted.py"), str(logs), REPO, *mode],
                              stdout=subprocess.PIPE, text=True, cwd=REPO,
                              env={**os.environ, "PYTHONPATH": REPO})
-    target = 7
     try:
         for line in child.stdout:
-            if line.strip() == f"in {target}":
-                break  # episode `target` is in flight: 0..target-1 are finished
+            if line.strip() == line_wanted:
+                break
         else:
             pytest.fail(f"child ended early with code {child.wait()}")
         child.send_signal(signal.SIGKILL)
@@ -129,9 +129,29 @@ def test_sigkill_loses_at_most_the_episode_in_flight(tmp_path):
         child.wait(timeout=60)
     assert child.returncode == -signal.SIGKILL
     assert len(log_dirs(logs)) == 1
+
+
+def _check_survivors(logs, finished):
     episodes = list(read_episodes(logs))
-    assert len(episodes) >= target
+    assert len(episodes) >= finished
     for ep in episodes:
         check_episode(ep)
         assert ep["episode_id"].startswith("run-") and ep["answer"]
-    assert [ep["episode_id"] for ep in episodes[:target]] == [f"run-{i:08d}" for i in range(target)]
+    assert [ep["episode_id"] for ep in episodes[:finished]] == [f"run-{i:08d}" for i in range(finished)]
+    return episodes
+
+
+def test_sigkill_loses_at_most_the_episode_in_flight(tmp_path):
+    target = 7
+    _kill_child_at(tmp_path / "logs", f"in {target}")  # episode `target` is in flight: 0..target-1 are finished
+    _check_survivors(tmp_path / "logs", target)
+
+
+@pytest.mark.parametrize("boundary", [1, 7])
+def test_sigkill_right_after_an_episode_ends_keeps_it(tmp_path, boundary):
+    # killed between episodes: `boundary - 1` has ended (not yet indexed by EnvLogger), `boundary` has not begun
+    _kill_child_at(tmp_path / "logs", f"between {boundary}", "boundary")
+    episodes = _check_survivors(tmp_path / "logs", boundary)
+    assert len(episodes) == boundary  # nothing was in flight
+    last = episodes[-1]
+    assert int(last["seed"]) == boundary - 1 and last["steps"][-1]["is_last"]

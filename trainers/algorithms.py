@@ -17,6 +17,7 @@ from trainers.bc import BCConfig, BCModel
 from trainers.config import config_from_dict
 from trainers.dpo import DPOConfig, DPOModel
 from trainers.ilql import ILQLConfig, ILQLModel
+from trainers.mc import MCConfig, MCModel
 from trainers.ppo import PPOConfig, PPOModel
 
 
@@ -40,6 +41,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     "dpo": AlgorithmSpec("dpo", DPOConfig, DPOModel, "DPO on the preference pairs of response trees (--init CKPT)"),
     # online: trained by trainers.ppo.train_ppo (its own `train ppo` parser), listed so checkpoints load
     "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
+    "mc": AlgorithmSpec("mc", MCConfig, MCModel, "ILQL's heads regressed onto Monte-Carlo returns (no TD)"),
 }
 
 

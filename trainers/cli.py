@@ -265,8 +265,9 @@ def _add_train_parsers(sub) -> None:
     for name, spec in ALGORITHMS.items():
         if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
             continue
-        parser = algorithms.add_parser(name, help=spec.description,
-                                       description=f"{spec.description}; options are the fields of "
+        shown = spec.description.replace("%", "%%")  # argparse formats help texts (bc's says "%BC")
+        parser = algorithms.add_parser(name, help=shown,
+                                       description=f"{shown}; options are the fields of "
                                                    f"{spec.config_class.__module__}.{spec.config_class.__name__}")
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -274,6 +275,13 @@ def _add_train_parsers(sub) -> None:
     from trainers.ppo_cli import add_ppo_parser
 
     add_ppo_parser(algorithms)
+    from trainers.online_pbc import OnlinePBCConfig, cmd_train_online_pbc
+
+    online = algorithms.add_parser("online_pbc", help="online filtered BC: rounds of play, record, keep the best, BC",
+                                   description="options are the fields of trainers.online_pbc.OnlinePBCConfig")
+    add_dataclass_arguments(online, OnlinePBCConfig)
+    online.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    online.set_defaults(func=cmd_train_online_pbc)
 
 
 def _add_eval_parser(sub) -> None:

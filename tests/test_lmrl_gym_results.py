@@ -1,0 +1,49 @@
+"""``rlds-lang results --setting lmrl_gym`` end to end at a tiny size (few games, few steps, a temp file):
+every row is trained and evaluated, the published numbers stand beside ours, and the verdicts are computed."""
+
+from __future__ import annotations
+
+import json
+
+from trainers.cli import main
+from trainers.eval import EvalResult, load_results
+from trainers.lmrl_gym_results import comparison_lines, render_table
+
+
+def test_results_setting_lmrl_gym_writes_the_document(tmp_path):
+    out = tmp_path / "lmrl_gym.md"
+    main(["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
+          "--small", "12", "--steps", "2", "--games", "6", "--pbc-rounds", "1", "--pbc-games", "6", "--pbc-steps", "1",
+          "--calibration-games", "6", "--out", str(out)])
+    document = out.read_text()
+    assert document.startswith("# Wordle in LMRL-Gym's setting")
+    assert "rlds-lang results --setting lmrl_gym --small 12 --steps 2 --games 6" in document
+    for row, published in (("BC", "| -2.81 | 79.9 |"), ("%BC (top 30%)", "| -2.85 | 79.1 |"),
+                           ("MC returns", "| -2.16 | 94.9 |"), ("ILQL", "| -2.04 | 97.7 |"),
+                           ("online %BC", "| -2.15 | 95.2 |"), ("scripted", "| -1.94 | 100.0 |")):
+        assert any(line.startswith(f"| {row} |") and line.endswith(published) for line in document.splitlines()), row
+    verdicts = document.split("## Verdicts")[1].split("##")[0]
+    assert verdicts.count(" SE): ") == 4 and ("All targets met" in document or "Targets not reached" in document)
+    assert "| training games | 12 | 1,000,000 |" in document and "| V(s_0) vs game return | 6 |" in document
+    results = load_results(out.with_suffix(".json"))
+    assert [r.name for r in results] == ["BC", "%BC (top 30%)", "MC returns", "ILQL", "online %BC", "scripted"]
+    assert all(r.games == 6 and r.config["answers"] == "lmrl_gym" for r in results)
+    for name in ("MC_returns", "ILQL"):
+        assert (tmp_path / f"lmrl_gym-calibration-{name}.png").stat().st_size > 1000
+    timing = json.loads((tmp_path / "runs" / "lmrl_gym" / "online__BC" / "train_seconds.json").read_text())
+    assert timing["step"] == 1
+
+
+def _result(name, rewards):
+    return EvalResult(name, rewards, [4] * len(rewards), [r > -6 for r in rewards], 0, 1.0)
+
+
+def test_verdicts_and_normalised_scores_are_computed():
+    by_name = {"BC": _result("BC", [-4, -3, -5, -4]), "%BC (top 30%)": _result("%BC (top 30%)", [-4, -4, -4, -4]),
+               "ILQL": _result("ILQL", [-2, -2.1, -1.9, -2]), "MC returns": _result("MC returns", [-4, -3, -5, -4])}
+    lines, met = comparison_lines(by_name)
+    assert met == [True, True, False, False]
+    assert lines[0].startswith("- ILQL − BC = +2.000") and "beats BC by more than 2 SE" in lines[0]
+    assert "is not separated from BC by 2 SE" in lines[2]
+    table = render_table([by_name["ILQL"]], dataset_mean=-4.12, scripted_mean=-1.94)
+    assert "| ILQL | -2.000 ± 0.041 | 98.6 | -2.04 | 97.7 |" in table

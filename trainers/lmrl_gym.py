@@ -1,0 +1,73 @@
+"""Our LMRL-Gym Wordle setting measured beside LMRL-Gym's published figures.
+
+``measure_setting`` plays the setting's behaviour policy (the data recipe of ``wordle_synthetic/lmrl_gym``)
+and its scripted upper bound in memory on seeded games (``trainers.eval.evaluate``, same games for both),
+and ``setting_table`` prints our mean return, success rate and mean length beside the published
+-4.12 / 0.70 / 4.82, and the scripted policy's return beside the published -1.94, each with its standard
+error and its distance from the published figure in standard errors. The built dataset's own statistics
+come from ``rlds-lang stats``.
+
+Run: ``python -m trainers.lmrl_gym [--games 20000] [--scripted-games 4096] [--seed 0]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Sequence
+
+from rlds_lang.wordle import lmrl_gym
+from trainers.eval import EvalConfig, EvalResult, evaluate
+
+
+def setting_config(games: int, seed: int) -> EvalConfig:
+    """An ``EvalConfig`` of the LMRL-Gym setting (its list, rule and hidden-word mode)."""
+    return EvalConfig(games=games, seed=seed, rule=lmrl_gym.RULE, mode=lmrl_gym.MODE, answers=lmrl_gym.WORDS,
+                      guesses=lmrl_gym.WORDS)
+
+
+def measure_setting(games: int = 20_000, scripted_games: int = lmrl_gym.PUBLISHED_EVAL_GAMES, seed: int = 0,
+                    progress: bool = False) -> tuple[EvalResult, EvalResult]:
+    """``(behaviour policy, scripted policy)`` results on seeded games of the setting."""
+    behaviour = evaluate(lmrl_gym.behaviour_policy(), setting_config(games, seed), name="behaviour (data)",
+                         progress=progress)
+    scripted = evaluate(lmrl_gym.scripted_policy(), setting_config(scripted_games, seed), name="scripted",
+                        progress=progress)
+    return behaviour, scripted
+
+
+def _row(what: str, ours: float, se: float, published: float) -> str:
+    gap = (ours - published) / se if se > 0 else float("inf")
+    return f"| {what} | {ours:.3f} ± {se:.3f} | {published:.2f} | {ours - published:+.3f} ({gap:+.1f} SE) |"
+
+
+def setting_table(behaviour: EvalResult, scripted: EvalResult) -> str:
+    """A markdown table: our figures (± standard error) beside LMRL-Gym's, with the gap in standard errors."""
+    data = lmrl_gym.PUBLISHED_DATASET
+    length_se = float(behaviour.guesses.std(ddof=1) / behaviour.games ** 0.5)
+    rows = [
+        "| figure | ours (± SE) | LMRL-Gym | ours − theirs |",
+        "| --- | --- | --- | --- |",
+        _row(f"data policy mean return ({behaviour.games} games)", behaviour.mean_reward, behaviour.stderr,
+             data["mean_return"]),
+        _row("data policy success rate", behaviour.win_rate, behaviour.win_rate_stderr, data["success_rate"]),
+        _row("data policy mean length (guesses)", behaviour.mean_guesses, length_se, data["mean_length"]),
+        _row(f"scripted policy mean return ({scripted.games} games)", scripted.mean_reward, scripted.stderr,
+             lmrl_gym.PUBLISHED_SCRIPTED),
+    ]
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    """Measures the setting and prints (and returns) the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=20_000, help="games of the data (behaviour) policy")
+    parser.add_argument("--scripted-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES)
+    parser.add_argument("--seed", type=int, default=0, help="game i is seeded with seed + i")
+    args = parser.parse_args(argv)
+    table = setting_table(*measure_setting(args.games, args.scripted_games, args.seed, progress=True))
+    print(table)
+    return table
+
+
+if __name__ == "__main__":
+    main()

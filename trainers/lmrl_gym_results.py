@@ -1,0 +1,280 @@
+"""``rlds-lang results --setting lmrl_gym``: our trainers in LMRL-Gym's Wordle setting, beside its published table.
+
+Builds ``wordle_synthetic/lmrl_gym`` (``--small N`` caps each split at N games for smoke runs), trains BC,
+%BC (top 30%), MC returns and ILQL on its ``train`` split with the committed configs (``trainers.results``'
+``SHARED`` plus ``ROWS``' overrides; resumable), runs online %BC from the BC model, evaluates every agent
+and the scripted policy on the same seeded games of the setting (sampling at temperature 1), and writes
+``docs/lmrl_gym.md``: one table with our raw mean return ± standard error, our normalised score by
+LMRL-Gym's formula (min -6, our dataset's mean return, our scripted policy's mean return) and LMRL-Gym's
+published raw and normalised numbers beside ours; the computed verdicts (ILQL - BC, ILQL - %BC, MC - BC,
+MC - %BC, each with its paired standard error) and whether the issue's targets are met, at the top; the data
+and scripted figures beside the published ones; V(s_0)/Q calibration of MC and ILQL on the held-out
+``eval`` split; training curves. Nothing in it is typed by hand.
+
+Example::
+
+    rlds-lang results --setting lmrl_gym                                   # the full reproduction
+    rlds-lang results --setting lmrl_gym --small 200 --steps 5 --games 20 --pbc-rounds 1 --pbc-games 20 \\
+        --out /tmp/lmrl_gym.md                                             # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rlds_lang.wordle import lmrl_gym
+from trainers.build import REPO, tfds_build
+from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluate_run, _slug, experiment_config
+
+#: the offline rows (LMRL-Gym's names) and their overrides of ``SHARED``; ILQL's alpha as in docs/results.md.
+ROWS: tuple[Experiment, ...] = (
+    Experiment("BC", "bc"),
+    Experiment("%BC (top 30%)", "bc", {"top_p": lmrl_gym.PCT_BC_FRACTION}),
+    Experiment("MC returns", "mc", {}, beta=16.0),
+    Experiment("ILQL", "ilql", {"alpha": 0.01}, beta=16.0),
+)
+ONLINE, SCRIPTED = "online %BC", "scripted"
+#: the published row each of ours is compared with.
+PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
+#: the comparisons of the issue: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
+COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
+TARGET_ILQL_NORMALISED = 90.0
+#: the online %BC run's defaults (rounds x games x steps per round), sized for 2 CPU cores.
+PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
+DOC = REPO / "docs" / "lmrl_gym.md"
+#: the Decoding of every row (LMRL-Gym samples its policies; ``trainers.results.DECODINGS["sample"]``).
+SAMPLE = "sample"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``--setting lmrl_gym`` (the others are ``rlds-lang results``' own)."""
+    parser.add_argument("--setting", choices=["lmrl_gym"], default=None,
+                        help="lmrl_gym: LMRL-Gym's Wordle table (writes docs/lmrl_gym.md); default: docs/results.md")
+    parser.add_argument("--small", type=int, default=None, help="lmrl_gym: cap each split at this many games")
+    parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="lmrl_gym: online %%BC rounds")
+    parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
+    parser.add_argument("--pbc-steps", type=int, default=None,
+                        help=f"lmrl_gym: online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
+    parser.add_argument("--calibration-games", type=int, default=1000,
+                        help="lmrl_gym: held-out (eval split) games of the value calibration")
+
+
+def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) -> tuple[Path, int, float]:
+    """Trains (or resumes) one offline row; ``(run folder, steps, training minutes)``."""
+    from trainers.loop import train
+
+    config = experiment_config(experiment, dataset, runs, steps)
+    started = time.perf_counter()
+    result = train(experiment.algorithm, config)
+    return Path(config.out), config.steps, _add_training_seconds(Path(config.out), time.perf_counter() - started,
+                                                                 result.steps) / 60
+
+
+def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, int, float]:
+    """Online %BC from the BC model; ``(run folder, total steps, training minutes)``."""
+    from trainers.config import config_from_dict
+    from trainers.online_pbc import OnlinePBCConfig, run_online_pbc
+
+    steps = args.pbc_steps or args.steps or PBC_STEPS
+    values = {**SHARED, "steps": steps, "out": str(runs / _slug(ONLINE)), "rounds": args.pbc_rounds,
+              "games_per_round": args.pbc_games, "init_checkpoint": str(bc_run / "checkpoint")}
+    config = config_from_dict(OnlinePBCConfig, values)
+    started = time.perf_counter()
+    summaries = run_online_pbc(config)
+    total = steps * len(summaries)
+    return Path(config.out), total, _add_training_seconds(Path(config.out), time.perf_counter() - started, total) / 60
+
+
+def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:
+    try:
+        return f"{lmrl_gym.normalised_score(mean, dataset_mean, scripted):.1f}"
+    except ValueError:  # a smoke run's tiny data can leave min < avg < max unmet
+        return "n/a"
+
+
+def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
+    """The computed verdicts of ``COMPARISONS`` (paired differences) and whether each clears 2 SE upwards."""
+    from trainers.eval import paired_difference
+
+    lines, met = [], []
+    for row, base in COMPARISONS:
+        diff, se = paired_difference(by_name[row], by_name[base])
+        ratio = abs(diff) / se if se else (float("inf") if diff else 0.0)
+        ok = diff > 0 and ratio > 2
+        met.append(ok)
+        word = ("beats {base} by more than 2 SE" if ok else "is below {base} by more than 2 SE" if ratio > 2
+                else "is not separated from {base} by 2 SE").format(base=base)
+        lines.append(f"- {row} − {base} = {diff:+.3f} ± {se:.3f} ({ratio:.1f} SE): {row} {word}.")
+    return lines, met
+
+
+def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
+    """Our rows (raw ± SE, normalised) beside the published ones."""
+    rows = ["| method | ours: mean return ± SE | ours: normalised | LMRL-Gym: mean return | LMRL-Gym: normalised |",
+            "| --- | --- | --- | --- | --- |"]
+    for r in results:
+        name = PUBLISHED_NAME.get(r.name, r.name)
+        theirs = lmrl_gym.PUBLISHED_TABLE.get(name) if name else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
+        raw, norm = (f"{theirs[0]:.2f}", f"{theirs[1]:.1f}") if theirs else ("—", "—")
+        rows.append(f"| {r.name} | {r.mean_reward:.3f} ± {r.stderr:.3f} | "
+                    f"{_normalised(r.mean_reward, dataset_mean, scripted_mean)} | {raw} | {norm} |")
+    return "\n".join(rows)
+
+
+def _dataset_figures(dataset: str) -> dict[str, float]:
+    """Mean return, success rate and mean length (guesses) of the built ``train`` split."""
+    import tensorflow as tf
+
+    from transforms.loading import load
+
+    def totals(episode):
+        return episode["steps"].reduce((tf.constant(0.0, tf.float64), tf.constant(-1, tf.int64)),  # last step: no guess
+                                       lambda acc, step: (acc[0] + tf.cast(step["reward"], tf.float64), acc[1] + 1))
+
+    pairs = np.asarray(list(load(dataset, split="train").map(totals).as_numpy_iterator()), dtype=np.float64)
+    returns, lengths = pairs[:, 0], pairs[:, 1]
+    return {"games": len(returns), "mean_return": float(returns.mean()),
+            "stderr": float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else float("nan"),
+            "success_rate": float((returns > lmrl_gym.MIN_RETURN).mean()), "mean_length": float(lengths.mean())}
+
+
+def _calibrations(runs: dict[str, Path], dataset: str, games: int, out: Path) -> str:
+    """V(s_0)/Q calibration of the rows with value heads on the eval split: tables and plots."""
+    from trainers.checkpoint import load_agent_model
+    from trainers.diagnostics import value_calibration
+
+    parts = []
+    for name in ("MC returns", "ILQL"):
+        calibration = value_calibration(load_agent_model(runs[name] / "checkpoint"), dataset, split="eval",
+                                        episodes=games)
+        plot = calibration.plot(out.with_name(f"{out.stem}-calibration-{_slug(name)}.png"), title=name)
+        parts.append(f"### {name}\n\n{calibration.table()}\n\n![{name} calibration]({plot.name})\n")
+    return "\n".join(parts)
+
+
+def run_lmrl_gym(args: argparse.Namespace) -> Path:
+    """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path."""
+    from trainers.eval import evaluate, save_results
+    from trainers.lmrl_gym import setting_config
+    from trainers.results import DECODINGS
+
+    started = time.perf_counter()
+    out = Path(args.out or DOC)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    dataset = tfds_build("wordle_synthetic", "lmrl_gym", args.data_dir, small=args.small)
+    runs_root = Path(args.runs) / "lmrl_gym"
+    eval_config = setting_config(args.games, args.eval_seed)
+    results, runs, minutes, steps = [], {}, {}, {}
+    for experiment in ROWS:
+        runs[experiment.name], steps[experiment.name], minutes[experiment.name] = _train(
+            experiment, dataset, runs_root, args.steps)
+    runs[ONLINE], steps[ONLINE], minutes[ONLINE] = _online(runs["BC"], runs_root, args)
+    for experiment in (*ROWS, Experiment(ONLINE, "bc")):
+        results.append(_evaluate_run(experiment, runs[experiment.name], steps[experiment.name], eval_config,
+                                     DECODINGS[SAMPLE], args.fresh))
+    results.append(evaluate(lmrl_gym.scripted_policy(), eval_config, name=SCRIPTED, progress=False))
+    save_results(results, out.with_suffix(".json"))
+    by_name = {r.name: r for r in results}
+    data = _dataset_figures(dataset)
+    scripted_mean = by_name[SCRIPTED].mean_reward
+    curves = []
+    for name, run in runs.items():
+        source = run / "training_curves.png" if name != ONLINE else None
+        if source is not None and source.exists():
+            target = out.with_name(f"{out.stem}-curves-{_slug(name)}.png")
+            shutil.copyfile(source, target)
+            curves.append(f"[{name}]({target.name})")
+    document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
+                               args.calibration_games, out), minutes, steps, curves, args,
+                               time.perf_counter() - started)
+    out.write_text(document)
+    print(document)
+    return out
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["rlds-lang results --setting lmrl_gym"]
+    for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
+                        ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
+                        ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games)):
+        if value is not None:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
+def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
+                    minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float) -> str:
+    """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
+    lines, met = comparison_lines(by_name)
+    ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
+    norm_met = ilql_norm != "n/a" and float(ilql_norm) >= TARGET_ILQL_NORMALISED
+    missed = [line[2:] for line, ok in zip(lines, met) if not ok]
+    if not norm_met:
+        missed.append(f"ILQL's normalised score is {ilql_norm} (target ≥ {TARGET_ILQL_NORMALISED:g}).")
+    status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
+              f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
+              "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed))
+    published = lmrl_gym.PUBLISHED_DATASET
+    trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
+    return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
+
+Generated by `{_command(args)}` on {datetime.date.today().isoformat()} (this invocation: {seconds / 60:.1f} min; finished
+training and evaluations are reused). Setting: `rlds_lang.wordle.lmrl_gym` (431-word list as guesses and answers,
+`ilql` colouring, hidden word redrawn every turn, reward −1 per guess that is not the win, 6 guesses); data:
+`wordle_synthetic/lmrl_gym`; every agent sampled at temperature 1 on the same {args.games} seeded games (seed
+{args.eval_seed}; LMRL-Gym evaluates on {lmrl_gym.PUBLISHED_EVAL_GAMES:,}).
+
+{status}
+
+## The table
+
+{render_table(results, data["mean_return"], scripted_mean)}
+
+Normalised score (LMRL-Gym's formula): 50 + 50·(R − avg)/(max − avg) at or above the dataset's mean return,
+50·(R − min)/(avg − min) below it, with min = −6, avg = our dataset's mean return ({data["mean_return"]:.3f}) and
+max = our scripted policy's mean return ({scripted_mean:.3f}); LMRL-Gym's columns use its own avg (−4.12) and
+max (−1.94).
+
+## Verdicts (paired differences on the same games)
+
+{chr(10).join(lines)}
+
+## The data and the scripted policy
+
+| figure | ours | LMRL-Gym |
+| --- | --- | --- |
+| training games | {data["games"]:,} | {lmrl_gym.TRAIN_GAMES:,} |
+| data mean return | {data["mean_return"]:.3f} ± {data["stderr"]:.3f} | {published["mean_return"]:.2f} |
+| data success rate | {data["success_rate"]:.3f} | {published["success_rate"]:.2f} |
+| data mean length (guesses) | {data["mean_length"]:.3f} | {published["mean_length"]:.2f} |
+| scripted mean return | {scripted_mean:.3f} ± {by_name[SCRIPTED].stderr:.3f} | {lmrl_gym.PUBLISHED_SCRIPTED:.2f} |
+
+## Did Q and V learn? Calibration on held-out games (`eval` split, {args.calibration_games} games)
+
+{calibration}
+## What was trained
+
+Model and optimisation: `trainers.results.SHARED` ({json.dumps({k: v for k, v in SHARED.items() if k != "steps"})});
+overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" + (f" β={e.beta:g}" if e.beta else "") for e in ROWS)};
+online %BC: {args.pbc_rounds} rounds × {args.pbc_games} games, top 30% kept, from the BC model.
+Training curves: {", ".join(curves) or "—"}.
+
+| run | optimizer steps | training minutes (summed over resumed calls) |
+| --- | --- | --- |
+{trained}
+
+Differences from LMRL-Gym: its policies are a pretrained GPT-2 small trained on a GPU; ours are a small randomly
+initialised GPT-2-architecture transformer (character tokens) trained on 2 CPU cores.
+"""
+
+
+__all__ = ["ROWS", "COMPARISONS", "add_arguments", "comparison_lines", "render_table", "render_document",
+           "run_lmrl_gym"]
