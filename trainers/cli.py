@@ -244,6 +244,9 @@ def _add_train_parsers(sub) -> None:
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
         parser.set_defaults(func=cmd_train)
+    from trainers.reward_training import add_train_reward_parser  # not a token-MDP trainer: its own parser
+
+    add_train_reward_parser(algorithms)
 
 
 def _add_eval_parser(sub) -> None:
