@@ -161,7 +161,10 @@ class RewardNormalizer:
 
     def observe(self, raw: np.ndarray) -> None:
         """Adds the raw per-member rewards ``[steps, members]`` of recent steps to the window."""
-        for row in np.asarray(raw, np.float64).reshape(len(raw), -1):
+        raw = np.asarray(raw, np.float64)
+        if raw.size == 0:
+            return
+        for row in raw.reshape(len(raw), -1):
             self._steps.append(row)
 
     def __len__(self) -> int:

@@ -270,6 +270,8 @@ def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, 
             if step % config.checkpoint_every == 0 and step != config.steps:
                 trainer.save(out / "checkpoint")
     final = evaluate(trainer.model, val, config.noise)
+    recent = {clip.clip_id: clip for j in list(train)[-config.normalisation_window:] for clip in (j.left, j.right)}
+    trainer.model.predict(list(recent.values()))     # the saved normaliser starts from the training clips
     summary = {f"val_{k}": v for k, v in final.items()}
     summary.update(train_labels=len(train), val_labels=len(val), steps=config.steps,
                    seconds=time.perf_counter() - started, l2=[c.coefficient for c in trainer.l2])
