@@ -97,3 +97,6 @@ def test_cli_train_reward_is_its_own_parser(tmp_path, monkeypatch):
     config = seen["config"]
     assert (config.dataset, config.members, config.model.n_layer, config.batch_norm) == ("/data/prefs", 2, 1, True)
     assert config.noise == 0.1 and config.out == str(tmp_path)
+    # nested options start from the reward model's own defaults (its small transformer), not ModelConfig()'s
+    assert (config.model.n_embd, config.model.n_positions) == (RewardModelConfig().model.n_embd,
+                                                               RewardModelConfig().model.n_positions)

@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.results import add_parser as add_results_parser
 
     add_results_parser(sub)
+    from trainers.reward_demo import add_parser as add_reward_demo_parser
+
+    add_reward_demo_parser(sub)
     return parser
 
 

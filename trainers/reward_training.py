@@ -293,17 +293,32 @@ def add_train_reward_parser(algorithms) -> None:
     parser.set_defaults(func=cmd_train_reward)
 
 
+def config_from_args(default: Any, args, prefix: str = "") -> Any:
+    """``default`` (a config dataclass instance) with the options ``add_dataclass_arguments`` parsed applied.
+
+    Unlike ``trainers.config.dataclass_from_args``, nested configs start from ``default``'s own values (its
+    default factories), not from their class defaults.
+    """
+    given = vars(args)
+    changes = {}
+    for field in dataclasses.fields(default):
+        key, value = f"{prefix}{field.name}", getattr(default, field.name)
+        if dataclasses.is_dataclass(value):
+            changes[field.name] = config_from_args(value, args, prefix=f"{key}.")
+        elif key in given:
+            changes[field.name] = given[key]
+    return dataclasses.replace(default, **changes)
+
+
 def cmd_train_reward(args) -> RewardTrainingResult:
     """``rlds-lang train reward --dataset DIR --out DIR [--field value ...]``."""
-    from trainers.config import dataclass_from_args
-
     torch.set_num_threads(1)
-    result = train_reward(dataclass_from_args(RewardModelConfig, args), progress=args.progress)
+    result = train_reward(config_from_args(RewardModelConfig(), args), progress=args.progress)
     m = result.metrics
     print(f"reward model: {m['steps']} steps on {m['train_labels']} labels in {m['seconds']:.1f} s; validation "
           f"accuracy {m['val_accuracy']:.3f}, loss {m['val_loss']:.4f} ({m['val_labels']} labels) -> {result.out}")
     return result
 
 
-__all__ = ["RewardModelTrainer", "add_train_reward_parser", "cmd_train_reward", "RewardTrainerFactory", "RewardTrainingResult", "evaluate", "read_dataset",
+__all__ = ["RewardModelTrainer", "add_train_reward_parser", "cmd_train_reward", "config_from_args", "RewardTrainerFactory", "RewardTrainingResult", "evaluate", "read_dataset",
            "split_validation", "train_reward", "trainable"]
