@@ -193,8 +193,11 @@ def test_checkpoint_round_trip_gives_identical_predictions(tmp_path, make):
     path = trainer.save(tmp_path / "checkpoint")
     assert sorted(p.name for p in path.iterdir()) == sorted(
         ["config.json", "weights.pt", "normalisation.npy"] + (["tokenizer.json"] if make is text_clip else []))
+    trainer.train_step(data, data)
+    assert trainer.save(tmp_path / "checkpoint") == path                     # rewritten in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]      # no temporary folder left
     loaded = RewardModel.load(path)
-    assert loaded.state["step"] == 1 and loaded.inputs == model.inputs
+    assert loaded.state["step"] == 2 and loaded.inputs == model.inputs
     for a, b in zip(model.predict(clips, update_normalisation=False), loaded.predict(clips, update_normalisation=False)):
         assert np.array_equal(a, b)
     assert np.array_equal(model.disagreement([(clips[0], clips[1])]), loaded.disagreement([(clips[0], clips[1])]))

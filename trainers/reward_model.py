@@ -233,9 +233,14 @@ class RewardModel:
         description = {"kind": CHECKPOINT_KIND, "config": config_to_dict(self.config),
                        "inputs": self.inputs.to_dict(), "state": self.state}
         (tmp / "config.json").write_text(json.dumps(description, sort_keys=True, indent=2))
+        old = final.with_name(final.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
         if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+            final.rename(old)                 # a reader between these renames retries; never sees a partial folder
+        tmp.rename(final)
+        if old.exists():
+            shutil.rmtree(old)
         return final
 
     @classmethod
