@@ -100,3 +100,34 @@ def test_cli_train_reward_is_its_own_parser(tmp_path, monkeypatch):
     # nested options start from the reward model's own defaults (its small transformer), not ModelConfig()'s
     assert (config.model.n_embd, config.model.n_positions) == (RewardModelConfig().model.n_embd,
                                                                RewardModelConfig().model.n_positions)
+
+
+def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch, capsys):
+    """``rlds-lang train reward`` end to end; the dataset reader is a stand-in with the signature of
+    ``transforms.preferences.read_judgements(dataset, split)`` (the built-dataset round trip is prefs' test)."""
+    import sys
+    import types
+
+    from trainers.cli import main
+
+    data = {"train": judgements(vector_clip, 50, seed=11), "validation": judgements(vector_clip, 20, seed=12, prefix="v")}
+    calls = []
+
+    def read_judgements(dataset, split):
+        calls.append((dataset, split))
+        return iter(data[split])
+
+    monkeypatch.setitem(sys.modules, "transforms.preferences", types.SimpleNamespace(read_judgements=read_judgements))
+    out = tmp_path / "run"
+    main(["train", "reward", "--dataset", "/built/prefs", "--out", str(out), "--steps", "20", "--members", "2",
+          "--val_split", "validation", "--lr", "0.003", "--no-progress"])
+    assert calls == [("/built/prefs", "train"), ("/built/prefs", "validation")]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["train_labels"] == 50 and metrics["val_labels"] == 20 and 0.0 <= metrics["val_accuracy"] <= 1.0
+    assert "validation accuracy" in capsys.readouterr().out
+    assert RewardModel.load(out / "checkpoint").state["step"] == 20
+    # without --val_split, 20% of the training split is held out by pair
+    from trainers.reward_training import read_dataset
+
+    train, val = read_dataset(RewardModelConfig(dataset="/built/prefs"))
+    assert len(train) + len(val) == 50 and val and calls[-1] == ("/built/prefs", "train")
