@@ -30,6 +30,19 @@ def vector_clip(rng: np.random.Generator, clip_id: str, length: int = 5, dim: in
     return Clip(clip_id, clip_id.split(":")[0], 0, length, observations, actions, rewards, [False] * length)
 
 
+def dot_clip(rng: np.random.Generator, clip_id: str, length: int = 3, size: int = 12) -> Clip:
+    """A moving-dot-like clip: ``[size, size, 1]`` images with one bright dot; reward 1 when it is in the left half."""
+    observations, rewards = [], []
+    for _ in range(length):
+        image = np.zeros((size, size, 1), np.float32)
+        y, x = rng.integers(size, size=2)
+        image[y, x, 0] = 1.0
+        observations.append(image)
+        rewards.append(float(x < size // 2))
+    return Clip(clip_id, clip_id.split(":")[0], 0, length, observations, [np.zeros(2, np.float32)] * length,
+                rewards, [False] * length)
+
+
 def label_by_return(left: Clip, right: Clip, tolerance: float = 0.0) -> Label:
     """The synthetic labeller's rule: the higher true return wins, ties within ``tolerance`` are equal."""
     diff = left.true_return - right.true_return

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
 
-from tests.reward_fixtures import judgements, text_clip, vector_clip  # noqa: E402
+from tests.reward_fixtures import dot_clip, judgements, text_clip, vector_clip  # noqa: E402
 from trainers.model import ModelConfig  # noqa: E402
 from trainers.reward_model import RewardModel, RewardModelConfig  # noqa: E402
 from trainers.reward_training import RewardModelTrainer, evaluate, split_validation, train_reward  # noqa: E402
@@ -21,7 +21,8 @@ SMALL = RewardModelConfig(members=2, batch_size=16, hidden=32, lr=1e-3, val_ever
                           model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
 
 
-@pytest.mark.parametrize("make,lr,steps", [(text_clip, 1e-3, 40), (vector_clip, 3e-3, 60)], ids=["text", "vector"])
+@pytest.mark.parametrize("make,lr,steps", [(text_clip, 1e-3, 40), (vector_clip, 3e-3, 60), (dot_clip, 3e-3, 60)],
+                         ids=["text", "vector", "image"])
 def test_training_changes_the_model_and_raises_validation_accuracy(make, lr, steps):
     torch.manual_seed(0)
     train, val = judgements(make, 200, seed=1), judgements(make, 80, seed=2, prefix="v")

@@ -10,8 +10,8 @@ Three kinds of input, told apart by the clips' observations (``infer_inputs``):
   predictor shape, hidden layers of 64 units with leaky ReLU (alpha 0.01) (arXiv 1706.03741, appendix A.1).
 - ``image`` (observations of 2 or more dimensions, ``[H, W]`` or ``[H, W, C]``): the paper's Atari predictor
   shape (appendix A.2): 4 convolutions 7x7/3, 5x5/2, 3x3/1, 3x3/1 with 16 filters and leaky ReLU, then
-  64 units and a scalar; here the convolutions are padded (any image size works) and globally pooled, and
-  the action joins before the 64-unit layer.
+  64 units and a scalar; here the convolutions are padded and pooled to a 4x4 grid (any image size works,
+  positions survive), and the action joins before the 64-unit layer.
 
 Every predictor ends in ``reward_head``: optional batch norm and dropout, the paper's two regularisers
 besides L2. Only non-padded steps are encoded, so padding costs nothing and never adds reward.
@@ -222,6 +222,8 @@ class ImageStepReward(nn.Module):
     """``r_hat`` of an image step: the paper's Atari convolutions (padded, pooled), the action, the head."""
 
     KERNELS = ((7, 3), (5, 2), (3, 1), (3, 1))
+    #: the feature maps are pooled to this grid (keeping where things are) before the 64-unit layer.
+    GRID = 4
 
     def __init__(self, channels: int, action_dim: int, filters: int, hidden: int, dropout: float, batch_norm: bool):
         super().__init__()
@@ -234,9 +236,9 @@ class ImageStepReward(nn.Module):
             if dropout:
                 layers.append(nn.Dropout(dropout))
             channels = filters
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        layers += [nn.AdaptiveAvgPool2d(self.GRID), nn.Flatten()]
         self.convolutions = nn.Sequential(*layers)
-        self.head = reward_head(filters + action_dim, hidden, dropout, batch_norm)
+        self.head = reward_head(filters * self.GRID ** 2 + action_dim, hidden, dropout, batch_norm)
 
     def forward(self, steps: dict[str, torch.Tensor]) -> torch.Tensor:
         """Rewards ``[steps]`` of an image batch from ``encode_steps``."""
