@@ -98,6 +98,8 @@ class RewardModelTrainer:
         """The Poisson(1) count of ``judgement`` in each member's bootstrap, ``[members]`` (fixed by its ids)."""
         key = _judgement_key(judgement)
         if key not in self._bootstrap:
+            if len(self._bootstrap) > 200_000:     # a circular database evicts labels; counts are re-derivable
+                self._bootstrap.clear()
             seed = zlib.crc32(f"{self.config.seed}:{key}".encode("utf-8"))
             self._bootstrap[key] = np.random.default_rng(seed).poisson(1.0, self.config.members).astype(np.float64)
         return self._bootstrap[key]
