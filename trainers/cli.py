@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.ppo_results import add_parser as add_ppo_results_parser
 
     add_ppo_results_parser(sub)
+    from trainers.reward_demo import add_parser as add_reward_demo_parser
+
+    add_reward_demo_parser(sub)
     return parser
 
 
@@ -282,6 +285,9 @@ def _add_train_parsers(sub) -> None:
     add_dataclass_arguments(online, OnlinePBCConfig)
     online.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     online.set_defaults(func=cmd_train_online_pbc)
+    from trainers.reward_training import add_train_reward_parser  # not a token-MDP trainer: its own parser
+
+    add_train_reward_parser(algorithms)
 
 
 def _add_eval_parser(sub) -> None:

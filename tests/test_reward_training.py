@@ -1,0 +1,134 @@
+"""Training the reward-model ensemble: it learns separable synthetic preferences (text and vector clips),
+takes the same step with or without gradient accumulation, and ``train_reward`` / ``rlds-lang train reward``
+write a loadable checkpoint and ``metrics.json``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
+
+from tests.reward_fixtures import dot_clip, judgements, text_clip, vector_clip  # noqa: E402
+from trainers.model import ModelConfig  # noqa: E402
+from trainers.reward_model import RewardModel, RewardModelConfig  # noqa: E402
+from trainers.reward_training import RewardModelTrainer, evaluate, split_validation, train_reward  # noqa: E402
+
+SMALL = RewardModelConfig(members=2, batch_size=16, hidden=32, lr=1e-3, val_every=10,
+                          model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
+
+
+@pytest.mark.parametrize("make,lr,steps", [(text_clip, 1e-3, 40), (vector_clip, 3e-3, 60), (dot_clip, 3e-3, 60)],
+                         ids=["text", "vector", "image"])
+def test_training_changes_the_model_and_raises_validation_accuracy(make, lr, steps):
+    torch.manual_seed(0)
+    train, val = judgements(make, 200, seed=1), judgements(make, 80, seed=2, prefix="v")
+    trainer = RewardModelTrainer(dataclasses.replace(SMALL, lr=lr))
+    trainer.build(train)
+    initial = [p.detach().clone() for p in trainer.model.members.parameters()]
+    before = evaluate(trainer.model, val, SMALL.noise)
+    for _ in range(steps):
+        metrics = trainer.train_step(train, val)
+    after = evaluate(trainer.model, val, SMALL.noise)
+    changed = [not torch.equal(a, b) for a, b in zip(initial, trainer.model.members.parameters())]
+    assert all(changed)
+    assert after["accuracy"] >= 0.85 and after["accuracy"] > before["accuracy"] + 0.1, (before, after)
+    assert after["loss"] < before["loss"]
+    for m in range(SMALL.members):                       # per-member metrics are reported at validation
+        assert 0.0 <= metrics[f"val_accuracy/{m}"] <= 1.0 or steps % SMALL.val_every
+    assert trainer.last_validation["val_accuracy"] >= 0.8
+
+
+def test_gradient_accumulation_takes_the_same_step():
+    data = judgements(vector_clip, 40, seed=4)
+    grads, losses = [], []
+    for batch_size, grad_accum in ((8, 1), (2, 4)):
+        trainer = RewardModelTrainer(dataclasses.replace(SMALL, batch_size=batch_size, grad_accum=grad_accum))
+        losses.append(trainer.train_step(data, [])["loss"])          # same seed: the same 8 judgements drawn
+        grads.append(torch.cat([p.grad.flatten() for p in trainer.model.members.parameters()]))
+    # the gradients the optimizer stepped with (Adam would blow float noise of near-zero entries up to lr)
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6)
+    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6) and grads[0].abs().sum() > 0
+
+
+def test_split_validation_is_by_pair_and_deterministic():
+    data = judgements(vector_clip, 200, seed=5)
+    train, val = split_validation(data, 0.2)
+    assert len(train) + len(val) == 200 and 20 <= len(val) <= 60
+    assert split_validation(data, 0.2) == (train, val)
+    assert not {j.pair_key for j in train} & {j.pair_key for j in val}
+
+
+def test_train_reward_writes_checkpoint_and_metrics(tmp_path):
+    train, val = judgements(vector_clip, 60, seed=6), judgements(vector_clip, 30, seed=7, prefix="v")
+    config = dataclasses.replace(SMALL, out=str(tmp_path / "run"), steps=30, log_every=10, checkpoint_every=10,
+                                 lr=3e-3)
+    result = train_reward(config, train, val, progress=False)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics == result.metrics and metrics["val_labels"] == 30 and metrics["train_labels"] == 60
+    assert 0.5 < metrics["val_accuracy"] <= 1.0 and {"val_accuracy/0", "val_loss/1"} <= set(metrics)
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == [10, 20, 30]
+    loaded = RewardModel.load(tmp_path / "run" / "checkpoint")
+    assert loaded.state["step"] == 30
+    clips = [val[0].left, val[0].right]
+    assert np.allclose(loaded.member_returns(clips), result.model.member_returns(clips))
+    with pytest.raises(ValueError, match="trainable labels"):
+        train_reward(config, train, [], progress=False)
+
+
+def test_cli_train_reward_is_its_own_parser(tmp_path, monkeypatch):
+    from trainers import cli, reward_training
+
+    args = cli.build_parser().parse_args(["train", "reward", "--dataset", "/data/prefs", "--out", str(tmp_path),
+                                          "--members", "2", "--model.n_layer", "1", "--batch_norm", "true"])
+    assert args.func is reward_training.cmd_train_reward
+    seen = {}
+
+    def fake_train(config, progress):
+        seen["config"] = config
+        raise SystemExit(0)
+
+    monkeypatch.setattr(reward_training, "train_reward", fake_train)
+    with pytest.raises(SystemExit):
+        args.func(args)
+    config = seen["config"]
+    assert (config.dataset, config.members, config.model.n_layer, config.batch_norm) == ("/data/prefs", 2, 1, True)
+    assert config.noise == 0.1 and config.out == str(tmp_path)
+    # nested options start from the reward model's own defaults (its small transformer), not ModelConfig()'s
+    assert (config.model.n_embd, config.model.n_positions) == (RewardModelConfig().model.n_embd,
+                                                               RewardModelConfig().model.n_positions)
+
+
+def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch, capsys):
+    """``rlds-lang train reward`` end to end; the dataset reader is a stand-in with the signature of
+    ``transforms.preferences.read_judgements(dataset, split)`` (the built-dataset round trip is prefs' test)."""
+    import sys
+    import types
+
+    from trainers.cli import main
+
+    data = {"train": judgements(vector_clip, 50, seed=11), "validation": judgements(vector_clip, 20, seed=12, prefix="v")}
+    calls = []
+
+    def read_judgements(dataset, split):
+        calls.append((dataset, split))
+        return iter(data[split])
+
+    monkeypatch.setitem(sys.modules, "transforms.preferences", types.SimpleNamespace(read_judgements=read_judgements))
+    out = tmp_path / "run"
+    main(["train", "reward", "--dataset", "/built/prefs", "--out", str(out), "--steps", "20", "--members", "2",
+          "--val_split", "validation", "--lr", "0.003", "--no-progress"])
+    assert calls == [("/built/prefs", "train"), ("/built/prefs", "validation")]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["train_labels"] == 50 and metrics["val_labels"] == 20 and 0.0 <= metrics["val_accuracy"] <= 1.0
+    assert "validation accuracy" in capsys.readouterr().out
+    assert RewardModel.load(out / "checkpoint").state["step"] == 20
+    # without --val_split, 20% of the training split is held out by pair
+    from trainers.reward_training import read_dataset
+
+    train, val = read_dataset(RewardModelConfig(dataset="/built/prefs"))
+    assert len(train) + len(val) == 50 and val and calls[-1] == ("/built/prefs", "train")
