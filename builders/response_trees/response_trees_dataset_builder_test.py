@@ -1,18 +1,14 @@
 """DatasetBuilderTestCase for response_trees: ``random_mixture`` built small (RLDS_LANG_SMALL=2 trees) and
 ``manual_dir`` over ``dummy_data/`` (written by ``make_dummy_data.py``); both checked to rebuild into trees."""
 
-import os
+import tensorflow_datasets as tfds
 
-os.environ["RLDS_LANG_SMALL"] = "2"  # read in _split_generators: 2 trees
-
-import tensorflow_datasets as tfds  # noqa: E402
-
-from builders.testing import AllowNumpyLoad  # noqa: E402
-from builders.response_trees import make_dummy_data, response_trees_dataset_builder  # noqa: E402
-from rlds_lang.trees import expected_rewards, rebuild_trees  # noqa: E402
+from builders.testing import AllowNumpyLoad, SmallBuild
+from builders.response_trees import make_dummy_data, response_trees_dataset_builder
+from rlds_lang.trees import expected_rewards, rebuild_trees
 
 
-class _Base(AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):
+class _Base(SmallBuild, AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):
     """Lifts the harness's ``np.load`` guard (the Wordle engine reads its own feedback-matrix cache by path) and
     checks that the built episodes rebuild into trees whose stored expected rewards are recomputed exactly."""
 
@@ -20,6 +16,7 @@ class _Base(AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):
     SKIP_CHECKSUMS = True
     __test__ = False
     NUM_TREES = 0
+    SMALL = 2  # read in _split_generators: 2 trees
 
     def _download_and_prepare_as_dataset(self, builder):
         super()._download_and_prepare_as_dataset(builder)

@@ -3,29 +3,19 @@
 ``manual_dir`` reads ``dummy_data/`` (4 games recorded by ``loggers.record`` with a random-mixture policy).
 """
 
-import os
+import tensorflow_datasets as tfds
 
-os.environ["RLDS_LANG_SMALL"] = "3"  # read in _split_generators: 3 games per recipe
-
-import tensorflow_datasets as tfds  # noqa: E402
-
-from builders.wordle_synthetic import wordle_synthetic_dataset_builder  # noqa: E402
+from builders.testing import AllowNumpyLoad, SmallBuild
+from builders.wordle_synthetic import wordle_synthetic_dataset_builder
 
 
-class _Base(tfds.testing.DatasetBuilderTestCase):
-    """Lifts the harness's ``np.load`` guard: the Wordle engine reads its own feedback-matrix cache by path
-    (not dataset data), which the guard (meant for a builder's downloaded files) rejects."""
+class _Base(SmallBuild, AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):
+    """Every config built with 3 games per recipe; the harness's ``np.load`` guard lifted (``AllowNumpyLoad``)."""
 
     DATASET_CLASS = wordle_synthetic_dataset_builder.Builder
     SKIP_CHECKSUMS = True
+    SMALL = 3  # read in _split_generators: 3 games per recipe
     __test__ = False  # only the subclasses below run
-
-    def setUp(self):
-        super().setUp()
-        for patcher in list(self.patchers):
-            if getattr(patcher, "attribute", None) == "load" and "numpy" in repr(getattr(patcher, "getter", lambda: "")()):
-                patcher.stop()
-                self.patchers.remove(patcher)
 
 
 class ExpertTest(_Base):
