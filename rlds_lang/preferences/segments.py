@@ -87,7 +87,7 @@ class Segmenter:
         self._episode_id = episode_id if episode_id is not None else f"{self.episode_prefix}-{self.episodes_started:08d}"
         self.episodes_started += 1
         self._t = 0
-        self._observation = self._transform(observation)
+        self._observation = self.transform(observation)
         return emitted
 
     def step(self, action: Any, reward: float, next_observation: Any, last: bool = False) -> list[Clip]:
@@ -103,7 +103,7 @@ class Segmenter:
         seg["actions"].append(_frozen(action))
         seg["rewards"].append(float(np.asarray(reward if reward is not None else 0.0)))
         self._t += 1
-        self._observation = self._transform(next_observation)
+        self._observation = self.transform(next_observation)
         emitted = self._emit([]) if len(seg["observations"]) == self.segment_length else []
         if last:
             if not self.span_episodes:
@@ -121,8 +121,14 @@ class Segmenter:
         """Ends the stream: the partial segment, if any, is padded with the last observation and emitted."""
         return self._pad_and_emit()
 
+    @property
+    def current_observation(self) -> Any:
+        """The latest observation fed (transformed): ``o_t`` of the next step."""
+        return self._observation
+
     # -- internals ---------------------------------------------------------------------------------
-    def _transform(self, observation: Any) -> Any:
+    def transform(self, observation: Any) -> Any:
+        """What the labeller sees of ``observation``: ``obs_transform`` applied, then copied."""
         value = self.obs_transform(observation) if self.obs_transform is not None else observation
         return _frozen(value)
 
