@@ -300,6 +300,11 @@ def read_preference_logs(root: str | os.PathLike) -> Iterator[Judgement]:
 
     A judgement naming a clip that was never recorded is an error naming the session, the step and the clip.
     """
+    for judgement, _ in _with_sessions(root):
+        yield judgement
+
+
+def _with_sessions(root: str | os.PathLike) -> Iterator[tuple[Judgement, str]]:
     clips = read_clips(root)
     for session_id, steps in read_sessions(root):
         for k, step in enumerate(steps):
@@ -312,9 +317,38 @@ def read_preference_logs(root: str | os.PathLike) -> Iterator[Judgement]:
             yield Judgement(clips[observation["left_id"]], clips[observation["right_id"]],
                             Label.parse(label, f"session {session_id} judgement {k} label"),
                             labeller=str(step["labeller"]), seconds=float(step["seconds"]),
-                            selection=str(step["selection"]), disagreement=float(step["disagreement"]))
+                            selection=str(step["selection"]), disagreement=float(step["disagreement"])), session_id
 
 
-__all__ = ["ClipWriter", "PreferenceRecorder", "SEGMENTS_DIR", "SESSIONS_DIR", "SessionWriter", "clip_from_episode",
-           "decode_value", "encode_value", "read_clips", "read_preference_logs", "read_sessions",
+# -- TFDS examples (the builder's rows; TFDS-free) ----------------------------------------------------
+def clip_example(clip: Clip) -> dict[str, Any]:
+    """One clip as a row of ``builders/preferences``: ids, step range, rendering, true rewards, padding and each
+    step's ``{"observation", "action"}`` serialised losslessly (``encode_value``)."""
+    return {"clip_id": clip.clip_id, "source_episode_id": clip.source_episode_id, "start": np.int64(clip.start),
+            "stop": np.int64(clip.stop), "rendering": render_clip(clip),
+            "rewards": np.asarray(clip.rewards, np.float64), "padding": np.asarray(clip.padding, bool),
+            "steps": [encode_value({"observation": o, "action": a}) for o, a in zip(clip.observations, clip.actions)]}
+
+
+def judgement_examples(root: str | os.PathLike, split: str | None = None,
+                       val_fraction: float | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(key, example)`` of every judgement recorded under ``root`` (``read_preference_logs``), keyed
+    ``{session}:{index}``; with ``split`` (``train``/``validation``) only those the router sends there."""
+    from rlds_lang.preferences.database import ValidationRouter
+
+    router = ValidationRouter() if val_fraction is None else ValidationRouter(val_fraction)
+    counts: dict[str, int] = {}
+    for judgement, session_id in _with_sessions(root):
+        index = counts[session_id] = counts.get(session_id, -1) + 1
+        if split is not None and router.split(judgement) != split:
+            continue
+        yield f"{session_id}:{index}", {
+            "judgement_id": f"{session_id}:{index}", "session_id": session_id, "label": judgement.label.value,
+            "labeller": judgement.labeller, "seconds": np.float64(judgement.seconds),
+            "selection": judgement.selection, "disagreement": np.float64(judgement.disagreement),
+            "left": clip_example(judgement.left), "right": clip_example(judgement.right)}
+
+
+__all__ = ["ClipWriter", "PreferenceRecorder", "SEGMENTS_DIR", "SESSIONS_DIR", "SessionWriter", "clip_example",
+           "clip_from_episode", "decode_value", "encode_value", "judgement_examples", "read_clips", "read_preference_logs", "read_sessions",
            "record_judgements", "render_clip"]
