@@ -1,6 +1,7 @@
 """Preference clips and judgements recorded as RLDS through EnvLogger (Riegeli), and read back losslessly.
 
-Layout under a log root::
+Layout under a log root (``PreferenceRecorder``; readers find the logs at any depth by their dataset metadata
+``task``: ``preference_segment`` or ``preference_session``)::
 
     ROOT/segments/<writer>/     one EnvLogger log directory per clip writer; each clip is an episode
     ROOT/sessions/<session>/    one log directory per labelling session; the session is one episode
@@ -267,24 +268,29 @@ def clip_from_episode(episode: Mapping[str, Any]) -> Clip:
                 [float(s["reward"]) for s in steps], [bool(s["padding"]) for s in steps])
 
 
+def _logs_of(root: str | os.PathLike, task: str) -> list[str]:
+    """The log directories under ``root`` whose dataset metadata says ``task`` (any folder layout)."""
+    found = []
+    for path in log_dirs(root):
+        with envlogger.Reader(data_directory=path) as reader:
+            if (reader.metadata() or {}).get("task") == task:
+                found.append(path)
+    return found
+
+
 def read_clips(root: str | os.PathLike) -> dict[str, Clip]:
-    """Every recorded clip under ``root/segments`` by clip id."""
-    folder = os.path.join(os.fspath(root), SEGMENTS_DIR)
+    """Every clip recorded under ``root`` (in any clip log below it) by clip id."""
     clips: dict[str, Clip] = {}
-    if os.path.isdir(folder):
-        for path in log_dirs(folder):
-            for episode in read_log_dir(path):
-                clip = clip_from_episode(episode)
-                clips[clip.clip_id] = clip
+    for path in _logs_of(root, SEGMENT_TASK):
+        for episode in read_log_dir(path):
+            clip = clip_from_episode(episode)
+            clips[clip.clip_id] = clip
     return clips
 
 
 def read_sessions(root: str | os.PathLike) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """``(session id, judgement steps)`` of every session under ``root/sessions``, unfinished ones included."""
-    folder = os.path.join(os.fspath(root), SESSIONS_DIR)
-    if not os.path.isdir(folder):
-        return
-    for path in log_dirs(folder):
+    """``(session id, judgement steps)`` of every session log under ``root``, unfinished ones included."""
+    for path in _logs_of(root, SESSION_TASK):
         episodes = list(read_log_dir(path, include_unfinished=True))
         if not episodes:  # killed before its session ended: nothing indexed, but every judgement was flushed
             with envlogger.Reader(data_directory=path) as reader:
@@ -313,7 +319,7 @@ def _with_sessions(root: str | os.PathLike) -> Iterator[tuple[Judgement, str]]:
             missing = [c for c in (observation["left_id"], observation["right_id"]) if c not in clips]
             if missing:
                 raise ValueError(f"{root}: session {session_id} judgement {k} names clip(s) {missing} "
-                                 f"that are not recorded under {SEGMENTS_DIR}/")
+                                 "that no clip log under it records")
             yield Judgement(clips[observation["left_id"]], clips[observation["right_id"]],
                             Label.parse(label, f"session {session_id} judgement {k} label"),
                             labeller=str(step["labeller"]), seconds=float(step["seconds"]),

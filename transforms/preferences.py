@@ -5,7 +5,8 @@
 - a built ``builders/preferences`` dataset: its data folder (``tfds build --data_dir``), the dataset's folder
   or its version folder -- any folder holding one ``dataset_info.json`` below it; ``split`` is a TFDS split
   (``train``, ``validation``, ``train[:50%]``...);
-- raw logs written by ``loggers.preferences`` (a folder with ``segments/`` and ``sessions/``); ``split`` is
+- raw logs written by ``loggers.preferences`` (any folder above them, e.g. one with ``segments/`` and
+  ``sessions/``); ``split`` is
   ``train`` or ``validation`` (by ``rlds_lang.preferences.database.ValidationRouter``, as the builder splits)
   or ``all``.
 
@@ -25,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from loggers.preferences import SESSIONS_DIR, decode_value, read_preference_logs
+from loggers.preferences import decode_value, read_preference_logs
 from rlds_lang.preferences.database import ValidationRouter
 from rlds_lang.preferences.types import Clip, Judgement, Label
 
@@ -74,9 +75,9 @@ def read_judgements(dataset: str | os.PathLike, split: str = "train") -> Iterato
         for example in tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False)):
             yield judgement_from_example(example)
         return
-    if not (path / SESSIONS_DIR).is_dir():
+    if not any(path.rglob("metadata.riegeli")):
         raise ValueError(f"{path}: neither a built preferences dataset (no dataset_info.json) nor preference "
-                         f"logs (no {SESSIONS_DIR}/ folder)")
+                         "logs (no EnvLogger log directory)")
     if split not in RAW_SPLITS:
         raise ValueError(f"split {split!r} of raw preference logs {path}: expected one of {RAW_SPLITS}")
     router = ValidationRouter()
