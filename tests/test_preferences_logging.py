@@ -155,3 +155,19 @@ def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp
     metrics = json.loads((tmp_path / "reward" / "metrics.json").read_text())
     assert metrics["train_labels"] == len(train) and metrics["val_labels"] == len(val)
     assert metrics["val_accuracy"] == result.metrics["val_accuracy"] and metrics["val_accuracy"] > 0.6
+
+
+def test_readme_example_prints_what_it_says():
+    import contextlib
+    import io
+    import re
+
+    from tests.test_readme import README, section_code
+
+    code = section_code("Preferences (`rlds_lang/preferences/`, `loggers/preferences.py`, `builders/preferences`)")
+    expected = [m.strip() for m in re.findall(r"^print\(.*?\)\s+#\s*(.+)$", code, flags=re.M)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(README), "exec"), {})
+    assert expected == ["12 clips", "20 judgements read back"]
+    assert out.getvalue().splitlines() == expected
