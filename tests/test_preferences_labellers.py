@@ -74,3 +74,24 @@ def test_human_labeller_times_out_and_discards_late_answers():
     threading.Timer(0.05, lambda: labeller.answer(labeller.next_query(timeout=5).query_id, "equal")).start()
     assert labeller.label(left, right) is Label.EQUAL and labeller.late_answers == 1
     assert labeller.next_query(timeout=0) is None
+
+
+def _serve(server: HumanQueueLabeller) -> None:
+    """A labelling process: answers one query by true return."""
+    query = server.next_query(timeout=30.0)
+    server.answer(query.query_id, "left" if query.left.true_return > query.right.true_return else "right", "proc")
+
+
+def test_human_labeller_answers_from_another_process():
+    """The labeller (with its queues) is sent to a spawned process, which answers the query."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    labeller = HumanQueueLabeller(ctx.Queue(), ctx.Queue(), timeout=30.0)
+    process = ctx.Process(target=_serve, args=(labeller,))
+    process.start()
+    try:
+        judgement = labeller.judge(clip("a", 1.0), clip("b", 2.0))
+    finally:
+        process.join(timeout=30)
+    assert (judgement.label, judgement.labeller, process.exitcode) == (Label.RIGHT, "human:proc", 0)

@@ -156,6 +156,16 @@ def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp
     assert metrics["train_labels"] == len(train) and metrics["val_labels"] == len(val)
     assert metrics["val_accuracy"] == result.metrics["val_accuracy"] and metrics["val_accuracy"] > 0.6
 
+    # the trained ensemble's disagreement drives pair selection: the chosen pairs are its top-scored candidates
+    from rlds_lang.preferences.selection import PairSelector
+
+    scored = []
+    selector = PairSelector("disagreement", disagreement=lambda p: scored.append(result.model.disagreement(p))
+                            or scored[-1], candidates=5, seed=0)
+    chosen = selector.select(clips, 4)
+    assert len(chosen) == 4 and len(scored[0]) == 20
+    assert [p.disagreement for p in chosen] == pytest.approx(sorted(scored[0], reverse=True)[:4])
+
 
 def test_readme_example_prints_what_it_says():
     import contextlib

@@ -26,7 +26,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import queue
 import time
 from typing import Any, Protocol, runtime_checkable
@@ -132,12 +131,13 @@ class HumanQueueLabeller:
         self.last_answer: Answer | None = None
         self.late_answers = 0
         self.timeouts = 0
-        self._ids = itertools.count()
+        self._next_id = 0  # a plain counter keeps the labeller picklable (spawned processes)
 
     # -- the pipeline's side -----------------------------------------------------------------------
     def label(self, left: Clip, right: Clip) -> Label:
         """Queues the pair and waits for its answer; raises ``LabelTimeout`` after ``timeout`` seconds."""
-        query = Query(next(self._ids), left, right, time.time())
+        query = Query(self._next_id, left, right, time.time())
+        self._next_id += 1
         self.requests.put(query)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
