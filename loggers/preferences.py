@@ -102,12 +102,15 @@ class _Log:
         self.closed = False
 
     def step(self, timestep: dm_env.TimeStep, action: Any, custom: Mapping[str, Any]) -> None:
+        """Writes one EnvLogger step: ``timestep``, the action that led to it, its step metadata."""
         self._writer.record_step(step_data.StepData(timestep, action, dict(custom)), timestep.first())
 
     def end_episode(self, metadata: Mapping[str, Any]) -> None:
+        """Gives the episode that just ended its metadata (which makes it durable)."""
         self._writer.set_episode_metadata(dict(metadata))
 
     def close(self) -> None:
+        """Closes the log directory (indexed, durable)."""
         if not self.closed:
             self.closed = True
             self._writer.close()
@@ -135,6 +138,7 @@ class ClipWriter:
             raise ValueError(f"clip {clip.clip_id} has no steps: nothing to record")
 
         def meta(t: int) -> dict[str, Any]:
+            """Step metadata of raw step ``t`` (the closing step counts as padding)."""
             pad = bool(clip.padding[t]) if t < n else True
             return {"padding": np.bool_(pad), "source_step": np.int64(clip.start + t)}
 

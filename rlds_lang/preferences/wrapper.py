@@ -110,6 +110,7 @@ class PreferenceEnv(dm_env.Environment):
 
     # -- dm_env API --------------------------------------------------------------------------------
     def reset(self) -> dm_env.TimeStep:
+        """Resets the wrapped environment and starts a new episode in the segmenter."""
         timestep = self._env.reset()
         self._begin(timestep)
         return timestep
@@ -122,6 +123,7 @@ class PreferenceEnv(dm_env.Environment):
             self._observation = self.segmenter.transform(timestep.observation)
 
     def step(self, action: Any) -> dm_env.TimeStep:
+        """Steps the wrapped environment, feeds the segmenter and serves the active reward (module docstring)."""
         timestep = self._env.step(action)
         if timestep.first():  # dm_env: stepping a finished environment starts a new episode
             self._begin(timestep)
@@ -148,18 +150,23 @@ class PreferenceEnv(dm_env.Environment):
             self.segmenter.flush()
 
     def observation_spec(self) -> Any:
+        """The wrapped environment's observation spec (observations pass through unchanged)."""
         return self._env.observation_spec()
 
     def action_spec(self) -> Any:
+        """The wrapped environment's action spec."""
         return self._env.action_spec()
 
     def reward_spec(self) -> Any:
+        """The wrapped environment's reward spec (a predicted reward is cast to it)."""
         return self._env.reward_spec()
 
     def discount_spec(self) -> Any:
+        """The wrapped environment's discount spec."""
         return self._env.discount_spec()
 
     def close(self) -> None:
+        """Closes the wrapped environment."""
         self._env.close()
 
     def __getattr__(self, name: str) -> Any:
