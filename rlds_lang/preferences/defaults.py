@@ -4,8 +4,9 @@ Source ("the anchor"): the environment-wrapper refactor of Rahtz's reimplementat
 2017 (HumanCompatibleAI's ``drlhp``, ``HumanPreferencesEnvWrapper``), whose defaults issue 15 adopts:
 ``segment_length=40``, ``n_initial_prefs=40``, ``max_prefs_in_db=10000``, ``PREFS_VAL_FRACTION=0.2``,
 ``validation_interval=10``, ``n_initial_training_steps=50``, ``reward_predictor_refresh_interval=10``.
-The query-rate schedule is the paper's (arXiv 1706.03741, appendix A): labels requested at a rate
-proportional to ``T0 / (T0 + t)`` after ``t`` environment steps (``T0`` = 2e6 for MuJoCo, 5e6 for Atari).
+The query-rate schedule follows the paper (arXiv 1706.03741, appendix A, from memory: not checked against
+the text): labels requested at a rate proportional to ``T0 / (T0 + t)`` after ``t`` environment steps
+(``T0`` = 2e6 for MuJoCo, 5e6 for Atari).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ TIE_TOLERANCE = 0.0
 #: candidate pairs drawn per query for ensemble-disagreement selection (our choice; the paper samples
 #: "a large number of pairs" and keeps the most disagreed).
 CANDIDATES_PER_QUERY = 10
-#: the paper's query-rate time constant ``T0`` for MuJoCo, in environment steps (appendix A.1).
+#: the query-rate time constant ``T0`` in environment steps (the paper's MuJoCo value as we recall it, appendix A).
 QUERY_RATE_TIMESCALE = 2_000_000
 
 __all__ = ["SEGMENT_LENGTH", "INITIAL_PREFERENCES", "DATABASE_CAPACITY", "VALIDATION_FRACTION", "VALIDATION_EVERY",

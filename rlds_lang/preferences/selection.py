@@ -7,9 +7,10 @@ query, scores them with an injected ``disagreement(pairs) -> np.ndarray`` (one s
 keeps the most disagreed -- the paper's choice ("select those trajectories for which the predictions have
 the highest variance across ensemble members", arXiv 1706.03741 section 2.2.4).
 
-``QuerySchedule`` says how many queries are due as environment steps go by. The paper (appendix A) asks
-for labels "at a rate roughly proportional to 2*10^6/(T + 2*10^6)" after ``T`` environment steps (MuJoCo;
-``5*10^6`` for Atari). We use ``rate(t) = rate_0 * T0 / (T0 + t)`` queries per step, and the number of
+``QuerySchedule`` says how many queries are due as environment steps go by. The paper (appendix A, as we
+recall it; the exact wording was not checked against the text) lowers the labelling rate over training,
+roughly proportionally to ``T0 / (T0 + T)`` after ``T`` environment steps (``T0`` = 2e6 steps for MuJoCo,
+5e6 for Atari). We use ``rate(t) = rate_0 * T0 / (T0 + t)`` queries per step, and the number of
 queries due by step ``t`` is its integral ``rate_0 * T0 * ln(1 + t / T0)``, so queries are spread
 deterministically; ``T0=None`` keeps the rate constant.
 
