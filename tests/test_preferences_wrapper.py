@@ -126,3 +126,31 @@ def test_text_env_clips_use_obs_transform_and_wrapper_forwards_env_methods():
     (clip,) = clips
     assert clip.observations[:3] == ["", "⬛⬛🟨⬛🟨", "🟩🟩🟩🟩🟩"] and clip.actions[:2] == ["speed", "abide"]
     assert clip.rewards[:2] == [-1.0, 0.0] and clip.padding[:3] == [False, False, True]
+
+
+def test_streamed_clips_equal_the_clips_of_the_recorded_episodes(tmp_path):
+    """The wrapper recorded by loggers.record: its streamed clips match clips_from_episode of the logs."""
+    from loggers import read_episodes, record
+    from rlds_lang.preferences.segments import clips_from_episode
+    from rlds_lang.wordle.policies import make_policy
+
+    streamed = []
+    env = PreferenceEnv(WordleEnv(seed=0), clip_sink=streamed.append, segment_length=3, episode_prefix="run")
+    record(env, make_policy("random_mixture", prob_smart=0.3), 4, tmp_path / "logs", run_name="run", progress=False)
+    recorded = [c for e in read_episodes(tmp_path / "logs") for c in clips_from_episode(e, segment_length=3)]
+    assert [c.clip_id for c in streamed] == [c.clip_id for c in recorded] and len(streamed) >= 8
+    for a, b in zip(streamed, recorded):
+        assert (a.actions, a.rewards, a.padding, a.start, a.stop) == (b.actions, b.rewards, b.padding, b.start, b.stop)
+        assert [o["text"] for o in a.observations] == [o["text"] for o in b.observations]
+        assert all(np.array_equal(x["feedback"], y["feedback"]) for x, y in zip(a.observations, b.observations))
+
+
+def test_segmenter_observe_takes_dm_env_timesteps():
+    from rlds_lang.preferences.segments import Segmenter
+
+    segmenter = Segmenter(segment_length=2)
+    assert segmenter.observe(dm_env.restart("o0"), episode_id="x") == []
+    assert segmenter.observe(dm_env.transition(1.0, "o1"), "a0") == []
+    (clip,) = segmenter.observe(dm_env.termination(2.0, "o2"), "a1")
+    assert (clip.clip_id, clip.observations, clip.actions, clip.rewards) == ("x:0", ["o0", "o1"], ["a0", "a1"],
+                                                                             [1.0, 2.0])
