@@ -16,11 +16,17 @@ cannot change a recorded clip. Clip ids are ``{source_episode_id}:{start}``.
 
 Example::
 
-    from loggers import record_and_read
-    from rlds_lang.preferences.segments import clips_from_episode
+    from rlds_lang.preferences.segments import Segmenter
 
-    for episode in record_and_read(env, policy, 10):
-        clips = clips_from_episode(episode, segment_length=40)
+    segmenter = Segmenter(segment_length=40, obs_transform=lambda o: o["text"], sink=clips.append)
+    timestep = env.reset()
+    segmenter.observe(timestep)
+    while not timestep.last():
+        action = policy_action(timestep)
+        timestep = env.step(action)
+        segmenter.observe(timestep, action)      # a clip reaches the sink every 40 steps and at episode ends
+
+``clips_from_episode(episode)`` cuts an RLDS episode dict (as the recorders' readers yield it) the same way.
 """
 
 from __future__ import annotations
