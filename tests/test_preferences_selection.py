@@ -89,6 +89,9 @@ def test_circular_database_keeps_the_latest_and_router_is_deterministic_by_pair(
     assert len(dbs.validation) == went.count("validation") and len(dbs) == 50
     assert dbs.validation.capacity == 20 and dbs.train.capacity == 80
     assert all(dbs.router.split(j) == "validation" for j in dbs.validation.judgements())
+    reloaded = RoutedDatabases(capacity=100)  # saved preferences read back land in the same databases
+    assert reloaded.extend(dbs.train.judgements() + dbs.validation.judgements()) == {
+        "train": len(dbs.train), "validation": len(dbs.validation)}
 
 
 def test_the_anchor_defaults_are_in_one_place():

@@ -97,6 +97,13 @@ class RoutedDatabases:
         (self.validation if split == "validation" else self.train).add(judgement)
         return split
 
+    def extend(self, judgements: Iterable[Judgement]) -> dict[str, int]:
+        """Routes and stores each of ``judgements`` (e.g. saved preferences read back); returns the counts per split."""
+        counts = {"train": 0, "validation": 0}
+        for judgement in judgements:
+            counts[self.add(judgement)] += 1
+        return counts
+
     def __len__(self) -> int:
         return len(self.train) + len(self.validation)
 
