@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -68,8 +69,9 @@ def test_human_labeller_times_out_and_discards_late_answers():
     with pytest.raises(LabelTimeout, match="l:0 vs r:0"):
         labeller.label(left, right)
     assert labeller.timeouts == 1
-    stale = labeller.next_query(timeout=0)
-    labeller.answer(stale.query_id, "left")  # too late: its query was abandoned
+    time.sleep(0.02)  # wall clock surely past the query's expiry
+    assert labeller.next_query(timeout=0) is None and labeller.expired == 1  # nobody waits for it: not shown
+    labeller.answer(0, "left")  # an answer to the abandoned query arrives anyway: discarded
     labeller.timeout = 5.0
     threading.Timer(0.05, lambda: labeller.answer(labeller.next_query(timeout=5).query_id, "equal")).start()
     assert labeller.label(left, right) is Label.EQUAL and labeller.late_answers == 1

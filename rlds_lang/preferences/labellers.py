@@ -8,8 +8,8 @@ its own seeded generator so a run is reproducible.
 
 ``HumanQueueLabeller`` puts each pair on a request queue as a ``Query``; a server (``creator_web``) takes
 queries with ``next_query`` and sends back an ``Answer`` (``answer``); ``label`` waits for the answer to its
-own query, up to ``timeout`` seconds (``LabelTimeout``; a late answer to an abandoned query is discarded
-and counted). The queues are anything with ``put``/``get(timeout=...)`` (``queue.Queue``, a
+own query, up to ``timeout`` seconds (``LabelTimeout``; the query carries its expiry, so ``next_query``
+no longer hands it out, and a late answer to it is discarded and counted). The queues are anything with ``put``/``get(timeout=...)`` (``queue.Queue``, a
 ``multiprocessing`` queue), so the person's browser can live in another process.
 
 Both implement ``Labeller``: ``labeller_id`` and ``label(left, right) -> Label``; ``judge`` wraps a label
@@ -100,6 +100,13 @@ class Query:
     left: Clip
     right: Clip
     asked_at: float
+    #: wall-clock time (``time.time()``) after which nobody waits for the answer (``None``: no limit).
+    expires_at: float | None = None
+
+    @property
+    def expired(self) -> bool:
+        """Whether the asker stopped waiting (a server should not show it any more)."""
+        return self.expires_at is not None and time.time() > self.expires_at
 
 
 @dataclasses.dataclass
@@ -131,12 +138,14 @@ class HumanQueueLabeller:
         self.last_answer: Answer | None = None
         self.late_answers = 0
         self.timeouts = 0
+        self.expired = 0
         self._next_id = 0  # a plain counter keeps the labeller picklable (spawned processes)
 
     # -- the pipeline's side -----------------------------------------------------------------------
     def label(self, left: Clip, right: Clip) -> Label:
         """Queues the pair and waits for its answer; raises ``LabelTimeout`` after ``timeout`` seconds."""
-        query = Query(self._next_id, left, right, time.time())
+        now = time.time()
+        query = Query(self._next_id, left, right, now, None if self.timeout is None else now + self.timeout)
         self._next_id += 1
         self.requests.put(query)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -163,11 +172,18 @@ class HumanQueueLabeller:
 
     # -- the server's side -------------------------------------------------------------------------
     def next_query(self, timeout: float | None = None) -> Query | None:
-        """The next pair to show, or ``None`` when none arrives within ``timeout`` seconds."""
-        try:
-            return self.requests.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        """The next pair to show, or ``None`` when none arrives within ``timeout`` seconds; queries whose asker
+        stopped waiting are dropped (counted in ``expired``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                query = self.requests.get(timeout=remaining)
+            except queue.Empty:
+                return None
+            if not query.expired:
+                return query
+            self.expired += 1
 
     def answer(self, query_id: int, label: Label | str, annotator: str = "", seconds: float = 0.0) -> None:
         """Sends the person's answer to query ``query_id`` (left / right / equal / skip)."""
