@@ -132,11 +132,12 @@ class Segmenter:
         """The latest observation fed (transformed): ``o_t`` of the next step."""
         return self._observation
 
-    # -- internals ---------------------------------------------------------------------------------
     def transform(self, observation: Any) -> Any:
         """What the labeller sees of ``observation``: ``obs_transform`` applied, then copied."""
         value = self.obs_transform(observation) if self.obs_transform is not None else observation
         return _frozen(value)
+
+    # -- internals ---------------------------------------------------------------------------------
 
     def _pad_and_emit(self) -> list[Clip]:
         seg = self._open
@@ -144,8 +145,9 @@ class Segmenter:
             return []
         real = len(seg["observations"])
         missing = self.segment_length - real
-        seg["observations"] += [_frozen(self._observation) for _ in range(missing)]
-        seg["actions"] += [neutral_like(seg["actions"][-1]) for _ in range(missing)]
+        # padded steps share the final observation (already a private copy) and one neutral action
+        seg["observations"] += [self._observation] * missing
+        seg["actions"] += [neutral_like(seg["actions"][-1])] * missing
         seg["rewards"] += [0.0] * missing
         return self._emit([], real)
 
