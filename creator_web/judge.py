@@ -2,30 +2,27 @@
 
 Until the preference pipeline's human queue (``rlds_lang.preferences.labellers.HumanQueueLabeller``) is
 served here, a pair is two whole episodes (each one ``Clip``) drawn at random from two recorded datasets
-of the data folder, never the same unordered pair twice in a session. A judgement is logged through
-``loggers.live`` as a one-step episode of ``JudgementEnv``: the observation is the pair as shown (JSON),
-the action is the label (``left``/``right``/``equal``/``skip``), and the episode metadata names both
-clips, the labeller, the time taken and the session. ``record_judgement`` is the one place that writes a
-judgement, so switching to the preferences log format is a change there.
+of the data folder, never the same unordered pair twice in a session. A judgement is logged in the
+preferences format of ``loggers.preferences`` (its clips as episodes, the judgement as a step of a session
+episode: observation = the clip ids and renderings, action = the label ``left``/``right``/``equal``/``skip``,
+step metadata = labeller, seconds, selection), so ``transforms.preferences.read_judgements`` and
+``builders/preferences`` read the browser's judgements like any other. ``record_judgement`` is the one place
+that writes a judgement.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import random
 import secrets
 from typing import Any, Mapping
 
 import numpy as np
-from dm_env import specs
 
 from creator_web.sessions import Session
 from creator_web.storage import DataDir, next_index
 from creator_web.tasks import render_steps
-from loggers.live import LiveEpisode
-from rlds_lang.env import LanguageEnv, Observation, text_spec
+from loggers.preferences import PreferenceRecorder
 from rlds_lang.preferences.types import Clip, Judgement, Label
 
 
@@ -68,47 +65,21 @@ def next_pair(data: DataDir, session: Session, left: str, right: str) -> dict[st
     return None
 
 
-class JudgementEnv(LanguageEnv):
-    """A one-step environment whose observation is a pair of clips and whose action is the label."""
-
-    task_name = "preference"
-
-    def __init__(self, judgement: Judgement, extra: Mapping[str, Any]):
-        super().__init__(seed=0)
-        self.judgement, self.extra = judgement, dict(extra)
-
-    def observation_spec(self) -> dict[str, specs.Array]:
-        return {"text": text_spec("text")}
-
-    def _reset(self) -> Observation:
-        pair = {"left": dataclasses.asdict(self.judgement.left), "right": dataclasses.asdict(self.judgement.right)}
-        return {"text": json.dumps(pair, sort_keys=True, ensure_ascii=False, default=str)}
-
-    def _step(self, action: str) -> tuple[Observation, float, bool]:
-        Label.parse(action, "judgement label")
-        return {"text": ""}, 0.0, True
-
-    def episode_metadata(self) -> dict[str, Any]:
-        j = self.judgement
-        return {"left_clip_id": j.left.clip_id, "right_clip_id": j.right.clip_id,
-                "left_episode_id": j.left.source_episode_id, "right_episode_id": j.right.source_episode_id,
-                "label": j.label.value, "labeller": j.labeller, "seconds": np.float64(j.seconds),
-                "selection": j.selection, "disagreement": np.float64(j.disagreement), **self.extra}
-
-
 def record_judgement(data: DataDir, session: Session, judgement: Judgement, datasets: tuple[str, str]) -> str:
-    """Logs ``judgement`` as RLDS under ``judgements/<session_id>/``; returns its log folder."""
+    """Logs ``judgement`` in the preferences format (``loggers.preferences``) under ``judgements/<session_id>/``.
+
+    Each judgement gets its own folder ``j_NNNNN`` holding its two clips (``segments/``) and a one-judgement
+    session episode (``sessions/``, closed at once so it is durable), whose metadata adds the annotator, the
+    index and both datasets; ``transforms.preferences.read_judgements`` reads them like any preference log.
+    Returns the judgement's folder.
+    """
     folder = data.path("judgements", session.session_id)
     index = next_index(folder, "j_")
-    extra = {"annotator": session.annotator, "session_id": session.session_id,
-             "left_dataset": datasets[0], "right_dataset": datasets[1]}
-    env = JudgementEnv(judgement, extra)
     log_dir = os.path.join(folder, f"j_{index:05d}")
-    with LiveEpisode(env, log_dir, episode_id=f"judgement-{session.session_id}-{index:05d}",
-                     policy=session.policy, policy_params=json.dumps({"annotator": session.annotator}),
-                     seed=0, dataset_metadata={"task": "preference", "source": "creator_web"}) as live:
-        live.reset()
-        live.step(judgement.label.value)
+    extra = {"annotator": session.annotator, "judgement_index": np.int64(index), "left_dataset": datasets[0],
+             "right_dataset": datasets[1], "source": "creator_web"}
+    with PreferenceRecorder(log_dir, run_name="clips") as recorder:
+        recorder.session(session.session_id, labeller=session.policy, metadata=extra).write(judgement)
     return log_dir
 
 
@@ -125,4 +96,4 @@ def judge(data: DataDir, session: Session, pair_id: str, label: Label, seconds: 
     return log_dir
 
 
-__all__ = ["JudgementEnv", "clip_view", "episode_clip", "judge", "next_pair", "record_judgement"]
+__all__ = ["clip_view", "episode_clip", "judge", "next_pair", "record_judgement"]

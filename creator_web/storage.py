@@ -3,7 +3,7 @@
 Layout under ``data_dir`` (everything the server writes is new files in new folders)::
 
     human/<task>/<session_id>/game_NNNNN/   one EnvLogger log per game a person played
-    judgements/<session_id>/j_NNNNN/        one log per preference judgement
+    judgements/<session_id>/j_NNNNN/        one preference log (loggers.preferences) per judgement
     versions/<dataset>/<episode>/vNNNN/     annotated versions of an episode (the original is never edited)
     exports/<name>/eNNNNN/                  episodes exported from the review page (a manual_dir for tfds build)
     sessions/<session_id>.json              who opened each session, with its config

@@ -18,8 +18,10 @@ from fastapi.testclient import TestClient
 from creator_web.app import create_app
 from creator_web.server import free_port
 from loggers import read_episodes, record
+from rlds_lang.preferences.types import Label
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy
+from transforms.preferences import read_judgements
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -162,10 +164,12 @@ def test_judgement_annotation_and_export_write_new_logs_and_leave_the_original(c
     assert response.status_code == 200
     again = client.post(f"/api/sessions/{sid}/judge", json={"pair_id": pair["pair_id"], "label": "left"})
     assert again.status_code == 404  # a pair is answered once
-    [judgement] = list(read_episodes(data_dir / "judgements" / sid))
-    assert judgement["steps"][0]["action"] == "equal" and judgement["label"] == "equal"
-    assert judgement["left_clip_id"] == pair["left"]["clip_id"] and judgement["right_clip_id"] == pair["right"]["clip_id"]
-    assert judgement["labeller"] == "human:judy" and judgement["seconds"] == 2.5
+    # recorded in the preferences format: read back as a Judgement with its clips, like any preference log
+    [judgement] = list(read_judgements(data_dir / "judgements" / sid, "all"))
+    assert judgement.label is Label.EQUAL and (judgement.labeller, judgement.seconds) == ("human:judy", 2.5)
+    assert (judgement.left.clip_id, judgement.right.clip_id) == (pair["left"]["clip_id"], pair["right"]["clip_id"])
+    [session] = [e for e in read_episodes(data_dir / "judgements" / sid) if e["task"] == "preference_session"]
+    assert session["steps"][0]["action"] == "equal" and session["annotator"] == "judy"
 
     eid = "expert-00000001"
     for note in [{"step": 1, "text": "nice second guess", "tags": ["good"]}, {"text": "whole game", "tags": []}]:

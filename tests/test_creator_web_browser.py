@@ -15,6 +15,7 @@ import pytest
 
 from creator_web.server import ServerThread
 from loggers import read_episodes, record
+from transforms.preferences import read_judgements
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy, make_policy
@@ -137,13 +138,15 @@ def test_a_keyboard_judgement_lands_in_the_log(page, server, data_dir, tmp_path)
     page.keyboard.press(" ")
     page.wait_for_selector("#count >> text=2 judged")
     sid = session_id(page)
-    judgements = list(read_episodes(data_dir / "judgements" / sid))
-    assert [j["label"] for j in judgements] == ["right", "skip"]
-    assert [j["steps"][0]["action"] for j in judgements] == ["right", "skip"]
+    judgements = list(read_judgements(data_dir / "judgements" / sid, "all"))  # the preferences format
+    assert [j.label.value for j in judgements] == ["right", "skip"]
     first = judgements[0]
-    assert (first["left_episode_id"], first["right_episode_id"]) == (left, right)
-    assert first["labeller"] == "human:bob" and first["seconds"] > 0
-    assert (first["left_dataset"], first["right_dataset"]) == ("expert", "mixture")
+    assert (first.left.source_episode_id, first.right.source_episode_id) == (left, right)
+    assert first.labeller == "human:bob" and first.seconds > 0
+    sessions = sorted((e for e in read_episodes(data_dir / "judgements" / sid) if e["task"] == "preference_session"),
+                      key=lambda e: int(e["judgement_index"]))
+    assert [e["steps"][0]["action"] for e in sessions] == ["right", "skip"]
+    assert (sessions[0]["left_dataset"], sessions[0]["right_dataset"]) == ("expert", "mixture")
 
 
 def test_two_browser_contexts_record_two_separate_sessions(browser, server, data_dir):

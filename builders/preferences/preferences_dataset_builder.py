@@ -1,0 +1,62 @@
+"""preferences: pairs of clips with a labeller's judgement, from logs written by ``loggers.preferences``.
+
+One example per judgement: the label (``left``/``right``/``equal``/``skip``), the labeller, the seconds it
+took, how the pair was selected and the reward-model ensemble's disagreement on it, and both clips (ids,
+source episode and step range, the rendering the labeller was shown, the true rewards, the padding flags,
+and every step's observation and action serialised losslessly with EnvLogger's codec --
+``loggers.preferences.decode_value``, or ``transforms.preferences.read_judgements`` to get ``Judgement``
+objects back). Splits ``train``/``validation`` follow ``rlds_lang.preferences.database.ValidationRouter``
+(20% to validation, by a hash of the pair, so a pair is always in the same split).
+
+Build: ``PYTHONPATH=. tfds build builders/preferences --manual_dir LOGS`` where ``LOGS`` holds ``segments/``
+and ``sessions/`` as ``loggers.preferences.PreferenceRecorder`` writes them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from loggers import tfds_examples as common
+from loggers.preferences import judgement_examples
+
+_DESCRIPTION = ("Preference judgements about pairs of clips (segments of RLDS episodes) recorded as RLDS through "
+                "EnvLogger; each example is one judgement with both clips.")
+
+
+def _clip_features() -> tfds.features.FeaturesDict:
+    return tfds.features.FeaturesDict({
+        "clip_id": tfds.features.Text(), "source_episode_id": tfds.features.Text(),
+        "start": tfds.features.Scalar(np.int64), "stop": tfds.features.Scalar(np.int64),
+        "rendering": tfds.features.Text(),
+        "rewards": tfds.features.Tensor(shape=(None,), dtype=np.float64),
+        "padding": tfds.features.Tensor(shape=(None,), dtype=np.bool_),
+        "steps": tfds.features.Tensor(shape=(None,), dtype=np.object_),
+    })
+
+
+class Builder(tfds.core.GeneratorBasedBuilder):
+    """DatasetBuilder for preferences (see the module docstring)."""
+
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the folders written by loggers.preferences.PreferenceRecorder "
+                                    "(segments/ and sessions/) under the manual folder (--manual_dir).")
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        features = tfds.features.FeaturesDict({
+            "judgement_id": tfds.features.Text(), "session_id": tfds.features.Text(),
+            "label": tfds.features.Text(), "labeller": tfds.features.Text(),
+            "seconds": tfds.features.Scalar(np.float64), "selection": tfds.features.Text(),
+            "disagreement": tfds.features.Scalar(np.float64),
+            "left": _clip_features(), "right": _clip_features(),
+        })
+        return self.dataset_info_from_configs(description=_DESCRIPTION, features=features, homepage=common.HOMEPAGE,
+                                              supervised_keys=None)
+
+    def _split_generators(self, dl_manager: tfds.download.DownloadManager):
+        root = dl_manager.manual_dir
+        return {split: self._generate_examples(root, split) for split in ("train", "validation")}
+
+    def _generate_examples(self, root, split: str):
+        return judgement_examples(root, split)

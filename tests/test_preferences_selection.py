@@ -1,0 +1,99 @@
+"""Pair selection (random, ensemble disagreement, never twice), the decaying query rate, databases and routing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rlds_lang.preferences import defaults
+from rlds_lang.preferences.database import PreferenceDatabase, RoutedDatabases, ValidationRouter
+from rlds_lang.preferences.selection import PairSelector, QuerySchedule, pair_key
+from rlds_lang.preferences.types import Clip, Judgement, Label
+
+
+def clip(i: int, value: float = 0.0) -> Clip:
+    """Clip ``e{i}:0`` of one step with true reward ``value``."""
+    return Clip(f"e{i}:0", f"e{i}", 0, 1, ["o"], ["a"], [value], [False])
+
+
+def test_random_selection_never_asks_a_pair_twice_in_either_order():
+    clips = [clip(i) for i in range(5)]  # 10 unordered pairs
+    selector = PairSelector("random", seed=0)
+    selector.mark_asked([("e1:0", "e0:0")])
+    pairs = selector.select(clips, 20)
+    keys = [pair_key(p.left, p.right) for p in pairs]
+    assert len(pairs) == 9 and len(set(keys)) == 9 and ("e0:0", "e1:0") not in keys
+    assert all(p.selection == "random" and p.left is not p.right for p in pairs)
+    assert selector.select(clips, 3) == [] and selector.select(clips[:1], 1) == []
+
+
+def test_disagreement_selection_keeps_the_most_disagreed_candidates():
+    clips = [clip(i, float(i)) for i in range(30)]
+    calls = []
+
+    def disagreement(pairs):  # stands in for RewardModel.disagreement: one score per pair
+        calls.append(len(pairs))
+        return np.array([abs(a.true_return - b.true_return) for a, b in pairs])
+
+    selector = PairSelector("disagreement", disagreement=disagreement, candidates=8, seed=1)
+    chosen = selector.select(clips, 3)
+    assert calls == [24] and [p.selection for p in chosen] == ["disagreement"] * 3
+    scores = [p.disagreement for p in chosen]
+    assert scores == sorted(scores, reverse=True) and scores[0] >= 15  # the top of 24 random gaps out of 0..29
+    again = selector.select(clips, 50)
+    assert not {pair_key(p.left, p.right) for p in chosen} & {pair_key(p.left, p.right) for p in again}
+    untrained = PairSelector("disagreement", seed=0)  # no reward model yet: random, recorded as such
+    assert [p.selection for p in untrained.select(clips, 2)] == ["random", "random"]
+    with pytest.raises(ValueError, match="2 scores for"):
+        PairSelector("disagreement", disagreement=lambda pairs: np.zeros(2), seed=0).select(clips, 1)
+    with pytest.raises(ValueError, match="not one of"):
+        PairSelector("uncertainty")
+
+
+def test_query_rate_decays_as_t0_over_t0_plus_t():
+    schedule = QuerySchedule(rate=0.5, timescale=100, initial=4)
+    assert schedule.rate_at(0) == 0.5 and schedule.rate_at(100) == 0.25 and schedule.rate_at(300) == 0.125
+    assert schedule.advance(0) == 4
+    total = 4 + sum(schedule.advance(10) for _ in range(100))  # 1,000 steps
+    assert total == math.floor(4 + 0.5 * 100 * math.log(11))  # the integral of the rate: 123 queries, not 504
+    early, late = QuerySchedule(1.0, 100), QuerySchedule(1.0, 100)
+    late.advance(1000)
+    assert early.advance(100) > 3 * late.advance(100)
+    constant = QuerySchedule(0.25)
+    assert [constant.advance(2) for _ in range(4)] == [0, 1, 0, 1]
+
+
+def _judgement(a: str, b: str) -> Judgement:
+    left, right = Clip(a, a.split(":")[0], 0, 1, ["o"], ["x"], [0.0], [False]), Clip(b, b.split(":")[0], 0, 1, ["o"],
+                                                                                      ["y"], [1.0], [False])
+    return Judgement(left, right, Label.RIGHT, "synthetic")
+
+
+def test_circular_database_keeps_the_latest_and_router_is_deterministic_by_pair():
+    db = PreferenceDatabase(capacity=3)
+    db.extend(_judgement(f"a{i}:0", f"b{i}:0") for i in range(5))
+    assert len(db) == 3 and db.evicted == 2 and [j.left.clip_id for j in db.judgements()] == ["a2:0", "a3:0", "a4:0"]
+    assert PreferenceDatabase().capacity == defaults.DATABASE_CAPACITY == 10_000
+
+    router = ValidationRouter()
+    splits = [router.split(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(5000)]
+    assert splits.count("validation") / len(splits) == pytest.approx(0.2, abs=0.02)
+    assert all(router.is_validation(f"l{i}:0", f"r{i}:0") == router.is_validation(f"r{i}:0", f"l{i}:0")
+               for i in range(200))
+    assert splits == [ValidationRouter(0.2).split(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(5000)]
+
+    dbs = RoutedDatabases(capacity=100)
+    went = [dbs.add(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(50)]
+    assert len(dbs.validation) == went.count("validation") and len(dbs) == 50
+    assert dbs.validation.capacity == 20 and dbs.train.capacity == 80
+    assert all(dbs.router.split(j) == "validation" for j in dbs.validation.judgements())
+    reloaded = RoutedDatabases(capacity=100)  # saved preferences read back land in the same databases
+    assert reloaded.extend(dbs.train.judgements() + dbs.validation.judgements()) == {
+        "train": len(dbs.train), "validation": len(dbs.validation)}
+
+
+def test_the_anchor_defaults_are_in_one_place():
+    assert (defaults.SEGMENT_LENGTH, defaults.INITIAL_PREFERENCES, defaults.VALIDATION_FRACTION,
+            defaults.VALIDATION_EVERY) == (40, 40, 0.2, 10)
