@@ -5,7 +5,7 @@ served here, a pair is two whole episodes (each one ``Clip``) drawn at random fr
 of the data folder, never the same unordered pair twice in a session. A judgement is logged in the
 preferences format of ``loggers.preferences`` (its clips as episodes, the judgement as a step of a session
 episode: observation = the clip ids and renderings, action = the label ``left``/``right``/``equal``/``skip``,
-step metadata = labeller, seconds, selection), so ``transforms.preferences.read_judgements`` and
+step metadata = labeller, seconds, selection), so ``loggers.preferences_dataset.read_judgements`` and
 ``builders/preferences`` read the browser's judgements like any other. ``record_judgement`` is the one place
 that writes a judgement.
 """
@@ -70,7 +70,7 @@ def record_judgement(data: DataDir, session: Session, judgement: Judgement, data
 
     Each judgement gets its own folder ``j_NNNNN`` holding its two clips (``segments/``) and a one-judgement
     session episode (``sessions/``, closed at once so it is durable), whose metadata adds the annotator, the
-    index and both datasets; ``transforms.preferences.read_judgements`` reads them like any preference log.
+    index and both datasets; ``loggers.preferences_dataset.read_judgements`` reads them like any preference log.
     Returns the judgement's folder.
     """
     folder = data.path("judgements", session.session_id)

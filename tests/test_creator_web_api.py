@@ -21,7 +21,7 @@ from loggers import read_episodes, record
 from rlds_lang.preferences.types import Label
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy
-from transforms.preferences import read_judgements
+from loggers.preferences_dataset import read_judgements
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ import pytest
 
 from creator_web.server import ServerThread
 from loggers import read_episodes, record
-from transforms.preferences import read_judgements
+from loggers.preferences_dataset import read_judgements
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy, make_policy

@@ -16,7 +16,7 @@ from loggers.preferences import PreferenceRecorder, read_clips, read_preference_
 from rlds_lang.preferences.labellers import SyntheticLabeller, judge
 from rlds_lang.preferences.segments import Segmenter
 from rlds_lang.preferences.types import Clip, Judgement, Label
-from transforms.preferences import read_judgements
+from loggers.preferences_dataset import read_judgements
 
 ROOT = Path(__file__).resolve().parents[1]
 TRICKY = ["", "é\u0301 — “quotes”", "🟩🟨⬛ emoji", "tab\tnew\nline", "zero\u200bwidth", "\x01ctl", "日本語"]

@@ -105,7 +105,7 @@ def test_cli_train_reward_is_its_own_parser(tmp_path, monkeypatch):
 
 def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch, capsys):
     """``rlds-lang train reward`` end to end; the dataset reader is a stand-in with the signature of
-    ``transforms.preferences.read_judgements(dataset, split)`` (the built-dataset round trip is prefs' test)."""
+    ``loggers.preferences_dataset.read_judgements(dataset, split)`` (the built-dataset round trip is prefs' test)."""
     import sys
     import types
 
@@ -118,7 +118,7 @@ def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch
         calls.append((dataset, split))
         return iter(data[split])
 
-    monkeypatch.setitem(sys.modules, "transforms.preferences", types.SimpleNamespace(read_judgements=read_judgements))
+    monkeypatch.setitem(sys.modules, "loggers.preferences_dataset", types.SimpleNamespace(read_judgements=read_judgements))
     out = tmp_path / "run"
     main(["train", "reward", "--dataset", "/built/prefs", "--out", str(out), "--steps", "20", "--members", "2",
           "--val_split", "validation", "--lr", "0.003", "--no-progress"])

@@ -223,8 +223,8 @@ class RewardTrainerFactory:
 
 
 def read_dataset(config: RewardModelConfig) -> tuple[list[Any], list[Any]]:
-    """``(train, validation)`` judgements of a built preferences dataset (``transforms.preferences``)."""
-    from transforms.preferences import read_judgements
+    """``(train, validation)`` judgements of a built preferences dataset (``loggers.preferences_dataset``)."""
+    from loggers.preferences_dataset import read_judgements
 
     train = list(read_judgements(config.dataset, config.split))
     if config.val_split is not None:

@@ -4,7 +4,7 @@ One example per judgement: the label (``left``/``right``/``equal``/``skip``), th
 took, how the pair was selected and the reward-model ensemble's disagreement on it, and both clips (ids,
 source episode and step range, the rendering the labeller was shown, the true rewards, the padding flags,
 and every step's observation and action serialised losslessly with EnvLogger's codec --
-``loggers.preferences.decode_value``, or ``transforms.preferences.read_judgements`` to get ``Judgement``
+``loggers.preferences.decode_value``, or ``loggers.preferences_dataset.read_judgements`` to get ``Judgement``
 objects back). Splits ``train``/``validation`` follow ``rlds_lang.preferences.database.ValidationRouter``
 (20% to validation, by a hash of the pair, so a pair is always in the same split).
 

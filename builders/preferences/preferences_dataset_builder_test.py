@@ -6,7 +6,7 @@ import tensorflow_datasets as tfds
 from builders.preferences import make_dummy_data, preferences_dataset_builder
 from builders.testing import AllowNumpyLoad
 from loggers.preferences import read_preference_logs
-from transforms.preferences import judgement_from_example
+from loggers.preferences_dataset import judgement_from_example
 
 
 class PreferencesTest(AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):

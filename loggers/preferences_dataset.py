@@ -1,4 +1,5 @@
-"""Reading preference judgements back as ``Judgement`` objects, from a built TFDS folder or from raw logs.
+"""Reading preference judgements back as ``Judgement`` objects, from a built TFDS folder or from raw logs (the
+one reader of both, beside the writer in ``loggers.preferences``: a built example stores its steps in EnvLogger's codec).
 
 ``read_judgements(dataset, split)`` accepts:
 
@@ -15,7 +16,7 @@ stores each step serialised with EnvLogger's codec, decoded here by ``loggers.pr
 
 Example::
 
-    from transforms.preferences import read_judgements
+    from loggers.preferences_dataset import read_judgements
 
     train = list(read_judgements("~/tensorflow_datasets/preferences", "train"))
 """
