@@ -24,6 +24,7 @@ from creator_web.sessions import GameStateError, Session, SessionError, SessionS
 from creator_web.storage import DataDir
 from creator_web.tasks import TASKS
 from rlds_lang.env import InvalidActionError
+from rlds_lang.preferences.labellers import HumanQueueLabeller
 from rlds_lang.preferences.types import Label
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -99,8 +100,13 @@ def render_page(file: str, title: str) -> str:
     return read("layout.html").replace("{{title}}", title).replace("{{nav}}", nav).replace("{{body}}", read(file))
 
 
-def create_app(data_dir: str | os.PathLike) -> FastAPI:
-    """The application serving ``data_dir`` (created if absent)."""
+def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = None, human_task: str = "wordle",
+               human_wait: float = 2.0) -> FastAPI:
+    """The application serving ``data_dir`` (created if absent).
+
+    With ``human``, the judge page shows the pairs that labeller's pipeline asks about (drawn as ``human_task``
+    draws its steps; a request waits up to ``human_wait`` seconds for one, then gets 503 with Retry-After) and
+    answers go back on its queue; without it, pairs are drawn from the data folder's datasets."""
     data = DataDir(data_dir)
     sessions = SessionStore(data)
 
@@ -207,6 +213,13 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
     def next_pair(body: PairRequest, session_id: str = SessionId) -> dict[str, Any]:
         """A new pair of clips to judge (from datasets ``left`` and ``right``, default the first two listed)."""
         session = session_of(session_id)
+        if human is not None and not (body.left or body.right):
+            with session.lock:
+                pair = judging.queued_pair(human, session, human_task, human_wait)
+            if pair is None:
+                raise HTTPException(503, "the preference pipeline has no pair waiting yet; retry shortly",
+                                    headers={"Retry-After": str(max(1, round(human_wait)))})
+            return pair
         listed = [n for n in data.datasets()]
         left = dataset_or_404(body.left) if body.left else (listed[0] if listed else None)
         right = dataset_or_404(body.right) if body.right else (listed[1] if len(listed) > 1 else left)
@@ -224,10 +237,12 @@ def create_app(data_dir: str | os.PathLike) -> FastAPI:
         session = session_of(session_id)
         with session.lock:
             try:
-                log_dir = judging.judge(data, session, body.pair_id, Label.parse(body.label), body.seconds)
+                outcome = judging.judge(data, session, body.pair_id, Label.parse(body.label), body.seconds, human)
             except KeyError as e:
                 raise HTTPException(404, e.args[0]) from None
-        return {"recorded": os.path.relpath(log_dir, data.root), "judged": len(session.judged)}
+        if "recorded" in outcome:
+            outcome["recorded"] = os.path.relpath(outcome["recorded"], data.root)
+        return {**outcome, "judged": len(session.judged)}
 
     @app.post("/api/sessions/{session_id}/annotate")
     def annotate(body: Annotation, session_id: str = SessionId) -> dict[str, Any]:

@@ -1,13 +1,19 @@
-"""Judging pairs of clips: pairs drawn from two datasets, and each judgement recorded as an RLDS episode.
+"""Judging pairs of clips: from the preference pipeline's human queue, or drawn from two datasets; each
+judgement recorded in the preferences format.
 
-Until the preference pipeline's human queue (``rlds_lang.preferences.labellers.HumanQueueLabeller``) is
-served here, a pair is two whole episodes (each one ``Clip``) drawn at random from two recorded datasets
-of the data folder, never the same unordered pair twice in a session. A judgement is logged in the
-preferences format of ``loggers.preferences`` (its clips as episodes, the judgement as a step of a session
-episode: observation = the clip ids and renderings, action = the label ``left``/``right``/``equal``/``skip``,
-step metadata = labeller, seconds, selection), so ``loggers.preferences_dataset.read_judgements`` and
-``builders/preferences`` read the browser's judgements like any other. ``record_judgement`` is the one place
-that writes a judgement.
+Two sources of pairs:
+
+- the pipeline's queue: a server started with a ``rlds_lang.preferences.labellers.HumanQueueLabeller``
+  (``create_app(..., human=labeller)``) shows the pairs the pipeline asks about (``queued_pair``) and sends
+  each answer back on the labeller's answer queue; the pipeline that asked records the judgement in its
+  preferences database and RLDS log, so nothing is written here (one judgement, one record);
+- otherwise two whole episodes (each one ``Clip``) drawn at random from two recorded datasets of the data
+  folder, never the same unordered pair twice in a session. Such a judgement is logged here in the
+  preferences format of ``loggers.preferences`` (its clips as episodes, the judgement as a step of a session
+  episode: observation = the clip ids and renderings, action = the label ``left``/``right``/``equal``/``skip``,
+  step metadata = labeller, seconds, selection), so ``loggers.preferences_dataset.read_judgements`` and
+  ``builders/preferences`` read the browser's judgements like any other. ``record_judgement`` is the one place
+  that writes one.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from creator_web.sessions import Session
 from creator_web.storage import DataDir, next_index
 from creator_web.tasks import render_steps
 from loggers.preferences import PreferenceRecorder
+from rlds_lang.preferences.labellers import HumanQueueLabeller
 from rlds_lang.preferences.types import Clip, Judgement, Label
 
 
@@ -83,17 +90,40 @@ def record_judgement(data: DataDir, session: Session, judgement: Judgement, data
     return log_dir
 
 
-def judge(data: DataDir, session: Session, pair_id: str, label: Label, seconds: float) -> str:
-    """Records the session's answer about pending pair ``pair_id``; ``KeyError`` if it is not pending."""
+def queued_pair(human: HumanQueueLabeller, session: Session, task: str, wait: float) -> dict[str, Any] | None:
+    """The next pair the pipeline asks about (waiting up to ``wait`` seconds), now pending for ``session``;
+    ``None`` when the pipeline has none waiting."""
+    query = human.next_query(timeout=wait)
+    if query is None:
+        return None
+    pair_id = secrets.token_hex(8)
+    session.pending = {pair_id: {"left": query.left, "right": query.right, "query_id": query.query_id}}
+    return {"pair_id": pair_id, "left": clip_view(query.left, task), "right": clip_view(query.right, task),
+            "datasets": ["pipeline", "pipeline"], "source": "pipeline"}
+
+
+def judge(data: DataDir, session: Session, pair_id: str, label: Label, seconds: float,
+          human: HumanQueueLabeller | None = None) -> dict[str, Any]:
+    """Takes the session's answer about pending pair ``pair_id`` (``KeyError`` if it is not pending): a queued
+    pair's answer goes back to the pipeline (``{"answered": query_id}``), any other is logged here
+    (``{"recorded": log folder}``)."""
     pending = session.pending.get(pair_id)
     if pending is None:
         raise KeyError(f"pair {pair_id!r} is not the pair shown to this session")
-    judgement = Judgement(pending["left"], pending["right"], label, labeller=session.policy,
-                          seconds=float(seconds), selection="random")
-    log_dir = record_judgement(data, session, judgement, pending["datasets"])
-    session.judged.add(judgement.pair_key)
+    left, right = pending["left"], pending["right"]
+    key = (left.clip_id, right.clip_id) if left.clip_id <= right.clip_id else (right.clip_id, left.clip_id)
+    if "query_id" in pending:
+        if human is None:
+            raise KeyError(f"pair {pair_id!r} came from a preference queue this server no longer serves")
+        human.answer(pending["query_id"], label, annotator=session.annotator, seconds=float(seconds))
+        outcome: dict[str, Any] = {"answered": pending["query_id"]}
+    else:
+        judgement = Judgement(left, right, label, labeller=session.policy, seconds=float(seconds),
+                              selection="random")
+        outcome = {"recorded": record_judgement(data, session, judgement, pending["datasets"])}
+    session.judged.add(key)
     session.pending = {}
-    return log_dir
+    return outcome
 
 
-__all__ = ["clip_view", "episode_clip", "judge", "next_pair", "record_judgement"]
+__all__ = ["clip_view", "episode_clip", "judge", "next_pair", "queued_pair", "record_judgement"]

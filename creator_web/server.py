@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Any
 
 import uvicorn
 
@@ -28,11 +29,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class ServerThread:
-    """uvicorn serving ``create_app(data_dir)`` in a daemon thread; ``start``/``stop`` (or ``with``)."""
+    """uvicorn serving ``create_app(data_dir, **app_options)`` in a daemon thread; ``start``/``stop`` (or ``with``).
+    ``app_options`` are ``create_app``'s (e.g. ``human=`` a pipeline's ``HumanQueueLabeller``)."""
 
-    def __init__(self, data_dir: str, host: str = "127.0.0.1", port: int | None = None):
+    def __init__(self, data_dir: str, host: str = "127.0.0.1", port: int | None = None, **app_options: Any):
         self.host, self.port = host, port or free_port(host)
-        self.app = create_app(data_dir)
+        self.app = create_app(data_dir, **app_options)
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="creator_web", daemon=True)
@@ -64,10 +66,11 @@ class ServerThread:
         self.stop()
 
 
-def serve(data_dir: str, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serves creator_web on ``host:port`` until interrupted, after saying how to expose it."""
+def serve(data_dir: str, host: str = "127.0.0.1", port: int = 8765, **app_options: Any) -> None:
+    """Serves creator_web on ``host:port`` until interrupted, after saying how to expose it (``app_options``:
+    ``create_app``'s, e.g. ``human=`` the ``HumanQueueLabeller`` of a preference pipeline run in this process)."""
     print(EXPOSE_HINT.format(url=f"http://{host}:{port}", port=port), flush=True)
-    uvicorn.run(create_app(data_dir), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(data_dir, **app_options), host=host, port=port, log_level="info")
 
 
 __all__ = ["EXPOSE_HINT", "ServerThread", "free_port", "serve"]

@@ -28,6 +28,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
                                        "Playwright cannot download its own browser here")
 
+#: generous: the machine may be busy with other jobs (a slow page is not a failed one; a missing element still is).
+BROWSER_TIMEOUT_MS = 45_000
+
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
@@ -61,7 +64,7 @@ def browser():
 @pytest.fixture()
 def page(browser):
     context = browser.new_context(viewport={"width": 1100, "height": 860})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     yield context.new_page()
     context.close()
 
@@ -153,7 +156,7 @@ def test_two_browser_contexts_record_two_separate_sessions(browser, server, data
     pages = []
     for name, answer in [("ann", "slate"), ("ben", "moist")]:
         context = browser.new_context()
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(BROWSER_TIMEOUT_MS)
         page = context.new_page()
         page.goto(server.url + f"/play?annotator={name}&answer={answer}")
         page.wait_for_selector("text=Press Enter")

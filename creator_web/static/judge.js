@@ -18,7 +18,15 @@
     document.getElementById("count").textContent = `${judged} judged in this session`;
   }
 
-  async function load() {
+  // Loads run one after another: two quick dataset changes must not race, or the pair shown could be an
+  // older request's while the server holds the newer one as pending.
+  let loading = Promise.resolve();
+  function load() {
+    loading = loading.then(fetchPair);
+    return loading;
+  }
+
+  async function fetchPair() {
     try {
       pair = await api("POST", base + "/next", {left: leftSelect.value || null, right: rightSelect.value || null});
       shownAt = performance.now();
