@@ -31,7 +31,11 @@
       pair = await api("POST", base + "/next", {left: leftSelect.value || null, right: rightSelect.value || null});
       shownAt = performance.now();
       say("");
-    } catch (e) { pair = null; say(e.message, e.status !== 404); }
+    } catch (e) {
+      pair = null;
+      say(e.message, e.status !== 404 && e.status !== 503);
+      if (e.status === 503) setTimeout(load, 2000);  // a pipeline's queue is empty for now: ask again
+    }
     show();
   }
 
