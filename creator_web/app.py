@@ -189,6 +189,11 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
             except GameStateError as e:
                 raise HTTPException(409, str(e)) from None
 
+    @app.get("/api/judge/source")
+    def judge_source() -> dict[str, str]:
+        """Where the judge page's pairs come from: ``pipeline`` (a served human queue) or ``datasets``."""
+        return {"source": "pipeline" if human is not None else "datasets"}
+
     @app.get("/api/datasets")
     def datasets() -> dict[str, str]:
         """Dataset name -> kind (``raw`` logs or a built ``tfds`` folder)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ import pytest
 from creator_web.server import ServerThread
 from loggers import read_episodes, record
 from loggers.preferences_dataset import read_judgements
+from rlds_lang.preferences.labellers import HumanQueueLabeller
+from rlds_lang.preferences.segments import clips_from_episode
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy, make_policy
@@ -227,3 +230,28 @@ def test_a_task_without_a_board_is_judged_as_a_transcript(page, server):
     page.select_option("#right-ds", "expert")
     page.wait_for_selector("#left-board.transcript .act >> text=→ a red bus")
     assert page.locator("#right-board .tile.c2").count() >= 5  # the Wordle clip beside it is still a board
+
+
+def test_a_pipeline_pair_is_judged_by_keyboard_and_the_answer_reaches_the_pipeline(browser, data_dir, tmp_path):
+    """A server attached to a preference pipeline's HumanQueueLabeller: the page shows the pipeline's pair (no
+    dataset pickers), L answers it, and the pipeline's ``judge`` call returns that label with the annotator."""
+    clips = [clips_from_episode(next(iter(read_episodes(data_dir / name))))[0] for name in ("expert", "mixture")]
+    human = HumanQueueLabeller(timeout=60.0)
+    asked: dict = {}
+    pipeline = threading.Thread(target=lambda: asked.update(judgement=human.judge(clips[0], clips[1])), daemon=True)
+    pipeline.start()
+    context = browser.new_context(viewport={"width": 1100, "height": 860})
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    page = context.new_page()
+    with ServerThread(str(tmp_path / "web"), human=human) as running:
+        page.goto(running.url + "/judge?annotator=carol")
+        page.wait_for_function(f"document.querySelector('#left-id').textContent === {clips[0].source_episode_id!r}")
+        assert not page.is_visible("#left-ds")
+        page.wait_for_selector("#right-board .tile")
+        page.keyboard.press("l")
+        pipeline.join(30)
+        context.close()
+    judgement = asked["judgement"]
+    assert judgement.label.value == "left" and judgement.labeller == "human:carol" and judgement.seconds > 0
+    assert (judgement.left.clip_id, judgement.right.clip_id) == (clips[0].clip_id, clips[1].clip_id)
+    assert not (tmp_path / "web" / "judgements").exists()

@@ -26,6 +26,7 @@ def test_pipeline_pairs_are_shown_and_answered_on_its_queue(tmp_path):
     pipeline = threading.Thread(target=lambda: asked.update(judgement=human.judge(left, right, "disagreement", 0.4)))
     with TestClient(create_app(tmp_path, human=human, human_wait=0.2)) as client:
         sid = client.post("/api/sessions", json={"annotator": "zoe", "task": "wordle", "config": {}}).json()["session_id"]
+        assert client.get("/api/judge/source").json() == {"source": "pipeline"}
         waiting = client.post(f"/api/sessions/{sid}/judge/next", json={})
         assert waiting.status_code == 503 and "no pair waiting" in waiting.json()["detail"]
         assert waiting.headers["retry-after"] == "1"
@@ -55,6 +56,7 @@ def test_explicit_datasets_still_draw_from_the_data_folder_when_a_queue_is_serve
     human = HumanQueueLabeller(timeout=1.0)
     with TestClient(create_app(tmp_path, human=human, human_wait=0.1)) as client:
         sid = client.post("/api/sessions", json={"annotator": "bo", "task": "wordle", "config": {}}).json()["session_id"]
+        assert client.get("/api/judge/source").json() == {"source": "pipeline"}
         response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "nope", "right": "nope"})
         assert response.status_code == 404 and "no dataset 'nope'" in response.json()["detail"]
     assert human.requests.empty()

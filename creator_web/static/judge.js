@@ -6,7 +6,10 @@
   const leftSelect = document.getElementById("left-ds"), rightSelect = document.getElementById("right-ds");
   let pair = null, shownAt = 0, judged = 0, busy = false;
 
-  const datasets = Object.keys(await api("GET", "/api/datasets"));
+  // A server attached to a preference pipeline shows the pipeline's pairs: no datasets to pick then.
+  const fromPipeline = (await api("GET", "/api/judge/source")).source === "pipeline";
+  document.getElementById("pick-datasets").hidden = fromPipeline;
+  const datasets = fromPipeline ? [] : Object.keys(await api("GET", "/api/datasets"));
   for (const select of [leftSelect, rightSelect]) for (const name of datasets) select.add(new Option(name, name));
   if (datasets.length > 1) rightSelect.value = datasets[1];
 
@@ -28,13 +31,14 @@
 
   async function fetchPair() {
     try {
-      pair = await api("POST", base + "/next", {left: leftSelect.value || null, right: rightSelect.value || null});
+      const wanted = fromPipeline ? {} : {left: leftSelect.value || null, right: rightSelect.value || null};
+      pair = await api("POST", base + "/next", wanted);
       shownAt = performance.now();
       say("");
     } catch (e) {
       pair = null;
       say(e.message, e.status !== 404 && e.status !== 503);
-      if (e.status === 503) setTimeout(load, 2000);  // a pipeline's queue is empty for now: ask again
+      if (e.status === 503 && fromPipeline) setTimeout(load, 2000);  // a pipeline's queue is empty for now: ask again
     }
     show();
   }
