@@ -158,6 +158,7 @@ def test_sessions_are_isolated(client, data_dir):
 def test_judgement_annotation_and_export_write_new_logs_and_leave_the_original(client, data_dir):
     original = tree(data_dir / "expert")
     sid = open_session(client, "judy")
+    assert client.get("/api/judge/source").json() == {"source": "datasets"}
     pair = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "expert", "right": "expert"}).json()
     response = client.post(f"/api/sessions/{sid}/judge", json={"pair_id": pair["pair_id"], "label": "equal",
                                                                "seconds": 2.5})
