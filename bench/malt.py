@@ -43,6 +43,7 @@ def lm_checkpoint(out: Path, layers: int, width: int) -> Path:
 
 
 def main() -> None:
+    """Runs the benchmark and prints its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", type=int, default=20)
     parser.add_argument("--dpo-steps", type=int, default=50)

@@ -34,6 +34,7 @@ def small_branch_dataset(games: int) -> str:
 
 
 def main() -> None:
+    """Runs the benchmark and prints its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default=None, help="a built dataset folder (default: a small branch build)")
     parser.add_argument("--games", type=int, default=300, help="expert games of the default small build")

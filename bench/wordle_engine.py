@@ -40,6 +40,7 @@ class TimedPolicy:
 
 
 def main() -> None:
+    """Runs the benchmark and prints its figures."""
     answers, guesses = official_answers(), official_guesses()
     t = time.perf_counter()
     fm = FeedbackMatrix.compute(guesses, answers, "official")
