@@ -241,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.reward_demo import add_parser as add_reward_demo_parser
 
     add_reward_demo_parser(sub)
+    from trainers.reddit_upvotes import add_parser as add_reddit_upvotes_parser
+
+    add_reddit_upvotes_parser(sub)
     return parser
 
 
