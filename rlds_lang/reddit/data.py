@@ -328,6 +328,33 @@ def read_dump(path: str | os.PathLike, rejections: collections.Counter, eval_fra
                                 hash_split(comment_id, eval_fraction, test_fraction, salt), where)
 
 
+#: file name endings recognised as Reddit dumps in a folder.
+DUMP_SUFFIXES = (".zst", ".ndjson", ".jsonl", ".json")
+
+
+def find_dumps(folder: str | os.PathLike) -> list[str]:
+    """The dump files of ``folder`` (names ending in ``DUMP_SUFFIXES``, index files excluded), sorted."""
+    folder = os.fspath(folder)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(DUMP_SUFFIXES) and n not in INDEX_FILES.values())
+    return [os.path.join(folder, n) for n in names]
+
+
+def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
+                test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+    """Comments of a folder in either layout: the published CSV pair when ``comments_positive.csv`` is there,
+    else every dump file (``find_dumps``) in name order, with hash splits."""
+    folder = os.fspath(folder)
+    if os.path.exists(os.path.join(folder, POSITIVE_FILE)):
+        yield from read_published(folder, rejections)
+        return
+    dumps = find_dumps(folder) if os.path.isdir(folder) else []
+    if not dumps:
+        raise RedditDataError(f"{folder}: neither {POSITIVE_FILE} + {NEGATIVE_FILE} (+ *_idxs.json) nor a Reddit dump "
+                              f"(a file ending in {', '.join(DUMP_SUFFIXES)})")
+    for path in dumps:
+        yield from read_dump(path, rejections, eval_fraction, test_fraction, salt)
+
+
 __all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason", "RedditComment",
-           "RedditDataError", "SPLITS", "count_published_records", "hash_split", "load_index_splits", "read_dump",
-           "read_published", "rejection_report"]
+           "RedditDataError", "SPLITS", "count_published_records", "find_dumps", "hash_split", "load_index_splits", "read_dump",
+           "read_folder", "read_published", "rejection_report"]

@@ -158,6 +158,24 @@ class ModelUpvotesReward:
         return [1.0 if p >= 0.5 else 0.0 for p in self.model.probabilities(list(texts))]
 
 
+class PrecomputedReward:
+    """Raw rewards computed beforehand (e.g. in one batch by a builder), looked up by text; picklable and light."""
+
+    def __init__(self, kind: str, fingerprint: str, values: Mapping[str, float]):
+        self.kind = kind
+        self._fingerprint = fingerprint
+        self.values = dict(values)
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def rewards(self, texts: Sequence[str]) -> list[float]:
+        missing = [t for t in texts if t not in self.values]
+        if missing:
+            raise UnknownCommentError(f"no precomputed {self.kind} reward for {missing[0][:80]!r}")
+        return [self.values[t] for t in texts]
+
+
 def cache_dir() -> str:
     """``$RLDS_LANG_CACHE/reddit_rewards`` (default ``~/.cache/rlds_lang/reddit_rewards``)."""
     root = os.environ.get("RLDS_LANG_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "rlds_lang")
@@ -232,6 +250,6 @@ def make_reward(kind: str, *, comments: Iterable = (), model_dir: str | None = N
     return CachedReward(inner, enabled=cache)
 
 
-__all__ = ["CachedReward", "DEFAULT_SCALE", "MODERATE_THRESHOLD", "ModelUpvotesReward", "REWARD_KINDS",
+__all__ = ["CachedReward", "DEFAULT_SCALE", "MODERATE_THRESHOLD", "ModelUpvotesReward", "PrecomputedReward", "REWARD_KINDS",
            "RealUpvotesReward", "RewardFunction", "SEVERE_THRESHOLD", "ToxicityReward", "UnknownCommentError",
            "cache_dir", "make_reward", "toxicity_label"]

@@ -22,6 +22,10 @@ import re
 from typing import Any, Sequence
 
 CONFIG_FILE = "config.json"
+#: environment variable naming an upvote model folder (used when a data folder has no ``upvote_model/``).
+UPVOTE_MODEL_ENV = "RLDS_LANG_REDDIT_UPVOTE_MODEL"
+#: the upvote model's folder name inside a data (manual) folder.
+UPVOTE_MODEL_DIR = "upvote_model"
 WEIGHTS_FILE = "weights.pt"
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -122,4 +126,21 @@ class UpvoteClassifier:
         return model
 
 
-__all__ = ["UpvoteClassifier", "UpvoteModelConfig", "ngram_ids"]
+def find_upvote_model(data_dir: str | os.PathLike) -> str:
+    """The upvote model for a data folder: ``<data_dir>/upvote_model``, else the folder ``$RLDS_LANG_REDDIT_UPVOTE_MODEL``.
+
+    ``FileNotFoundError`` says where it looked and how to train one when neither exists.
+    """
+    inside = os.path.join(os.fspath(data_dir), UPVOTE_MODEL_DIR)
+    if os.path.isdir(inside):
+        return inside
+    named = os.environ.get(UPVOTE_MODEL_ENV, "")
+    if named and os.path.isdir(named):
+        return named
+    where = f"names {named!r}, not a folder" if named else "is not set"
+    raise FileNotFoundError(f"the upvotes_model reward needs an upvote classifier: none in {inside} and "
+                            f"${UPVOTE_MODEL_ENV} {where}. Train one with "
+                            f"`rlds-lang reddit-upvotes --data {os.fspath(data_dir)} --out {inside}`.")
+
+
+__all__ = ["UPVOTE_MODEL_DIR", "UPVOTE_MODEL_ENV", "UpvoteClassifier", "find_upvote_model", "UpvoteModelConfig", "ngram_ids"]
