@@ -1,6 +1,7 @@
 """RedditEnv (one step, include_parent, reward scale/shift) and the recording recipe (metadata, lossless text)."""
 
 import collections
+import os
 
 import dm_env
 import numpy as np
@@ -15,6 +16,7 @@ from rlds_lang.reddit.rewards import RealUpvotesReward, make_reward
 from rlds_lang.reddit.schema import REDDIT_SCHEMA
 from rlds_lang.schema import check_episode
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ODD = "emoji 😀👍🏽, CRLF\r\nand \"quotes\", \u202eRTL\u202c, 𝔘𝔫𝔦, \u00a0nbsp, combining e\u0301"
 
 
@@ -99,3 +101,15 @@ def test_recipe_on_dummy_published_data(tmp_path):
     assert {float(e["steps"][0]["reward"]) for e in episodes} <= {0.0, -5.0, -10.0}
     assert [e["steps"][0]["action"] for e in episodes] == [c.text for c in comments]
     assert bool(np.asarray(episodes[0]["include_parent"])) is False
+
+
+def test_bench_prints_comments_per_second(capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_reddit", os.path.join(REPO, "bench", "reddit.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rates = bench.main(["--comments", "40"])
+    assert set(rates) == {"reader", "toxicity reward", "recorder (record + read back)"}
+    assert all(rate > 0 for rate in rates.values())
+    assert "comments/s" in capsys.readouterr().out
