@@ -227,15 +227,30 @@ def wordle_tokenizer() -> CharTokenizer:
 TOKENIZERS = {"wordle": wordle_tokenizer}
 
 
-def make_tokenizer(name: str) -> CharTokenizer:
-    """The tokenizer registered as ``name``; the error lists the known names.
+def make_tokenizer(name: str) -> Any:
+    """The tokenizer registered as ``name``, or the one saved at ``PATH`` for ``file:PATH`` (``load_tokenizer``,
+    e.g. a subword tokenizer trained on a dataset); the error lists the known names.
 
     >>> make_tokenizer("wordle").vocab_size
     38
     """
+    if name.startswith("file:"):
+        return load_tokenizer(name[len("file:"):])
     if name not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)}")
+        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)} or file:PATH of a saved tokenizer")
     return TOKENIZERS[name]()
 
 
-__all__ = ["CharTokenizer", "wordle_tokenizer", "TOKENIZERS", "make_tokenizer", "WORDLE_SQUARES", "WORDLE_LETTERS"]
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer saved at ``path``: a ``CharTokenizer`` or a ``rlds_lang.subword.SubwordTokenizer`` by its
+    ``format`` field; errors name the file."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            description = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{os.fspath(path)}: not JSON ({error})") from error
+    if isinstance(description, dict) and description.get("format") == "rlds_lang.SubwordTokenizer":
+        from rlds_lang.subword import SubwordTokenizer
+
+        return SubwordTokenizer.load(path)
+    return CharTokenizer.load(path)
