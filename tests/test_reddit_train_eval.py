@@ -14,6 +14,7 @@ from rlds_lang.tokenizers import load_tokenizer, make_tokenizer
 from trainers.checkpoint import load_agent_model
 from trainers.cli import main
 from trainers.reddit_eval import mean_and_se
+from transforms.selection import episode_returns, filter_min_return
 
 PUBLISHED = os.path.join(dummy.OUT, "published")
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "128",
@@ -47,11 +48,15 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
     builder = rcb.Builder(config="toxicity", data_dir=str(tmp_path / "data"))
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=PUBLISHED))
     dataset = str(builder.data_dir)
+    train = builder.as_dataset(split="train")
+    returns = episode_returns(train)
+    kept = episode_returns(filter_min_return(train, 0.0))   # %BC by reward cutoff: the non-toxic comments
+    assert len(kept) == int((returns >= 0.0).sum()) and (kept == 0.0).all() and 0 < len(kept) < len(returns)
     tok_path = tmp_path / "tok.json"
     main(["reddit-tokenizer", "--data", PUBLISHED, "--out", str(tok_path), "--vocab-size", "400"])
     assert "train comments" in capsys.readouterr().out
     runs = {}
-    for name, algorithm, extra in (("bc", "bc", []), ("pbc", "bc", ["--top_p", "0.5"]), ("ilql", "ilql", [])):
+    for name, algorithm, extra in (("bc", "bc", []), ("pbc", "bc", ["--min_return", "0"]), ("top", "bc", ["--top_p", "0.5"]), ("ilql", "ilql", [])):
         runs[name] = tmp_path / name
         main(["train", algorithm, "--dataset", dataset, "--out", str(runs[name]), "--tokenizer", f"file:{tok_path}",
               *extra, *TINY])
