@@ -160,15 +160,9 @@ class SubwordTokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "SubwordTokenizer":
         """The tokenizer ``save`` wrote to ``path``; errors name the file."""
-        with open(path, encoding="utf-8") as f:
-            try:
-                description = json.load(f)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{os.fspath(path)}: not JSON ({error})") from error
-        try:
-            return cls.from_dict(description)
-        except ValueError as error:
-            raise ValueError(f"{os.fspath(path)}: {error}") from error
+        from rlds_lang.tokenizers import from_json_file
+
+        return from_json_file(cls.from_dict, path)
 
 
 __all__ = ["FORMAT", "SPECIALS", "SubwordTokenizer"]

@@ -1,6 +1,5 @@
 """The Reddit reward kinds: toxicity thresholds, seeded noise, real upvotes, the upvote model and the disk cache."""
 
-import collections
 import os
 import subprocess
 import sys
@@ -9,7 +8,7 @@ import pytest
 
 from builders.reddit_comments import make_dummy_data as dummy
 from rlds_lang.reddit import rewards as rw
-from rlds_lang.reddit.data import RedditComment, read_published
+from rlds_lang.reddit.data import RedditComment
 from rlds_lang.reddit.upvote_model import UpvoteClassifier, UpvoteModelConfig
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

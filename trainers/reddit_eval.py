@@ -35,13 +35,14 @@ from rlds_lang.subword import SubwordTokenizer
 def cmd_reddit_tokenizer(args: argparse.Namespace) -> SubwordTokenizer:
     """Trains the subword tokenizer on the training split's texts and saves it to ``args.out``."""
     rejections: collections.Counter = collections.Counter()
-    comments = [c for c in read_folder(args.data, rejections) if c.split == "train"]
+    everything = list(read_folder(args.data, rejections))
+    comments = [c for c in everything if c.split == "train"]
     if not comments:
         raise SystemExit(f"rlds-lang reddit-tokenizer: no train comments in {args.data}")
     texts = [t for c in comments for t in (c.parent_text, c.text) if t]
     tokenizer = SubwordTokenizer.train(texts, vocab_size=args.vocab_size, name=f"reddit-bpe-{args.vocab_size}")
     tokenizer.save(args.out)
-    print(f"{rejection_report(rejections, len(comments))}; trained on {len(texts)} texts of {len(comments)} train "
+    print(f"{rejection_report(rejections, len(everything))}; trained on {len(texts)} texts of {len(comments)} train "
           f"comments: {tokenizer.vocab_size} ids -> {args.out}")
     return tokenizer
 

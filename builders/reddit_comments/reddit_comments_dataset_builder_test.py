@@ -9,13 +9,13 @@ import collections
 import os
 import shutil
 import tempfile
-from unittest import mock
 
 import pytest
 import tensorflow_datasets as tfds
 from etils import epath
 
 from builders.reddit_comments import make_dummy_data, reddit_comments_dataset_builder as rcb
+from builders.testing import FullSizeBuild
 from rlds_lang.reddit.data import read_folder
 from rlds_lang.reddit.upvote_model import UPVOTE_MODEL_ENV, UpvoteClassifier, UpvoteModelConfig
 
@@ -23,20 +23,13 @@ PUBLISHED = os.path.join(make_dummy_data.OUT, "published")
 DUMP = os.path.join(make_dummy_data.OUT, "dump")
 
 
-class _Base(tfds.testing.DatasetBuilderTestCase):
+class _Base(FullSizeBuild, tfds.testing.DatasetBuilderTestCase):
     """Full-size builds with the reddit-specific checks added to every config's build."""
 
     DATASET_CLASS = rcb.Builder
     SKIP_CHECKSUMS = True
     LAYOUT = "published"
     __test__ = False
-
-    def setUp(self):
-        super().setUp()
-        environ = mock.patch.dict(os.environ)
-        environ.start()
-        self.addCleanup(environ.stop)
-        os.environ.pop("RLDS_LANG_SMALL", None)
 
     def _download_and_prepare_as_dataset(self, builder):
         super()._download_and_prepare_as_dataset(builder)
@@ -105,7 +98,10 @@ class UpvotesModelPublishedTest(_Base):
         folder = tempfile.mkdtemp(prefix="upvote_model-")
         self.addCleanup(shutil.rmtree, folder, True)
         UpvoteClassifier(UpvoteModelConfig(buckets=64, dim=4)).save(folder)
+        previous = os.environ.get(UPVOTE_MODEL_ENV)
         os.environ[UPVOTE_MODEL_ENV] = folder
+        self.addCleanup(lambda: os.environ.pop(UPVOTE_MODEL_ENV) if previous is None
+                        else os.environ.__setitem__(UPVOTE_MODEL_ENV, previous))
 
     @staticmethod
     def REWARDS(comment):

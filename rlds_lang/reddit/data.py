@@ -35,7 +35,6 @@ Example::
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import enum
 import hashlib
@@ -43,8 +42,9 @@ import io
 import json
 import logging
 import os
-import sys
 from typing import Any, Iterator, Mapping
+
+from rlds_lang.csv_records import csv_records
 
 POSITIVE_FILE = "comments_positive.csv"
 NEGATIVE_FILE = "comments_negative.csv"
@@ -162,33 +162,14 @@ def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dic
     return split_of
 
 
-def _csv_records(path: str) -> Iterator[tuple[int, list[str] | None, str]]:
-    """``(line, fields or None, error)`` for every record of a CSV file, header included, streaming."""
-    csv.field_size_limit(sys.maxsize)
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        line = 1
-        while True:
-            try:
-                fields = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                yield line, None, str(e)
-            except UnicodeDecodeError as e:
-                raise RedditDataError(f"{path}: not UTF-8 near line {reader.line_num + 1}: {e}") from None
-            else:
-                yield line, fields, ""
-            line = reader.line_num + 1
-
-
 def _published_records(folder: str) -> Iterator[tuple[str, list[str] | None, str]]:
     """``(where, fields, error)`` of every data record, positives then negatives, headers skipped."""
     for name in (POSITIVE_FILE, NEGATIVE_FILE):
         path = os.path.join(folder, name)
         if not os.path.exists(path):
             raise RedditDataError(f"{path} not found: the published layout needs {POSITIVE_FILE} and {NEGATIVE_FILE}")
-        records = _csv_records(path)
+        # not strict: the csv module mends bad quoting as the reference's csv.reader did, keeping record numbers aligned
+        records = csv_records(path, RedditDataError, strict=False)
         next(records, None)  # the header
         for line, fields, error in records:
             yield f"{path}:{line}", fields, error
