@@ -131,10 +131,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         "See builders/reddit_comments/README.md.")
 
     def _info(self) -> tfds.core.DatasetInfo:
-        metadata = self.get_metadata()  # README.md and CITATIONS.bib of this folder
-        config = dataclasses.replace(self.builder_config, citation=metadata.citation or "",
-                                     overall_description=metadata.description or _OVERALL)
-        return rlds_base.build_info(config, self, ds_metadata={"rejections": {}, "accepted_comments": 0})
+        return common.rlds_info(self, _OVERALL, ds_metadata={"rejections": {}, "accepted_comments": 0})
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: RedditConfig = self.builder_config
