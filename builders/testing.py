@@ -33,6 +33,15 @@ class SmallBuild:
         super().setUp()
 
 
+class FullSizeBuild:
+    """Mixin for a ``DatasetBuilderTestCase``: builds without ``RLDS_LANG_SMALL`` (another builder test may have
+    set it for the process) for this test case only, restoring it afterwards."""
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(_restore_env, "RLDS_LANG_SMALL", os.environ.pop("RLDS_LANG_SMALL", None))
+
+
 def _restore_env(name: str, value: str | None) -> None:
     if value is None:
         os.environ.pop(name, None)

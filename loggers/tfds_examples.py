@@ -102,14 +102,17 @@ def examples_from_log_dir(path: str, schema: TaskSchema, extra_metadata: Mapping
     return examples_from_episodes(read_log_dir, path, schema, extra_metadata, defaults)
 
 
-def rlds_info(builder: Any, overall_description: str):
-    """A builder's ``DatasetInfo`` from its RLDS config, with the ``README.md`` / ``CITATIONS.bib`` of its folder."""
+def rlds_info(builder: Any, overall_description: str, ds_metadata: Mapping[str, Any] | None = None):
+    """A builder's ``DatasetInfo`` from its RLDS config, with the ``README.md`` / ``CITATIONS.bib`` of its folder
+    and, if given, the initial ``metadata.json`` content (e.g. rejection counts filled in by the build)."""
     from tensorflow_datasets.rlds import rlds_base
 
     metadata = builder.get_metadata()
     config = dataclasses.replace(builder.builder_config, citation=metadata.citation or "",
                                  overall_description=metadata.description or overall_description)
-    return rlds_base.build_info(config, builder)
+    if ds_metadata is None:
+        return rlds_base.build_info(config, builder)
+    return rlds_base.build_info(config, builder, ds_metadata=dict(ds_metadata))
 
 
 def beam_flat_map(items: Iterable[Any], fn: Callable[[Any], Iterable[Any]]):

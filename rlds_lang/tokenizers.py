@@ -200,17 +200,7 @@ class CharTokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CharTokenizer":
         """The tokenizer ``save`` wrote to ``path``; errors name the file."""
-        with open(path, encoding="utf-8") as f:
-            try:
-                description = json.load(f)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{os.fspath(path)}: not JSON ({error})") from error
-        if not isinstance(description, dict):
-            raise ValueError(f"{os.fspath(path)}: expected a JSON object, got {type(description).__name__}")
-        try:
-            return cls.from_dict(description)
-        except ValueError as error:
-            raise ValueError(f"{os.fspath(path)}: {error}") from error
+        return from_json_file(cls.from_dict, path)
 
 
 def wordle_tokenizer() -> CharTokenizer:
@@ -227,15 +217,47 @@ def wordle_tokenizer() -> CharTokenizer:
 TOKENIZERS = {"wordle": wordle_tokenizer}
 
 
-def make_tokenizer(name: str) -> CharTokenizer:
-    """The tokenizer registered as ``name``; the error lists the known names.
+def make_tokenizer(name: str) -> Any:
+    """The tokenizer registered as ``name``, or the one saved at ``PATH`` for ``file:PATH`` (``load_tokenizer``,
+    e.g. a subword tokenizer trained on a dataset); the error lists the known names.
 
     >>> make_tokenizer("wordle").vocab_size
     38
     """
+    if name.startswith("file:"):
+        return load_tokenizer(name[len("file:"):])
     if name not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)}")
+        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)} or file:PATH of a saved tokenizer")
     return TOKENIZERS[name]()
 
 
-__all__ = ["CharTokenizer", "wordle_tokenizer", "TOKENIZERS", "make_tokenizer", "WORDLE_SQUARES", "WORDLE_LETTERS"]
+def load_tokenizer(path: str | os.PathLike) -> Any:
+    """The tokenizer saved at ``path``: a ``CharTokenizer`` or a ``rlds_lang.subword.SubwordTokenizer`` by its
+    ``format`` field; errors name the file."""
+    description = read_json_object(path)
+    if description.get("format") == "rlds_lang.SubwordTokenizer":
+        from rlds_lang.subword import SubwordTokenizer
+
+        return SubwordTokenizer.load(path)
+    return CharTokenizer.load(path)
+
+
+def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
+    """The JSON object stored in ``path`` (a saved tokenizer); ``ValueError`` naming the file otherwise."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            description = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{os.fspath(path)}: not JSON ({error})") from error
+    if not isinstance(description, dict):
+        raise ValueError(f"{os.fspath(path)}: expected a JSON object, got {type(description).__name__}")
+    return description
+
+
+def from_json_file(from_dict: Any, path: str | os.PathLike) -> Any:
+    """``from_dict(read_json_object(path))`` with any ``ValueError`` prefixed by the file's path."""
+    description = read_json_object(path)
+    try:
+        return from_dict(description)
+    except ValueError as error:
+        raise ValueError(f"{os.fspath(path)}: {error}") from error

@@ -100,14 +100,14 @@ class LoadedModel:
 
 def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     """Rebuilds the trained module of a checkpoint folder (see the module docstring for the layout)."""
-    from rlds_lang.tokenizers import CharTokenizer
+    from rlds_lang.tokenizers import load_tokenizer
     from trainers.algorithms import algorithm_by_name
 
     path = Path(path)
     algorithm, config_dict = read_checkpoint_config(path)
     spec = algorithm_by_name(algorithm)
     config = spec.config_from_dict(config_dict)
-    tokenizer = CharTokenizer.load(path / "tokenizer.json")
+    tokenizer = load_tokenizer(path / "tokenizer.json")
     model = spec.model_class(config, tokenizer)
     model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
     model.eval().requires_grad_(False)

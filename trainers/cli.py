@@ -162,6 +162,10 @@ def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
 
 def cmd_eval(args: argparse.Namespace) -> list:
     """Evaluates every ``--agent`` (and the optimal policy with ``--optimal``) on the same seeded games."""
+    if getattr(args, "task", "wordle") == "reddit":
+        from trainers.reddit_eval import cmd_reddit_eval
+
+        return cmd_reddit_eval(args)
     from rlds_lang.wordle.policies import OptimalPolicy
     from trainers.checkpoint import load_policy
     from trainers.config import parse_bool
@@ -241,6 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.reward_demo import add_parser as add_reward_demo_parser
 
     add_reward_demo_parser(sub)
+    from trainers.reddit_upvotes import add_parser as add_reddit_upvotes_parser
+    from trainers.reddit_eval import add_parser as add_reddit_tokenizer_parser
+
+    add_reddit_upvotes_parser(sub)
+    add_reddit_tokenizer_parser(sub)
     return parser
 
 
@@ -307,6 +316,10 @@ def _add_eval_parser(sub) -> None:
     ev.add_argument("--out", default=None, help="write the results as JSON")
     ev.add_argument("--plot", default=None, help="write the results plot (PNG)")
     ev.add_argument("--no-progress", dest="progress", action="store_false")
+    ev.add_argument("--task", default="wordle", help="wordle (default) or reddit")
+    from trainers.reddit_eval import add_eval_arguments as add_reddit_eval_arguments
+
+    add_reddit_eval_arguments(ev)
     ev.set_defaults(func=cmd_eval)
 
 

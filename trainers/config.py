@@ -62,6 +62,9 @@ class TrainConfig:
     max_length: int = 96
     #: train on the top ``top_p`` fraction of episodes by return (filtered BC); None uses every episode.
     top_p: float | None = None
+    #: train on the episodes whose return is at least ``min_return`` (%BC by a reward cutoff, the ILQL paper's
+    #: Reddit filter); None keeps every episode. Applied after ``top_p`` when both are given.
+    min_return: float | None = None
     #: shuffle buffer in episodes (0 keeps the dataset order).
     shuffle_buffer: int = 10_000
     #: seed of parameters, data order and sampling.

@@ -56,7 +56,8 @@ def config_pairs(config: DPOConfig) -> list[PreferencePair]:
 
 #: ``TrainConfig`` fields DPO does not use, with the value they must keep (the error says why).
 UNUSED = {"grad_accum": (1, "a step is one batch of pairs: raise batch_size"), "top_p": (None, "pairs are selected "
-          "by pair_method, not by return"), "token_reward": (0.0, "DPO has no per-token reward"),
+          "by pair_method, not by return"), "min_return": (None, "pairs are selected by pair_method, not by return"),
+          "token_reward": (0.0, "DPO has no per-token reward"),
           "config": (None, "give the dataset as a folder"), "data_dir": (None, "give the dataset as a folder")}
 
 

@@ -70,7 +70,7 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
     pure function of the dataset, the config and the seed).
     """
     from transforms.loading import load
-    from transforms.selection import filter_top_p
+    from transforms.selection import filter_min_return, filter_top_p
     from transforms.token_mdp import TokenMDPConfig, token_batches
     from transforms.torch_bridge import TensorBatches
 
@@ -79,6 +79,8 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
     episodes = load(config.dataset, split=config.split, config=config.config, data_dir=config.data_dir)
     if config.top_p is not None:
         episodes = filter_top_p(episodes, config.top_p)
+    if getattr(config, "min_return", None) is not None:
+        episodes = filter_min_return(episodes, config.min_return)
     if info.world_size > 1:
         episodes = episodes.shard(info.world_size, info.rank)
     # returns-to-go discounted per action token by the config's gamma, if it has one (the MC-returns trainer's targets)

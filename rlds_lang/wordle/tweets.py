@@ -30,7 +30,6 @@ Example::
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import enum
 import logging
@@ -38,6 +37,7 @@ import os
 import re
 from typing import Iterator, Sequence
 
+from rlds_lang.csv_records import csv_records
 from rlds_lang.wordle.game import BLACK, GREEN, YELLOW, pattern_id
 from rlds_lang.wordle.words import WORD_LENGTH
 
@@ -221,22 +221,8 @@ class TweetsCsvError(ValueError):
 
 
 def _csv_records(path: str) -> Iterator[tuple[int, list[str] | None, str]]:
-    """``(first line, fields or None, error)`` per CSV record; a record the csv module cannot parse gives None."""
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, strict=True)  # bad quoting is a malformed record, not silently mended
-        line = 1
-        while True:
-            try:
-                fields = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                yield line, None, str(e)
-            except UnicodeDecodeError as e:
-                raise TweetsCsvError(f"{path}: not UTF-8 near line {reader.line_num + 1}: {e}") from None
-            else:
-                yield line, fields, ""
-            line = reader.line_num + 1
+    """``(first line, fields or None, error)`` per CSV record; bad quoting is a malformed record, not silently mended."""
+    return csv_records(path, TweetsCsvError, strict=True)
 
 
 def _record_problem(fields: list[str], width: int, day_column: int) -> str:

@@ -1,0 +1,341 @@
+"""Reading Reddit comments: the published CSV pair with its index splits, and Reddit's own comment dumps.
+
+Published layout (the ILQL paper's, a Kaggle "reddit comment score prediction" export): a folder with
+``comments_positive.csv`` and ``comments_negative.csv``. Each file's first record is a header and is
+skipped; records are numbered from 0 over the concatenation *positives first*, and
+``train_idxs.json`` / ``eval_idxs.json`` / ``test_idxs.json`` are JSON lists of those numbers. Columns
+are used by position, as the reference code does: 0 = comment id, 1 = parent id, 2 = subreddit id,
+4 = the comment text, 5 = its score (an integer), 10 = the parent comment's text. Every record keeps
+its number even when it is rejected (a blank line included), so the index files stay aligned with the
+reference's numbering.
+
+Reddit dump layout (pushshift-style ``RC_*`` files): one JSON object per line, plain or
+Zstandard-compressed (``.zst``, streamed), with ``body``, ``score``, ``parent_id``, ``id``, ``link_id``
+and ``subreddit``. A comment whose ``parent_id`` starts with ``t1_`` answers another comment: its parent
+text is that comment's ``body``, looked up in the same dump (rejected as ``parent_not_in_dump`` when the
+dump lacks it). A ``t3_`` parent is the post itself, whose text a comment dump does not hold: the parent
+text is then ``""`` (the environment shows an empty observation, as with ``include_parent=False``).
+Splits of a dump come from a stable hash of the comment id (``hash_split``). The dump is read three
+times (ids referenced as parents, their bodies, then the comments), so memory holds only parent texts.
+
+Every rejected record is counted by reason in a ``collections.Counter`` the caller passes (the keys are
+``Reason`` values) and logged with its file and line; nothing is dropped without a count. No TensorFlow.
+
+Example::
+
+    import collections
+    from rlds_lang.reddit.data import read_published
+
+    rejections = collections.Counter()
+    for comment in read_published("manual_dir", rejections):
+        print(comment.split, comment.score, comment.text[:40])
+    print(rejection_report(rejections, accepted=...))
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import hashlib
+import io
+import json
+import logging
+import os
+from typing import Any, Iterator, Mapping
+
+from rlds_lang.csv_records import csv_records
+
+POSITIVE_FILE = "comments_positive.csv"
+NEGATIVE_FILE = "comments_negative.csv"
+SPLITS = ("train", "eval", "test")
+#: the index file of each split in the published layout.
+INDEX_FILES = {split: f"{split}_idxs.json" for split in SPLITS}
+#: column positions of the published CSVs (the reference code reads text, score and parent text by position).
+COLUMNS = {"id": 0, "parent_id": 1, "subreddit_id": 2, "text": 4, "score": 5, "parent_text": 10}
+MIN_COLUMNS = max(COLUMNS.values()) + 1
+#: the fields a dump record needs.
+DUMP_FIELDS = ("body", "score", "parent_id", "id", "link_id", "subreddit")
+#: bodies Reddit puts in place of a removed comment's text.
+DELETED_BODIES = ("[deleted]", "[removed]")
+
+
+class Reason(str, enum.Enum):
+    """Why a record gave no comment; the value is the key in rejection counts."""
+
+    TOO_FEW_COLUMNS = "too_few_columns"        # a CSV record (or blank line) with fewer than 11 fields
+    NON_INTEGER_SCORE = "non_integer_score"    # the score is not an integer
+    EMPTY_TEXT = "empty_text"                  # the comment text is empty or only whitespace
+    MALFORMED_CSV = "malformed_csv"            # the csv module cannot parse the record
+    NOT_IN_SPLIT = "not_in_split"              # a published record no index file names
+    INVALID_JSON = "invalid_json"              # a dump line that is no JSON object
+    MISSING_FIELD = "missing_field"            # a dump record lacking one of DUMP_FIELDS
+    DELETED_TEXT = "deleted_text"              # a dump body "[deleted]" / "[removed]"
+    PARENT_NOT_IN_DUMP = "parent_not_in_dump"  # a t1_ parent the dump does not contain
+
+
+class RedditDataError(ValueError):
+    """The data cannot be read at all (missing file, bad index file); the message names the file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RedditComment:
+    """One comment with its parent's text.
+
+    Attributes:
+      index: number of the record (published layout: over positives then negatives; dumps: line order).
+      comment_id: Reddit's id (published: column 0; ``row<index>`` when that column is empty).
+      parent_id: Reddit's parent id (``t1_...`` a comment, ``t3_...`` the post).
+      subreddit: subreddit name (dumps) or id (published layout, column 2).
+      text: the comment, exactly as stored.
+      score: its Reddit score.
+      parent_text: the parent comment's text (``""`` for a post parent in dumps).
+      split: ``train``, ``eval`` or ``test``.
+      source: ``file:line`` where the record starts.
+    """
+
+    index: int
+    comment_id: str
+    parent_id: str
+    subreddit: str
+    text: str
+    score: int
+    parent_text: str
+    split: str
+    source: str
+
+
+def rejection_report(rejections: Mapping[str, int], accepted: int) -> str:
+    """A one-line summary of the counts, e.g. for the build log."""
+    total = accepted + sum(rejections.values())
+    parts = ", ".join(f"{reason}: {n}" for reason, n in sorted(rejections.items()))
+    return f"{accepted} of {total} records became comments; rejected {sum(rejections.values())} ({parts or 'none'})"
+
+
+def _parse_score(value: Any) -> int | None:
+    """The score as an int, or None when it is not an integer (``"3"``, ``3`` and ``3.0`` are; ``"3.5"`` is not)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("+-").isdigit():
+            return int(text)
+    return None
+
+
+def _reject(rejections: collections.Counter, reason: Reason, where: str, detail: str = "") -> None:
+    rejections[reason.value] += 1
+    logging.debug("%s: record rejected (%s%s)", where, reason.value, f": {detail}" if detail else "")
+
+
+# -- the published CSV pair --------------------------------------------------------------------------------------
+def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dict[int, str]:
+    """Record number -> split from the three index files of ``folder``.
+
+    Raises ``RedditDataError`` naming the file when one is missing, not a JSON list of integers, names an
+    index twice or an index ``>= size`` (when ``size`` is given).
+    """
+    split_of: dict[int, str] = {}
+    for split, name in INDEX_FILES.items():
+        path = os.path.join(os.fspath(folder), name)
+        if not os.path.exists(path):
+            raise RedditDataError(f"{path} not found: the published layout needs {', '.join(INDEX_FILES.values())}")
+        try:
+            with open(path, encoding="utf-8") as f:
+                indices = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise RedditDataError(f"{path}: not JSON: {e}") from None
+        if not isinstance(indices, list):
+            raise RedditDataError(f"{path}: expected a JSON list of record numbers, got {type(indices).__name__}")
+        for k, i in enumerate(indices):
+            if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+                raise RedditDataError(f"{path}: entry {k} is {i!r}, not a record number (an integer >= 0)")
+            if size is not None and i >= size:
+                raise RedditDataError(f"{path}: entry {k} is {i}, but the CSV pair holds {size} records")
+            if i in split_of:
+                raise RedditDataError(f"{path}: record {i} is also in {INDEX_FILES[split_of[i]]}")
+            split_of[i] = split
+    return split_of
+
+
+def _published_records(folder: str) -> Iterator[tuple[str, list[str] | None, str]]:
+    """``(where, fields, error)`` of every data record, positives then negatives, headers skipped."""
+    for name in (POSITIVE_FILE, NEGATIVE_FILE):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            raise RedditDataError(f"{path} not found: the published layout needs {POSITIVE_FILE} and {NEGATIVE_FILE}")
+        # not strict: the csv module mends bad quoting as the reference's csv.reader did, keeping record numbers aligned
+        records = csv_records(path, RedditDataError, strict=False)
+        next(records, None)  # the header
+        for line, fields, error in records:
+            yield f"{path}:{line}", fields, error
+
+
+def _published_comment(index: int, where: str, fields: list[str], split: str,
+                       rejections: collections.Counter) -> RedditComment | None:
+    """The comment of one published record, or None after counting why it is rejected."""
+    if len(fields) < MIN_COLUMNS:
+        _reject(rejections, Reason.TOO_FEW_COLUMNS, where, f"{len(fields)} fields, need {MIN_COLUMNS}")
+        return None
+    score = _parse_score(fields[COLUMNS["score"]])
+    if score is None:
+        _reject(rejections, Reason.NON_INTEGER_SCORE, where, repr(fields[COLUMNS["score"]]))
+        return None
+    text = fields[COLUMNS["text"]]
+    if not text.strip():
+        _reject(rejections, Reason.EMPTY_TEXT, where)
+        return None
+    return RedditComment(index, fields[COLUMNS["id"]].strip() or f"row{index}", fields[COLUMNS["parent_id"]].strip(),
+                         fields[COLUMNS["subreddit_id"]].strip(), text, score, fields[COLUMNS["parent_text"]], split,
+                         where)
+
+
+def count_published_records(folder: str | os.PathLike) -> int:
+    """How many data records (header excluded, blank lines included) the CSV pair holds."""
+    return sum(1 for _ in _published_records(os.fspath(folder)))
+
+
+def read_published(folder: str | os.PathLike, rejections: collections.Counter,
+                   split_of: Mapping[int, str] | None = None) -> Iterator[RedditComment]:
+    """Streams the published CSV pair of ``folder``, yielding valid comments and counting every rejected record.
+
+    ``split_of`` (record number -> split) defaults to ``load_index_splits(folder)``; records no index file
+    names are counted as ``not_in_split``.
+    """
+    folder = os.fspath(folder)
+    if split_of is None:
+        split_of = load_index_splits(folder, count_published_records(folder))
+    for index, (where, fields, error) in enumerate(_published_records(folder)):
+        if error:
+            _reject(rejections, Reason.MALFORMED_CSV, where, error)
+            continue
+        comment = _published_comment(index, where, fields, split_of.get(index, ""), rejections)
+        if comment is None:
+            continue
+        if not comment.split:
+            _reject(rejections, Reason.NOT_IN_SPLIT, where)
+            continue
+        yield comment
+
+
+# -- Reddit's dumps ----------------------------------------------------------------------------------------------
+def hash_split(comment_id: str, eval_fraction: float = 0.05, test_fraction: float = 0.05, salt: str = "reddit") -> str:
+    """The split of a comment by a stable hash of its id: ``test`` below ``test_fraction``, then ``eval``, else ``train``.
+
+    The position is the first 8 bytes of SHA-256(``salt:comment_id``) as a fraction of 2**64, so a comment
+    keeps its split as the dump grows and on every machine.
+    """
+    digest = hashlib.sha256(f"{salt}:{comment_id}".encode("utf-8")).digest()
+    u = int.from_bytes(digest[:8], "big") / 2.0 ** 64
+    if u < test_fraction:
+        return "test"
+    if u < test_fraction + eval_fraction:
+        return "eval"
+    return "train"
+
+
+def _dump_lines(path: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a newline-delimited dump, decompressing ``.zst`` as a stream."""
+    if not os.path.exists(path):
+        raise RedditDataError(f"{path} not found")
+    with open(path, "rb") as raw:
+        if path.endswith(".zst"):
+            import zstandard
+
+            stream = zstandard.ZstdDecompressor(max_window_size=2 ** 31).stream_reader(raw)
+        else:
+            stream = raw
+        text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+        try:
+            for number, line in enumerate(text, start=1):
+                if line.strip():
+                    yield number, line
+        except UnicodeDecodeError as e:
+            raise RedditDataError(f"{path}: not UTF-8: {e}") from None
+
+
+def _dump_objects(path: str, rejections: collections.Counter | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` of every dump line holding a JSON object with ``DUMP_FIELDS`` (others counted if asked)."""
+    for number, line in _dump_lines(path):
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            if rejections is not None:
+                _reject(rejections, Reason.INVALID_JSON, where, str(e))
+            continue
+        if not isinstance(record, dict):
+            if rejections is not None:
+                _reject(rejections, Reason.INVALID_JSON, where, "not an object")
+            continue
+        missing = [k for k in DUMP_FIELDS if k not in record]
+        if missing:
+            if rejections is not None:
+                _reject(rejections, Reason.MISSING_FIELD, where, f"lacks {missing}")
+            continue
+        yield where, record
+
+
+def read_dump(path: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
+              test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+    """Streams a Reddit comment dump (plain or ``.zst``), joining each comment to its parent's text.
+
+    Splits come from ``hash_split(id, eval_fraction, test_fraction, salt)``; see the module docstring for
+    parents and rejections.
+    """
+    path = os.fspath(path)
+    wanted = {str(r["parent_id"])[3:] for _, r in _dump_objects(path, None) if str(r["parent_id"]).startswith("t1_")}
+    parents = {str(r["id"]): str(r["body"]) for _, r in _dump_objects(path, None) if str(r["id"]) in wanted}
+    for index, (where, record) in enumerate(_dump_objects(path, rejections)):
+        score = _parse_score(record["score"])
+        body = record["body"]
+        parent_id = str(record["parent_id"])
+        if score is None:
+            _reject(rejections, Reason.NON_INTEGER_SCORE, where, repr(record["score"]))
+        elif not isinstance(body, str) or not body.strip():
+            _reject(rejections, Reason.EMPTY_TEXT, where)
+        elif body in DELETED_BODIES:
+            _reject(rejections, Reason.DELETED_TEXT, where)
+        elif parent_id.startswith("t1_") and parent_id[3:] not in parents:
+            _reject(rejections, Reason.PARENT_NOT_IN_DUMP, where, parent_id)
+        else:
+            comment_id = str(record["id"])
+            parent_text = parents[parent_id[3:]] if parent_id.startswith("t1_") else ""
+            yield RedditComment(index, comment_id, parent_id, str(record["subreddit"]), body, score, parent_text,
+                                hash_split(comment_id, eval_fraction, test_fraction, salt), where)
+
+
+#: file name endings recognised as Reddit dumps in a folder.
+DUMP_SUFFIXES = (".zst", ".ndjson", ".jsonl", ".json")
+
+
+def find_dumps(folder: str | os.PathLike) -> list[str]:
+    """The dump files of ``folder`` (names ending in ``DUMP_SUFFIXES``, index files excluded), sorted."""
+    folder = os.fspath(folder)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(DUMP_SUFFIXES) and n not in INDEX_FILES.values())
+    return [os.path.join(folder, n) for n in names]
+
+
+def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
+                test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+    """Comments of a folder in either layout: the published CSV pair when ``comments_positive.csv`` is there,
+    else every dump file (``find_dumps``) in name order, with hash splits."""
+    folder = os.fspath(folder)
+    if os.path.exists(os.path.join(folder, POSITIVE_FILE)):
+        yield from read_published(folder, rejections)
+        return
+    dumps = find_dumps(folder) if os.path.isdir(folder) else []
+    if not dumps:
+        raise RedditDataError(f"{folder}: neither {POSITIVE_FILE} + {NEGATIVE_FILE} (+ *_idxs.json) nor a Reddit dump "
+                              f"(a file ending in {', '.join(DUMP_SUFFIXES)})")
+    for path in dumps:
+        yield from read_dump(path, rejections, eval_fraction, test_fraction, salt)
+
+
+__all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason", "RedditComment",
+           "RedditDataError", "SPLITS", "count_published_records", "find_dumps", "hash_split", "load_index_splits", "read_dump",
+           "read_folder", "read_published", "rejection_report"]
