@@ -60,6 +60,11 @@ class TreeSpec:
       pair_method: ``positive_negative`` or ``interval`` (``rlds_lang.trees.select_pairs``).
       threshold: ``positive_negative``'s threshold (None: the mid-point of ``reward_range``).
       interval_threshold_proportion: ``interval``'s minimum gap as a share of the reward range.
+      distinct_tries: at a decision point with several responses, a response that repeats an earlier
+        sibling's is sampled again (a fresh seed each time) up to this many times, so that a peaked policy
+        still offers different responses to compare (a repeated response can never form a pair); 0 keeps
+        plain independent samples. The responses are then those of the policy conditioned on differing while
+        the tries last, not independent draws.
     """
 
     branching: int = 2
@@ -69,10 +74,13 @@ class TreeSpec:
     pair_method: str = "interval"
     threshold: float | None = None
     interval_threshold_proportion: float = 0.1
+    distinct_tries: int = 0
 
     def __post_init__(self) -> None:
         if self.branching < 1:
             raise ValueError(f"TreeSpec.branching must be >= 1, got {self.branching}")
+        if self.distinct_tries < 0:
+            raise ValueError(f"TreeSpec.distinct_tries must be >= 0, got {self.distinct_tries}")
         if self.max_depth is not None and self.max_depth < 1:
             raise ValueError(f"TreeSpec.max_depth must be >= 1 or None, got {self.max_depth}")
 
@@ -127,6 +135,27 @@ def sample_responses(policy: Policy, histories: Sequence[tuple[list[Observation]
     return out
 
 
+def resample_copies(policy: Policy, histories: Sequence[tuple[list[Observation], list[str]]], seeds: Sequence[int],
+                    groups: Sequence[Any], responses: Sequence[str], tries: int) -> list[str]:
+    """``responses`` with each repeat of an earlier response of the same group (``groups[i]``: the decision point
+    of response ``i``) sampled again, up to ``tries`` times, with seeds derived from ``seeds[i]`` and the try."""
+    responses = list(responses)
+    for attempt in range(1, tries + 1):
+        seen: dict[Any, set[str]] = {}
+        redo = []
+        for i, (group, response) in enumerate(zip(groups, responses)):
+            if response in seen.setdefault(group, set()):
+                redo.append(i)
+            else:
+                seen[group].add(response)
+        if not redo:
+            break
+        fresh = [int(np.random.SeedSequence([seeds[i], attempt]).generate_state(1, np.uint32)[0]) for i in redo]
+        for i, response in zip(redo, sample_responses(policy, [histories[i] for i in redo], fresh)):
+            responses[i] = response
+    return responses
+
+
 def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence[int],
                tree_ids: Sequence[str]) -> list[ResponseTree]:
     """The response trees of ``policy`` from the start states seeded ``seeds`` (see the module docstring).
@@ -153,6 +182,9 @@ def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence
                 branch_seeds.append(branch_seed(seeds[t], node, k))
                 owners.append((t, node, agent))
         responses = sample_responses(policy, histories, branch_seeds)
+        if width > 1 and spec.distinct_tries:
+            responses = resample_copies(policy, histories, branch_seeds, [o[:2] for o in owners], responses,
+                                        spec.distinct_tries)
         next_open = []
         for (t, node, agent), response in zip(owners, responses):
             child = len(parents[t])
@@ -361,4 +393,4 @@ def record_and_read_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seed
 
 
 __all__ = ["TREE_EPISODE_METADATA", "PathHook", "PathReplayPolicy", "TreeEnv", "TreeRecordResult", "TreeSpec",
-           "TreePath", "acting_agent", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "sample_responses"]
+           "TreePath", "acting_agent", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "resample_copies", "sample_responses"]

@@ -16,7 +16,11 @@ from the leaves to the root with ``numpy`` (``expected_rewards``). A leaf's valu
 Pairs (per agent, among the children of each node and among the first responses): ``positive_negative``
 picks one child above and one below a threshold (default: the mid-point of the reward range),
 ``interval`` one pair whose values differ by more than ``interval_threshold_proportion * (max - min)``
-possible reward. One pair per node, drawn with a seeded generator (``select_pairs``).
+possible reward. One pair per node, drawn uniformly from the qualifying ones with a seeded generator
+(``select_pairs``). Two siblings with the same response text never form a pair: in a deterministic
+environment they are one decision whose values differ only by the sampling below them, and DPO learns nothing
+from them (the log-ratio difference is 0 whatever the weights). With a peaked policy most sibling groups are
+copies of one response: in a MALT run on Wordle 136 of 149 selected pairs were such copies before this rule.
 
 Pure numpy, no TensorFlow, no torch. Example::
 
@@ -213,7 +217,8 @@ def select_pairs(tree: ResponseTree, values: np.ndarray, method: str, reward_ran
       tree: the tree.
       values: ``expected_rewards(tree)``.
       method: ``positive_negative`` (one child with value > ``threshold``, one with value < it) or
-        ``interval`` (a pair whose values differ by more than ``interval_threshold_proportion * (max - min)``).
+        ``interval`` (a pair whose values differ by more than ``interval_threshold_proportion * (max - min)``);
+        either way the two responses' texts differ.
       reward_range: ``(min, max)`` possible total reward of an episode.
       seed: an integer seed or a ``np.random.Generator`` (shared over trees for one draw per dataset).
       threshold: ``positive_negative``'s threshold (default: the mid-point of ``reward_range``).
@@ -232,18 +237,16 @@ def select_pairs(tree: ResponseTree, values: np.ndarray, method: str, reward_ran
     for parent, agent, group in _sibling_groups(tree):
         v = tree.agent_values(values, agent)[group]
         if method == "positive_negative":
-            pos, neg = group[v > threshold], group[v < threshold]
-            if not len(pos) or not len(neg):
-                continue
-            pick = (int(pos[rng.integers(len(pos))]), int(neg[rng.integers(len(neg))]))
+            allowed = (v[:, None] > threshold) & (v[None, :] < threshold)
         else:
-            better, worse = np.nonzero(v[:, None] - v[None, :] > gap)
-            if not len(better):
-                continue
-            k = rng.integers(len(better))
-            pick = (int(group[better[k]]), int(group[worse[k]]))
-        chosen.append(pick[0])
-        rejected.append(pick[1])
+            allowed = v[:, None] - v[None, :] > gap
+        texts = np.asarray([tree.actions[g] for g in group], dtype=object)
+        better, worse = np.nonzero(allowed & (texts[:, None] != texts[None, :]))
+        if not len(better):
+            continue
+        k = rng.integers(len(better))
+        chosen.append(int(group[better[k]]))
+        rejected.append(int(group[worse[k]]))
         agents.append(agent)
         parents.append(parent)
     as_int = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731

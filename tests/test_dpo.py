@@ -106,6 +106,25 @@ def test_metrics_mean_the_same_at_batch_size_one(setup):
         assert float(value) == pytest.approx(sum(float(s[key]) for s in singles) / n, abs=1e-4), key
 
 
+def test_nll_coef_adds_the_chosen_per_token_nll(setup):
+    config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), reference=str(setup["other"]))
+    _, _, module, tensors = prepare(config)
+    with torch.no_grad():
+        plain = module(tensors)
+        chosen, _ = pair_logps(module.lm, tensors)
+        tokens = tensors["chosen_response_mask"][:, 1:].sum(-1).float()
+        nll = float((-chosen / tokens).mean())
+        assert float(plain.metrics["loss/nll"]) == pytest.approx(nll, rel=1e-5)
+        module.config.nll_coef = 0.5
+        assert float(module(tensors).loss) == pytest.approx(float(plain.loss) + 0.5 * nll, rel=1e-5)
+    module.config.nll_coef = 1.0
+    module(tensors).loss.backward()  # the NLL term pushes the chosen responses' log-probabilities up
+    grads = [p.grad for p in module.parameters() if p.grad is not None]
+    assert grads and any(float(g.abs().sum()) > 0 for g in grads)
+    with pytest.raises(ValueError, match="nll_coef"):
+        prepare(DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), nll_coef=-1.0))
+
+
 def test_training_raises_the_margin_and_never_updates_the_reference(setup):
     init = load_agent_model(setup["init"]).model.state_dict()
     reference = load_agent_model(setup["other"]).model.state_dict()

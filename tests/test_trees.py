@@ -52,6 +52,21 @@ def test_positive_negative_selector():
     assert positive[5] and negative[6] and not positive[6]
 
 
+def test_siblings_with_the_same_response_never_form_a_pair():
+    # three first responses: two copies of "a" (values 0 and -2) and one "b" (value -1); by value alone the
+    # copies of "a" are the widest pair, but they are one decision, so only ("a", "b") pairs qualify
+    tree = ResponseTree("d", np.full(3, -1), np.array([0.0, -2.0, -1.0]), ["a", "a", "b"])
+    values = expected_rewards(tree)
+    for method in ("interval", "positive_negative"):
+        for seed in range(20):
+            pairs = select_pairs(tree, values, method, (-2.0, 0.0), seed=seed, threshold=-0.5)
+            for c, r in zip(pairs.chosen, pairs.rejected):
+                assert tree.actions[c] != tree.actions[r]
+                assert values[c, 0] > values[r, 0]
+    copies = ResponseTree("e", np.full(2, -1), np.array([0.0, -2.0]), ["a", "a"])
+    assert len(select_pairs(copies, expected_rewards(copies), "interval", (-2.0, 0.0)).chosen) == 0
+
+
 def test_interval_selector_and_seeded_sampling():
     tree = hand_tree()
     values = expected_rewards(tree)
@@ -114,6 +129,33 @@ def test_grow_tree_is_seeded_and_branches():
     assert a.actions == b.actions and a.num_nodes == 12  # 3 first responses, 3 under each
     assert len(set(a.actions[:3])) > 1
     assert branch_seed(5, -1, 0) != branch_seed(5, -1, 1) != branch_seed(5, 0, 1)
+
+
+class PeakedPolicy:
+    """Says "crane" unless its seed is a multiple of 7 ("slate" then): a policy whose siblings are mostly copies."""
+
+    def reset(self, seed):
+        self.seed = seed
+
+    def act(self, observations, actions):
+        return "slate" if self.seed % 7 == 0 else "crane"
+
+    def params(self):
+        return {}
+
+
+def test_distinct_tries_resample_repeated_siblings():
+    env = WordleEnv()
+    plain = grow_tree(env, PeakedPolicy(), TreeSpec(branching=3, max_depth=1, reward_range=(-6.0, 0.0)), 4, "p")
+    distinct = grow_tree(env, PeakedPolicy(), TreeSpec(branching=3, max_depth=1, reward_range=(-6.0, 0.0),
+                                                        distinct_tries=50), 4, "p")
+    assert plain.actions.count("crane") >= 2  # independent samples repeat the mode
+    assert len(distinct.actions) == 3 and set(distinct.actions) == {"crane", "slate"}  # both the policy can say
+    again = grow_tree(env, PeakedPolicy(), TreeSpec(branching=3, max_depth=1, reward_range=(-6.0, 0.0),
+                                                     distinct_tries=50), 4, "p")
+    assert again.actions == distinct.actions  # seeded
+    with pytest.raises(ValueError, match="distinct_tries"):
+        TreeSpec(distinct_tries=-1)
 
 
 def test_record_trees_round_trip(tmp_path):

@@ -8,11 +8,16 @@ and ``pi_ref`` a frozen reference model,
     sigmoid: loss = -(1 - eps) * log sigmoid(beta * h) - eps * log sigmoid(-beta * h)
     ipo:     loss = (h - 1 / (2 * beta))^2
 
-averaged over the pairs. ``eps`` is label smoothing (conservative DPO: labels flipped with probability eps).
+averaged over the pairs, plus ``nll_coef`` times the chosen response's negative log-likelihood per token
+(``-log pi(y_w|x) / |y_w|``; Pang et al. 2024, arXiv 2404.19733, "iterative RPO", whose coefficient is 1). DPO
+alone may lower the chosen response's likelihood as long as the rejected one falls faster; when the chosen
+responses are the policy's usual ones (a peaked policy's trees) that moves probability to responses nobody
+judged, and the NLL term holds it on the chosen ones. ``eps`` is label smoothing (conservative DPO: labels flipped with probability eps).
 The reference log-probabilities are computed once, before training, and the reference model is then
 dropped, so it can never be updated. Logged per step (means over the step's pairs, so they mean the same
 at batch size 1): ``rewards/chosen = beta * (log pi(y_w) - log pi_ref(y_w))``, ``rewards/rejected``,
 ``rewards/margin`` (their difference), ``rewards/accuracy`` (share of pairs with margin > 0), ``loss``,
+``loss/nll`` (the chosen responses' NLL per token, whatever ``nll_coef``),
 and ``tokens_per_second`` (every non-pad token of both sequences).
 
 Where the defaults come from: ``beta=0.1`` and the sigmoid loss are the DPO paper's (Rafailov et al. 2023,
@@ -65,6 +70,8 @@ class DPOConfig(TrainConfig):
     loss_type: str = "sigmoid"
     #: conservative-DPO label smoothing: the probability that a pair's label is flipped (0 = plain DPO).
     label_smoothing: float = 0.0
+    #: weight of the chosen responses' per-token NLL added to the DPO loss (0 = plain DPO; iterative RPO: 1).
+    nll_coef: float = 0.0
     #: pair selector: None = the pairs flagged when the trees were recorded; ``positive_negative`` or ``interval``.
     pair_method: str | None = None
     #: lowest possible episode return (Wordle: -6), for re-selected pairs.
@@ -141,6 +148,8 @@ class DPOModel(nn.Module):
             raise ValueError(f"DPOConfig.label_smoothing must be in [0, 0.5), got {config.label_smoothing}")
         if not config.beta > 0:
             raise ValueError(f"DPOConfig.beta must be > 0, got {config.beta}")
+        if config.nll_coef < 0:
+            raise ValueError(f"DPOConfig.nll_coef must be >= 0, got {config.nll_coef}")
         self.config = config
         self.lm = build_language_model(config.model, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
                                        bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
@@ -154,7 +163,10 @@ class DPOModel(nn.Module):
         c = self.config
         losses, metrics = dpo_loss(chosen, rejected, batch["ref_chosen_logps"], batch["ref_rejected_logps"], c.beta,
                                    c.loss_type, c.label_smoothing)
-        return LossOutput(losses.mean(), torch.tensor(len(losses)), {k: v.mean() for k, v in metrics.items()})
+        nll = -chosen / batch["chosen_response_mask"][:, 1:].sum(-1).clamp(min=1)
+        metrics["loss/nll"] = nll.detach()
+        loss = losses.mean() + c.nll_coef * nll.mean() if c.nll_coef else losses.mean()
+        return LossOutput(loss, torch.tensor(len(losses)), {k: v.mean() for k, v in metrics.items()})
 
     def after_optimizer_step(self) -> None:
         """Nothing to do after a step."""

@@ -21,7 +21,10 @@ Where the defaults come from: ``branching=3`` and a binary split of each node's 
 of the reward range (``positive_negative``) follow the MALT paper (Motwani et al. 2024, arXiv 2412.01928:
 three samples per agent, value iteration, threshold 0.5 on a 0/1 reward); ``branch_depth=2`` keeps Wordle
 trees at 9 games per start state like MALT's per-question budget of 27 for three agents. DPO and BC settings
-are those of ``trainers.dpo`` and ``trainers.bc`` with fewer steps per round.
+are those of ``trainers.dpo`` and ``trainers.bc`` with fewer steps per round. Two departures, both found on
+Wordle: ``distinct_tries=16`` (a BC policy repeated its first choice so often that 136 of a round's 149 pairs
+were copies of one response before copies were resampled and barred from pairs) and ``nll_coef=1`` (DPO lowered
+the chosen responses' likelihood from 0.98 to 0.52 in a round, and the round played worse than its start).
 """
 
 from __future__ import annotations
@@ -77,6 +80,9 @@ class MALTConfig:
     reward_min: float = -6.0
     #: highest possible return (Wordle: a first-guess win, 0).
     reward_max: float = 0.0
+    #: a branching response that repeats a sibling's is sampled again up to this many times (``TreeSpec``); a
+    #: repeated response can never be paired, and a BC-trained Wordle policy repeats its first choice most times.
+    distinct_tries: int = 16
     #: sampling temperature of the policy during rollouts.
     temperature: float = 1.0
     #: reuse the data of compatible earlier rounds of the same kind (``trainers.expert_iteration``).
@@ -99,6 +105,8 @@ class MALTConfig:
     loss_type: str = "sigmoid"
     #: DPO label smoothing.
     label_smoothing: float = 0.0
+    #: weight of the chosen responses' NLL in the DPO loss (``trainers.dpo``; iterative RPO's 1).
+    nll_coef: float = 1.0
     #: evaluation games of each round's policy (0: none), seeded from ``eval_seed``.
     eval_games: int = 0
     #: seed of the evaluation games (disjoint from the rollouts' seeds).
@@ -116,7 +124,8 @@ class MALTConfig:
                       threshold=self.pair_threshold, interval_threshold_proportion=self.interval_threshold_proportion)
         if kind == "ei":
             return TreeSpec(branching=1, **common)
-        return TreeSpec(branching=self.branching, branch_depth=self.branch_depth, **common)
+        return TreeSpec(branching=self.branching, branch_depth=self.branch_depth, distinct_tries=self.distinct_tries,
+                        **common)
 
 
 def make_env(config: MALTConfig) -> WordleEnv:
@@ -192,7 +201,8 @@ def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r
     if pairs:
         dpo = DPOConfig(dataset=str(trees_dir), init=str(current), out=str(round_dir / "train"), steps=config.dpo_steps,
                         batch_size=config.dpo_batch_size, lr=config.dpo_lr, beta=config.beta, loss_type=config.loss_type,
-                        label_smoothing=config.label_smoothing, seed=config.seed + r, checkpoint_every=config.dpo_steps)
+                        label_smoothing=config.label_smoothing, nll_coef=config.nll_coef, seed=config.seed + r,
+                        checkpoint_every=config.dpo_steps)
         train_dpo(dpo, progress, pairs=pairs)
         checkpoint = round_dir / "train" / "checkpoint"
     return RoundManifest(r, "malt", env_config(env), _spec_dict(spec), {"trees": str(trees_dir)}, folders,

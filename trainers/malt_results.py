@@ -34,7 +34,12 @@ COMMITTED: dict[str, Any] = {
     "rounds": 3, "malt_initial_ei_rounds": 1, "ei_games": 1024, "trees": 256, "branching": 3, "branch_depth": 2,
     # rounds fine-tune the previous round's model with a fresh optimiser: at MALTConfig's defaults (BC 3e-4, DPO 1e-4)
     # a first run with this BC start got worse every round (EI sampled -4.03 -> -4.68 -> -4.70; MALT -> -5.56)
-    "round_bc_steps": 300, "round_dpo_steps": 300, "round_bc_lr": 3e-5, "round_dpo_lr": 1e-5, "ei_min_return": -5.0, "ei_top_fraction": None, "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
+    "round_bc_steps": 300, "round_bc_lr": 3e-5, "round_dpo_lr": 1e-5,
+    # MALT rounds: the second full run's trees held 136 copies among 149 pairs, and DPO (300 steps, no NLL term) moved
+    # the chosen responses' likelihood from 0.98 to 0.52; copies are now resampled (and never paired), the DPO loss
+    # keeps iterative RPO's NLL term, and fewer steps suit a round's few hundred pairs
+    "round_dpo_steps": 150, "round_distinct_tries": 16, "round_nll_coef": 1.0,
+    "ei_min_return": -5.0, "ei_top_fraction": None, "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
 }
 SMOKE: dict[str, Any] = {
     **COMMITTED, "dataset_small": 40, "model": {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 96},
@@ -87,6 +92,7 @@ def run_arm(name: str, init: Path, ei_rounds: int, settings: dict[str, Any], wor
                         branching=settings["branching"], branch_depth=settings["branch_depth"],
                         bc_steps=settings["round_bc_steps"], dpo_steps=settings["round_dpo_steps"],
                         bc_lr=settings["round_bc_lr"], dpo_lr=settings["round_dpo_lr"],
+                        distinct_tries=settings["round_distinct_tries"], nll_coef=settings["round_nll_coef"],
                         ei_min_return=settings["ei_min_return"], ei_top_fraction=settings["ei_top_fraction"],
                         seed=settings["seed"])
     return run_malt(config, progress=progress)
