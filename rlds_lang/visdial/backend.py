@@ -1,0 +1,178 @@
+"""Backends of the Visual Dialogue environment: who answers a question and how much it helped the guesser.
+
+A ``Backend`` answers the question that ends a dialogue history and reports the guesser's score change
+(``rewards.score_change``), or the guesser's score before any question. Three implementations:
+
+- ``CachedBackend`` (dataset mode, no server): the dialogue's own answer of the round and the published
+  reward-cache entry; the question asked is not looked at, so it replays human dialogues exactly.
+- ``LocalBackend``: a TF-IDF answerer (``TfidfAnswerer``, scikit-learn) that returns, for the image, the
+  dataset answer to the most similar dataset question, and an injected guesser (any callable
+  ``(caption, history) -> predicted feature``, e.g. the PyTorch model ``rlds-lang visdial-guesser``
+  trains) scored against a pool of val features. They stand in for the paper's pretrained answer and
+  guesser bots (visdial-rl), which are not available here.
+- ``rlds_lang.visdial.http.HttpBackend``: the published server protocol over HTTP.
+
+A history is a list of turns ``{"speaker": "question" | "answer", "text": ...}`` (the protocol's shape).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from rlds_lang.visdial.data import Dialogue
+from rlds_lang.visdial.rewards import distance_score, percentile_score, score_change
+
+Turn = Mapping[str, str]
+#: a guesser: ``(caption, history of complete rounds) -> predicted image feature``.
+Guesser = Callable[[str, Sequence[Turn]], np.ndarray]
+
+
+class BackendError(RuntimeError):
+    """A backend could not answer (server unreachable, bad response); the message says which request."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Scene:
+    """What a backend knows of the episode: the caption, the true image feature (if known) and the dialogue."""
+
+    caption: str
+    feature: np.ndarray | None = None
+    dialogue: Dialogue | None = None
+
+
+def turn(speaker: str, text: str) -> dict[str, str]:
+    """One history entry of the protocol."""
+    return {"speaker": speaker, "text": text}
+
+
+def questions_asked(history: Sequence[Turn]) -> int:
+    """How many questions a history holds (the round being answered is this number)."""
+    return sum(1 for t in history if t["speaker"] == "question")
+
+
+class Backend(Protocol):
+    """Answers questions and scores the guesser (see the module docstring)."""
+
+    def initial(self, scene: Scene, kind: str) -> float:
+        """The guesser's score of kind ``rank`` / ``distance`` before any question (``v0``)."""
+
+    def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """``(answer, score change)`` for the question that ends ``history``."""
+
+
+class CachedBackend:
+    """Dataset mode: answers and score changes recorded in the data (``rows[kind][dialogue.index]``)."""
+
+    def __init__(self, rows: Mapping[str, Sequence[Sequence[float]]]):
+        self.rows = dict(rows)
+
+    def _row(self, scene: Scene, kind: str) -> Sequence[float]:
+        if scene.dialogue is None:
+            raise BackendError("CachedBackend replays dataset dialogues: the scene needs its dialogue")
+        if kind not in self.rows:
+            raise BackendError(f"no {kind!r} reward cache was loaded (have {sorted(self.rows)})")
+        return self.rows[kind][scene.dialogue.index]
+
+    def initial(self, scene: Scene, kind: str) -> float:
+        return float(self._row(scene, kind)[0])
+
+    def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        r = questions_asked(history)
+        dialogue = scene.dialogue
+        if dialogue is None or not 1 <= r <= dialogue.rounds:
+            raise BackendError(f"round {r} is not in the recorded dialogue")
+        return dialogue.answers[r - 1], float(self._row(scene, kind)[r])
+
+
+class TfidfAnswerer:
+    """Answers with the dataset answer, for the same image, to the most similar dataset question.
+
+    The image is the dialogue whose feature is nearest to the given one (an exact match for dataset
+    images). Similarity is cosine over TF-IDF word 1-2 grams (scikit-learn) fitted on every question.
+    Answers come back lower-cased, as the published bots answer.
+    """
+
+    def __init__(self, dialogues: Sequence[Dialogue], features: np.ndarray):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if len(dialogues) != len(features) or not dialogues:
+            raise ValueError(f"TfidfAnswerer needs one feature row per dialogue, got {len(dialogues)} dialogues "
+                             f"and {len(features)} rows")
+        self.features = np.asarray(features, np.float32)
+        self.questions = [list(d.questions) for d in dialogues]
+        self.answers = [[a.lower() for a in d.answers] for d in dialogues]
+        self.vectorizer = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")
+        self.vectorizer.fit([q for qs in self.questions for q in qs] or ["empty"])
+        self._matrices = [self.vectorizer.transform(qs) for qs in self.questions]
+
+    def image_of(self, feature: np.ndarray) -> int:
+        """Index of the dialogue whose image feature is nearest to ``feature``."""
+        return int(((self.features - np.asarray(feature, np.float32)) ** 2).sum(axis=1).argmin())
+
+    def answer(self, feature: np.ndarray, question: str) -> str:
+        """The answer to the most similar question about the nearest image (ties: the earliest round)."""
+        i = self.image_of(feature)
+        if not self.questions[i]:
+            return "UNK"
+        scores = (self._matrices[i] @ self.vectorizer.transform([question.rstrip("?")]).T).toarray().ravel()
+        return self.answers[i][int(scores.argmax())]
+
+
+class LocalBackend:
+    """A ``TfidfAnswerer`` plus an injected guesser, scored against ``pool`` (the val image features).
+
+    The true image counts once in the ranking pool: when its feature is a pool row it is ranked there,
+    else it is added (``rewards.percentile_score``).
+    """
+
+    def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray):
+        self.answerer = answerer
+        self.guesser = guesser
+        self.pool = np.asarray(pool, np.float32)
+
+    @property
+    def feature_dim(self) -> int:
+        """Size of an image feature."""
+        return int(self.pool.shape[1])
+
+    def score(self, scene: Scene, history: Sequence[Turn], kind: str) -> float:
+        """The guesser's score (percentile or distance) after the complete rounds of ``history``."""
+        if scene.feature is None:
+            raise BackendError("LocalBackend needs the true image feature")
+        predicted = np.asarray(self.guesser(scene.caption, list(history)), np.float32)
+        if kind == "distance":
+            return distance_score(predicted, scene.feature)
+        if kind != "rank":
+            raise BackendError(f"unknown score kind {kind!r}")
+        hits = np.flatnonzero((self.pool == np.asarray(scene.feature, np.float32)).all(axis=1))
+        return percentile_score(predicted, scene.feature, self.pool, int(hits[0]) if len(hits) else None)
+
+    def initial(self, scene: Scene, kind: str) -> float:
+        return self.score(scene, [], kind)
+
+    def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        answer = self.answer(scene, history)
+        before = self.score(scene, history[:-1], kind)
+        after = self.score(scene, [*history, turn("answer", answer)], kind)
+        return answer, score_change(kind, before, after)
+
+    def answer(self, scene: Scene, history: Sequence[Turn]) -> str:
+        """The answerer's reply to the question ending ``history``."""
+        if not history or history[-1]["speaker"] != "question":
+            raise BackendError("the history must end with the new question")
+        if scene.feature is None:
+            raise BackendError("LocalBackend needs the true image feature")
+        return self.answerer.answer(scene.feature, history[-1]["text"])
+
+    def reward(self, scene: Scene, history: Sequence[Turn], kind: str) -> float:
+        """``v0`` for an empty history, else the change made by its last complete round."""
+        if not history:
+            return self.initial(scene, kind)
+        return score_change(kind, self.score(scene, history[:-2], kind), self.score(scene, history, kind))
+
+
+__all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "TfidfAnswerer", "Turn",
+           "questions_asked", "turn"]
