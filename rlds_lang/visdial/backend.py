@@ -174,5 +174,31 @@ class LocalBackend:
         return score_change(kind, self.score(scene, history[:-2], kind), self.score(scene, history, kind))
 
 
+def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
+                        answer_splits: Sequence[str] = ("train", "val"), pool_split: str = "val",
+                        normalize: bool = True) -> LocalBackend:
+    """A ``LocalBackend`` from a manual folder: the answerer knows the images of ``answer_splits`` (those
+    present), the ranking pool is ``pool_split``'s features."""
+    import os
+
+    from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, dialogue_file, read_split
+
+    path = os.path.join(manual_dir, FEATURES_FILE)
+    dialogues: list[Dialogue] = []
+    rows = []
+    for split in answer_splits:
+        if not os.path.exists(os.path.join(manual_dir, dialogue_file(split, version))):
+            continue
+        found = list(read_split(manual_dir, split, version))
+        store = FeatureStore(path, split, normalize, expected=len(found))
+        dialogues += found
+        rows.append(store.all())
+        store.close()
+    pool_store = FeatureStore(path, pool_split, normalize)
+    pool = pool_store.all()
+    pool_store.close()
+    return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows)), guesser, pool)
+
+
 __all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "TfidfAnswerer", "Turn",
-           "questions_asked", "turn"]
+           "build_local_backend", "questions_asked", "turn"]
