@@ -250,6 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_reddit_upvotes_parser(sub)
     add_reddit_tokenizer_parser(sub)
+    from trainers.visdial_guesser import add_parser as add_visdial_guesser_parser
+    from trainers.visdial_serve import add_parser as add_visdial_serve_parser
+
+    add_visdial_guesser_parser(sub)
+    add_visdial_serve_parser(sub)
     return parser
 
 
