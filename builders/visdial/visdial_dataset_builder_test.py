@@ -1,0 +1,63 @@
+"""DatasetBuilderTestCase for visdial over ``dummy_data/`` (made by ``make_dummy_data.py``).
+
+Beyond the harness's checks (features, split sizes), every build is checked episode by episode against the
+manual folder: caption, questions and answers byte for byte, and the published rewards of the config.
+"""
+
+import os
+
+import numpy as np
+import tensorflow_datasets as tfds
+from etils import epath
+
+from builders.testing import FullSizeBuild
+from builders.visdial import make_dummy_data, visdial_dataset_builder as vdb
+from rlds_lang.visdial.data import cache_file, load_reward_cache, read_split
+from rlds_lang.visdial.rewards import replay_rewards
+
+SIZES = make_dummy_data.SIZES
+
+
+class _Base(FullSizeBuild, tfds.testing.DatasetBuilderTestCase):
+    """Full-size builds of one config with the episode checks added."""
+
+    DATASET_CLASS = vdb.Builder
+    SKIP_CHECKSUMS = True
+    EXAMPLE_DIR = epath.Path(make_dummy_data.OUT)
+    __test__ = False
+
+    def _download_and_prepare_as_dataset(self, builder):
+        super()._download_and_prepare_as_dataset(builder)
+        config = builder.builder_config.reward_config()
+        for split in SIZES:
+            dialogues = list(read_split(str(self.EXAMPLE_DIR), split))
+            rows = load_reward_cache(os.path.join(str(self.EXAMPLE_DIR), cache_file(split, config.score_kind)))
+            for episode in builder.as_dataset(split=split):
+                d = dialogues[int(episode["dialogue_index"])]
+                self.assertEqual(int(episode["image_id"]), d.image_id)
+                steps = list(episode["steps"].as_numpy_iterator())
+                self.assertEqual(steps[0]["observation"]["text"].decode("utf-8"), d.caption)
+                rewards = [float(s["reward"]) for s in steps[:-1]]
+                asked = len(rewards) - (config.mode == "agent_stops")
+                stop_after = asked if config.mode == "agent_stops" else None
+                expected = replay_rewards(config, rows[d.index], d.answers, stop_after)
+                self.assertEqual(rewards, [float(np.float32(r)) for r in expected])
+                self.assertEqual([s["action"].decode("utf-8") for s in steps[:asked]],
+                                 [q + "?" for q in d.questions[:asked]])
+                self.assertEqual([s["observation"]["text"].decode("utf-8") for s in steps[1:asked + 1]],
+                                 list(d.answers[:asked]))
+                self.assertEqual(episode["split"].numpy().decode(), split)
+                self.assertTrue(steps[-1]["is_terminal"])
+
+
+class YesNoTest(_Base):
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["yn"]
+    SPLITS = dict(SIZES)
+
+
+class AgentStopsTest(_Base):
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["agent_stops"]
+    SPLITS = {split: 11 * n for split, n in SIZES.items()}  # every prefix of 0..10 rounds
+
