@@ -140,7 +140,8 @@ class BackendServer:
         import uvicorn
 
         self.host, self.port = host, port or free_port(host)
-        config = uvicorn.Config(create_app(backend), host=self.host, port=self.port, log_level="warning")
+        config = uvicorn.Config(create_app(backend), host=self.host, port=self.port, log_level="warning",
+                                log_config=None)  # keep the process's logging (uvicorn's binds sys.stderr now)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="visdial-server", daemon=True)
 
