@@ -8,6 +8,7 @@ import tensorflow_datasets as tfds
 
 from builders.visdial import make_dummy_data as dummy
 from builders.visdial import visdial_dataset_builder as vdb
+from builders.visdial.visdial_dataset_builder_test import check_build
 from trainers.cli import build_parser, main
 
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "256",
@@ -18,6 +19,8 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     builder = vdb.Builder(config="yn", data_dir=str(tmp_path / "data"))
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=dummy.OUT))
+    assert {k: v.num_examples for k, v in builder.info.splits.items()} == dummy.SIZES
+    check_build(builder, dummy.OUT)
     tok = tmp_path / "tok.json"
     main(["visdial-tokenizer", "--manual-dir", dummy.OUT, "--out", str(tok), "--vocab-size", "400"])
     guesser = tmp_path / "guesser"

@@ -2,6 +2,8 @@
 
 Beyond the harness's checks (features, split sizes), every build is checked episode by episode against the
 manual folder: caption, questions and answers byte for byte, and the published rewards of the config.
+One config is built here (agent_stops, the one with most episodes); ``tests/test_visdial_train_eval.py``
+builds ``yn`` with the same checks (``check_build``) before training on it.
 """
 
 import os
@@ -28,32 +30,27 @@ class _Base(FullSizeBuild, tfds.testing.DatasetBuilderTestCase):
 
     def _download_and_prepare_as_dataset(self, builder):
         super()._download_and_prepare_as_dataset(builder)
-        config = builder.builder_config.reward_config()
-        for split in SIZES:
-            dialogues = list(read_split(str(self.EXAMPLE_DIR), split))
-            rows = load_reward_cache(os.path.join(str(self.EXAMPLE_DIR), cache_file(split, config.score_kind)))
-            for episode in builder.as_dataset(split=split):
-                d = dialogues[int(episode["dialogue_index"])]
-                self.assertEqual(int(episode["image_id"]), d.image_id)
-                steps = list(episode["steps"].as_numpy_iterator())
-                self.assertEqual(steps[0]["observation"]["text"].decode("utf-8"), d.caption)
-                rewards = [float(s["reward"]) for s in steps[:-1]]
-                asked = len(rewards) - (config.mode == "agent_stops")
-                stop_after = asked if config.mode == "agent_stops" else None
-                expected = replay_rewards(config, rows[d.index], d.answers, stop_after)
-                self.assertEqual(rewards, [float(np.float32(r)) for r in expected])
-                self.assertEqual([s["action"].decode("utf-8") for s in steps[:asked]],
-                                 [q + "?" for q in d.questions[:asked]])
-                self.assertEqual([s["observation"]["text"].decode("utf-8") for s in steps[1:asked + 1]],
-                                 list(d.answers[:asked]))
-                self.assertEqual(episode["split"].numpy().decode(), split)
-                self.assertTrue(steps[-1]["is_terminal"])
+        check_build(builder, str(self.EXAMPLE_DIR))
 
 
-class YesNoTest(_Base):
-    __test__ = True
-    BUILDER_CONFIG_NAMES_TO_TEST = ["yn"]
-    SPLITS = dict(SIZES)
+def check_build(builder, manual_dir: str) -> None:
+    """Asserts every built episode replays its dialogue of ``manual_dir`` with the config's published rewards."""
+    config = builder.builder_config.reward_config()
+    for split in SIZES:
+        dialogues = list(read_split(manual_dir, split))
+        rows = load_reward_cache(os.path.join(manual_dir, cache_file(split, config.score_kind)))
+        for episode in builder.as_dataset(split=split):
+            d = dialogues[int(episode["dialogue_index"])]
+            assert int(episode["image_id"]) == d.image_id and episode["split"].numpy().decode() == split
+            steps = list(episode["steps"].as_numpy_iterator())
+            assert steps[0]["observation"]["text"].decode("utf-8") == d.caption
+            rewards = [float(s["reward"]) for s in steps[:-1]]
+            asked = len(rewards) - (config.mode == "agent_stops")
+            stop_after = asked if config.mode == "agent_stops" else None
+            assert rewards == [float(np.float32(r)) for r in replay_rewards(config, rows[d.index], d.answers, stop_after)]
+            assert [s["action"].decode("utf-8") for s in steps[:asked]] == [q + "?" for q in d.questions[:asked]]
+            assert [s["observation"]["text"].decode("utf-8") for s in steps[1:asked + 1]] == list(d.answers[:asked])
+            assert steps[-1]["is_terminal"]
 
 
 class AgentStopsTest(_Base):
