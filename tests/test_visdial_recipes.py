@@ -47,3 +47,16 @@ def test_recorded_episodes_are_lossless_with_published_rewards(data, config, tmp
         assert int(episode["dialogue_index"]) == d.index and int(episode["image_id"]) == d.image_id
         assert (episode["split"], episode["mode"], episode["reward_kind"]) == ("val", config.mode, config.score_kind)
         assert episode["policy"] == "visdial_data" and set(VISDIAL_SCHEMA.all_episode_metadata) <= set(episode)
+
+
+def test_bench_prints_dialogues_and_steps_per_second(capsys):
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "visdial.py")
+    spec = importlib.util.spec_from_file_location("bench_visdial", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rates = bench.main(["--dialogues", "5", "--steps", "12", "--dim", "64"])
+    assert set(rates) == {"reader (dialogues/s)", "recipe, env_stops (dialogues/s)", "server steps (steps/s)"}
+    assert all(rate > 0 for rate in rates.values())
+    assert "server steps" in capsys.readouterr().out

@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from rlds_lang.visdial.data import Dialogue
-from rlds_lang.visdial.rewards import distance_score, percentile_score, score_change
+from rlds_lang.visdial.rewards import distance_score, percentile_from_distances, score_change
 
 Turn = Mapping[str, str]
 #: a guesser: ``(caption, history of complete rounds) -> predicted image feature``.
@@ -87,6 +87,29 @@ class CachedBackend:
         return dialogue.answers[r - 1], float(self._row(scene, kind)[r])
 
 
+class SquaredDistances:
+    """Image features ``rows`` [N, dim] prepared for fast squared distances to a vector and exact-row lookup."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows = np.asarray(rows, np.float64)
+        self.norms = (self.rows ** 2).sum(axis=1)
+        self._index: dict[bytes, int] = {}
+        for i, row in enumerate(np.asarray(rows, np.float32)):
+            self._index.setdefault(row.tobytes(), i)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to(self, vector: np.ndarray) -> np.ndarray:
+        """Squared distance of every row to ``vector`` (``|x|^2 - 2 x.v + |v|^2``, float64)."""
+        v = np.asarray(vector, np.float64)
+        return np.maximum(self.norms - 2.0 * (self.rows @ v) + float(v @ v), 0.0)
+
+    def index_of(self, vector: np.ndarray) -> int | None:
+        """The first row equal to ``vector`` (as float32), else ``None``."""
+        return self._index.get(np.asarray(vector, np.float32).tobytes())
+
+
 class TfidfAnswerer:
     """Answers with the dataset answer, for the same image, to the most similar dataset question.
 
@@ -101,7 +124,7 @@ class TfidfAnswerer:
         if len(dialogues) != len(features) or not dialogues:
             raise ValueError(f"TfidfAnswerer needs one feature row per dialogue, got {len(dialogues)} dialogues "
                              f"and {len(features)} rows")
-        self.features = np.asarray(features, np.float32)
+        self.features = SquaredDistances(features)
         self.questions = [list(d.questions) for d in dialogues]
         self.answers = [[a.lower() for a in d.answers] for d in dialogues]
         self.vectorizer = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")
@@ -110,7 +133,8 @@ class TfidfAnswerer:
 
     def image_of(self, feature: np.ndarray) -> int:
         """Index of the dialogue whose image feature is nearest to ``feature``."""
-        return int(((self.features - np.asarray(feature, np.float32)) ** 2).sum(axis=1).argmin())
+        exact = self.features.index_of(feature)
+        return exact if exact is not None else int(self.features.to(feature).argmin())
 
     def answer(self, feature: np.ndarray, question: str) -> str:
         """The answer to the most similar question about the nearest image (ties: the earliest round)."""
@@ -131,12 +155,12 @@ class LocalBackend:
     def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray):
         self.answerer = answerer
         self.guesser = guesser
-        self.pool = np.asarray(pool, np.float32)
+        self.pool = SquaredDistances(pool)
 
     @property
     def feature_dim(self) -> int:
         """Size of an image feature."""
-        return int(self.pool.shape[1])
+        return int(self.pool.rows.shape[1])
 
     def score(self, scene: Scene, history: Sequence[Turn], kind: str) -> float:
         """The guesser's score (percentile or distance) after the complete rounds of ``history``."""
@@ -147,8 +171,12 @@ class LocalBackend:
             return distance_score(predicted, scene.feature)
         if kind != "rank":
             raise BackendError(f"unknown score kind {kind!r}")
-        hits = np.flatnonzero((self.pool == np.asarray(scene.feature, np.float32)).all(axis=1))
-        return percentile_score(predicted, scene.feature, self.pool, int(hits[0]) if len(hits) else None)
+        index = self.pool.index_of(scene.feature)
+        dists = self.pool.to(predicted)
+        if index is not None:
+            return percentile_from_distances(dists, float(dists[index]), index)
+        true_dist = float(((np.asarray(scene.feature, np.float64) - predicted) ** 2).sum())
+        return percentile_from_distances(dists, true_dist)
 
     def initial(self, scene: Scene, kind: str) -> float:
         return self.score(scene, [], kind)
@@ -200,5 +228,6 @@ def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
     return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows)), guesser, pool)
 
 
-__all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "TfidfAnswerer", "Turn",
+__all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "SquaredDistances",
+           "TfidfAnswerer", "Turn",
            "build_local_backend", "questions_asked", "turn"]

@@ -62,6 +62,12 @@ def percentile_score(predicted: np.ndarray, true: np.ndarray, pool: np.ndarray, 
     predicted = np.asarray(predicted, np.float64)
     dists = ((np.asarray(pool, np.float64) - predicted) ** 2).sum(axis=1)
     true_dist = float(((np.asarray(true, np.float64) - predicted) ** 2).sum())
+    return percentile_from_distances(dists, true_dist, true_index)
+
+
+def percentile_from_distances(dists: np.ndarray, true_dist: float, true_index: int | None = None) -> float:
+    """``1 - rank / pool_size`` from the pool's squared distances to the prediction and the true image's;
+    ``true_index`` is the true image's row in the pool (``None``: it is not in the pool and is added)."""
     others = np.delete(dists, true_index) if true_index is not None else dists
     rank = 1 + int((others < true_dist).sum())
     return 1.0 - rank / (len(others) + 1)
@@ -190,4 +196,4 @@ def replay_rewards(config: RewardConfig, row: Sequence[float], answers: Sequence
 
 
 __all__ = ["CONSERVATIVE_MARKERS", "MODES", "REWARD_KINDS", "STOP", "YN_KINDS", "DialogueScorer", "RewardConfig",
-           "cutoff_fired", "distance_score", "is_yes_no", "percentile_score", "replay_rewards", "score_change"]
+           "cutoff_fired", "distance_score", "is_yes_no", "percentile_from_distances", "percentile_score", "replay_rewards", "score_change"]
