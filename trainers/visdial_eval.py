@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 from typing import Any, Iterator
 
@@ -34,7 +33,7 @@ from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, read_split
 from rlds_lang.visdial.env import VisDialEnv, as_question
 from rlds_lang.visdial.http import HttpBackend
 from rlds_lang.visdial.rewards import MODES, STOP, YN_KINDS, RewardConfig
-from trainers.reddit_eval import mean_and_se
+from trainers.reddit_eval import mean_and_se, write_results
 
 
 def cmd_visdial_tokenizer(args: argparse.Namespace) -> SubwordTokenizer:
@@ -107,9 +106,7 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             print(f"{name:16s} return {mean:+.3f} ± {se:.3f}   yes/no answers {yes_no}")
         backend.close()
     features.close()
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+    write_results(args.out, results)
     return results
 
 

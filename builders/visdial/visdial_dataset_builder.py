@@ -36,42 +36,38 @@ _OVERALL = ("Visual Dialogue (VisDial) human dialogues about a hidden image, rep
 
 @dataclasses.dataclass
 class VisDialConfig(rlds_base.DatasetConfig):
-    """An RLDS dataset config plus the reward settings (``rlds_lang.visdial.rewards.RewardConfig`` fields).
+    """An RLDS dataset config plus the reward settings.
 
     Attributes:
-      mode, reward_kind, yn_kind, yn_reward, reward_scale, reward_shift: see ``RewardConfig``.
+      reward: mode, reward kind, yes/no kind and penalty, scale and shift (``RewardConfig``).
       visdial_version: VisDial version of the dialogue files (``0.5``, the paper's, or ``1.0``).
       shard_size: dialogues per Beam work item.
     """
 
-    mode: str = "env_stops"
-    reward_kind: str = "rank"
-    yn_kind: str = "none"
-    yn_reward: float = -2.0
-    reward_scale: float = 1.0
-    reward_shift: float = 0.0
+    reward: RewardConfig = RewardConfig()
     visdial_version: str = "0.5"
     shard_size: int = 500
 
     def reward_config(self) -> RewardConfig:
         """The ``RewardConfig`` of this dataset config."""
-        return RewardConfig(self.mode, self.reward_kind, self.yn_kind, self.yn_reward, self.reward_scale,
-                            self.reward_shift)
+        return self.reward
 
 
 _config = functools.partial(common.rlds_config, VisDialConfig, VISDIAL_SCHEMA, overall_description=_OVERALL)
 
 CONFIGS = [
-    _config("standard", "env_stops, no yes/no penalty (the paper's 'standard').", mode="env_stops", yn_kind="none"),
-    _config("yn", "env_stops, -2 for an answer that is exactly yes or no (the paper's 'y/n').", yn_kind="hard"),
-    _config("soft_yn", "env_stops, -2 for an answer containing yes or no.", yn_kind="soft"),
+    _config("standard", "env_stops, no yes/no penalty (the paper's 'standard').", reward=RewardConfig("env_stops")),
+    _config("yn", "env_stops, -2 for an answer that is exactly yes or no (the paper's 'y/n').",
+            reward=RewardConfig(yn_kind="hard")),
+    _config("soft_yn", "env_stops, -2 for an answer containing yes or no.", reward=RewardConfig(yn_kind="soft")),
     _config("conservative_yn", "env_stops, -2 for an answer with a conservative marker (the paper's "
-            "'conservative y/n').", yn_kind="conservative"),
-    _config("ten_stop", "10_stop: 10 rounds, reward = percentile-rank change per answer.", mode="10_stop"),
+            "'conservative y/n').", reward=RewardConfig(yn_kind="conservative")),
+    _config("ten_stop", "10_stop: 10 rounds, reward = percentile-rank change per answer.",
+            reward=RewardConfig("10_stop")),
     _config("ten_stop_distance", "10_stop: 10 rounds, reward = feature-distance decrease per answer.",
-            mode="10_stop", reward_kind="distance"),
+            reward=RewardConfig("10_stop", reward_kind="distance")),
     _config("agent_stops", "agent_stops: every prefix of 0..10 rounds ending with <stop> (reward 0); answers earn "
-            "the percentile-rank change.", mode="agent_stops"),
+            "the percentile-rank change.", reward=RewardConfig("agent_stops")),
 ]
 
 
