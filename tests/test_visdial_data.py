@@ -90,3 +90,21 @@ def test_reward_cache_rows_and_errors(folder, tmp_path):
     bad.write_text(json.dumps([[0.0] * 10 + ["x"]]))
     with pytest.raises(VisDialDataError, match=r"dialogue 0"):
         load_reward_cache(str(bad))
+
+
+def test_v1_with_dialogs_before_the_tables_is_read_in_two_passes(tmp_path):
+    raw = write_fixture(str(tmp_path), {"val": 2}, version="1.0", dim=4, seed=5)
+    path = tmp_path / "visdial_1.0_val.json"
+    payload = json.loads(path.read_text())
+    data = payload["data"]
+    payload["data"] = {"dialogs": data["dialogs"], "answers": data["answers"], "questions": data["questions"]}
+    path.write_text(json.dumps(payload))
+    got = list(read_split(str(tmp_path), "val", "1.0"))
+    assert [d.answers for d in got] == [tuple(t["answer"] for t in e["dialog"]) for e in raw["val"]]
+    payload["data"] = {"dialogs": data["dialogs"], "questions": data["questions"]}
+    path.write_text(json.dumps(payload))
+    with pytest.raises(VisDialDataError, match="lacks the questions/answers tables"):
+        list(read_split(str(tmp_path), "val", "1.0"))
+    path.write_text(json.dumps({"version": "1.0"}))
+    with pytest.raises(VisDialDataError, match="neither a v0.5 list nor a v1.0 object"):
+        list(read_split(str(tmp_path), "val", "1.0"))

@@ -115,7 +115,8 @@ class TfidfAnswerer:
 
     The image is the dialogue whose feature is nearest to the given one (an exact match for dataset
     images). Similarity is cosine over TF-IDF word 1-2 grams (scikit-learn) fitted on every question.
-    Answers come back lower-cased, as the published bots answer.
+    Answers come back lower-cased, as the published bots answer. A question sharing no word with the
+    image's questions scores 0 everywhere and gets the earliest round's answer (ties go to the earliest).
     """
 
     def __init__(self, dialogues: Sequence[Dialogue], features: np.ndarray):

@@ -201,7 +201,12 @@ def _dialogue(entry: Any, split: str, index: int, path: str, questions: Sequence
 
 
 def read_dialogues(path: str, split: str) -> Iterator[Dialogue]:
-    """Streams the dialogues of one split's file, v0.5 (a list) or v1.0 (``{"data": {...}}``), detected."""
+    """Streams the dialogues of one split's file, v0.5 (a list) or v1.0 (``{"data": {...}}``), detected.
+
+    v1.0 needs its question and answer tables before the dialogues: when ``data.dialogs`` comes first in
+    the file, a first pass reads the tables (skipping the dialogues one at a time) and a second pass
+    streams the dialogues.
+    """
     if not os.path.exists(path):
         raise VisDialDataError(f"{path}: dialogue file not found")
     with open(path, encoding="utf-8") as f:
@@ -210,25 +215,34 @@ def read_dialogues(path: str, split: str) -> Iterator[Dialogue]:
             for i, entry in enumerate(cursor.array()):
                 yield _dialogue(entry, split, i, path, None, None)
             return
-        tables: dict[str, list[str]] = {}
-        for key in cursor.object_keys():
-            if key != "data":
-                cursor.value()
-                continue
-            for inner in cursor.object_keys():
+    tables: dict[str, list[str]] = {}
+    for streamed in (False, True):
+        with open(path, encoding="utf-8") as f:
+            for inner, cursor in _v1_data_keys(_Cursor(f, path)):
                 if inner in ("questions", "answers"):
                     tables[inner] = list(cursor.array())
-                elif inner == "dialogs":
+                elif inner == "dialogs" and (streamed or len(tables) == 2):
                     if len(tables) < 2:
-                        raise VisDialDataError(f"{path}: v1.0 'data.dialogs' comes before the questions/answers "
-                                               "tables; expected the published key order")
+                        raise VisDialDataError(f"{path}: v1.0 'data' lacks the questions/answers tables")
                     for i, entry in enumerate(cursor.array()):
                         yield _dialogue(entry, split, i, path, tables["questions"], tables["answers"])
-                    tables["done"] = []
+                    return
+                elif inner == "dialogs":
+                    for _ in cursor.array():  # skipped now, streamed by the second pass
+                        pass
                 else:
                     cursor.value()
-        if "done" not in tables:
-            raise VisDialDataError(f"{path}: neither a v0.5 list nor a v1.0 object with data.dialogs")
+    raise VisDialDataError(f"{path}: neither a v0.5 list nor a v1.0 object with data.dialogs")
+
+
+def _v1_data_keys(cursor: _Cursor) -> Iterator[tuple[str, _Cursor]]:
+    """Yields ``(key, cursor)`` for each key of the v1.0 ``data`` object; the caller consumes each value."""
+    for key in cursor.object_keys():
+        if key != "data":
+            cursor.value()
+            continue
+        for inner in cursor.object_keys():
+            yield inner, cursor
 
 
 def read_split(folder: str, split: str, version: str = "0.5") -> Iterator[Dialogue]:
