@@ -3,7 +3,8 @@
 Dataset mode needs no server: the environment's ``CachedBackend`` gives each round's recorded answer and
 published reward-cache entry, and ``DataQuestionPolicy`` asks the recorded questions. ``env_stops`` and
 ``10_stop`` give one episode per dialogue (``env_stops`` ends where the cutoff rule fires);
-``agent_stops`` gives one episode per prefix of 0..rounds rounds, each ending with ``<stop>``. The episodes
+``agent_stops`` gives one episode per prefix of 0..rounds rounds, each shorter one ending with ``<stop>``
+(the whole dialogue ends by itself after its last round, as in the reference data). The episodes
 carry the image (``image_id``, ``dialogue_index``, ``split``) and the reward settings as metadata.
 
 Example::

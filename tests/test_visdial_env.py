@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from rlds_lang.env import InvalidActionError, run_episode
+from rlds_lang.env import run_episode
 from rlds_lang.visdial.backend import CachedBackend, LocalBackend, Scene, TfidfAnswerer, turn
 from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, cache_file, load_reward_cache, read_split
 from rlds_lang.visdial.env import DataQuestionPolicy, VisDialEnv
@@ -35,6 +35,7 @@ def _replay(env, policy, dialogue, stop_after=None):
     (RewardConfig("10_stop", reward_kind="distance"), None),
     (RewardConfig("agent_stops"), 3),
     (RewardConfig("agent_stops"), 0),
+    (RewardConfig("agent_stops"), 10),
 ])
 def test_dataset_replay_matches_published_rewards(manual, config, stop_after):
     _, dialogues, rows = manual
@@ -45,29 +46,30 @@ def test_dataset_replay_matches_published_rewards(manual, config, stop_after):
         expected = replay_rewards(config, rows["train"][config.score_kind][d.index], d.answers, stop_after)
         assert episode.rewards == [float(np.float32(r)) for r in expected]
         assert episode.observations[0]["text"] == d.caption
-        n = len(expected) - (1 if stop_after is not None else 0)
+        stopped = stop_after is not None and stop_after < d.rounds
+        n = len(expected) - stopped
         assert [o["text"] for o in episode.observations[1:n + 1]] == list(d.answers[:n])
         assert episode.actions[:n] == [q + "?" for q in d.questions[:n]]
-        if stop_after is not None:
+        assert len(episode.actions) == n + stopped
+        if stopped:
             assert episode.actions[-1] == STOP and episode.observations[-1]["text"] == ""
         meta = episode.metadata
         assert (meta["image_id"], meta["dialogue_index"], meta["split"], meta["mode"]) == (
             d.image_id, d.index, "train", config.mode)
 
 
-def test_invalid_actions(manual):
+def test_stop_only_in_agent_stops_where_any_action_containing_it_stops(manual):
     _, dialogues, rows = manual
     env = VisDialEnv(dialogues["train"], CachedBackend(rows["train"]), RewardConfig("10_stop"))
+    env.set_next_dialogue(dialogues["train"][0])
     env.reset()
-    with pytest.raises(InvalidActionError, match="only in mode 'agent_stops'"):
-        env.step(STOP)
+    timestep = env.step(STOP)  # an ordinary question outside agent_stops (the reference's actor_stop=False)
+    assert not timestep.last() and timestep.observation["text"] == dialogues["train"][0].answers[0]
     env = VisDialEnv(dialogues["train"], CachedBackend(rows["train"]), RewardConfig("agent_stops"))
     env.reset()
-    for q in dialogues["train"][0].questions:
-        env.step(q)
-    with pytest.raises(InvalidActionError, match="the only action is '<stop>'"):
-        env.step("one more?")
-    assert env.step(STOP).last()
+    env.step("is it sunny?")
+    timestep = env.step("thanks <stop>")
+    assert timestep.last() and timestep.reward == 0.0 and timestep.observation["text"] == ""
 
 
 def test_tfidf_answerer_retrieves_the_answer_to_the_most_similar_question(manual):

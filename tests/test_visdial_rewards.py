@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlds_lang.visdial.rewards import (DialogueScorer, RewardConfig, cutoff_fired, distance_score, is_yes_no,
-                                       percentile_score, replay_rewards, score_change)
+                                       percentile_from_distances, percentile_score, replay_rewards, score_change)
 
 ROW = [0.25, 0.125, 0.0, 0.25, 0.125, -0.125, 0.0, 0.0, 0.0, 0.0, 0.0]
 ANSWERS = ["yes", "no it is not", "maybe", "Yes", "no", "red", "two", "i think so", "a dog", "can't tell"]
@@ -67,20 +67,21 @@ def test_ten_stop_ignores_yes_no(kind, scale, shift, expected):
 @pytest.mark.parametrize("stop_after,expected", [
     (0, [0.0]),
     (2, [0.125, 0.0, 0.0]),
-    (10, ROW[1:] + [0.0]),
+    (10, ROW[1:]),  # the 10-round prefix ends after the last answer, without <stop> (as the reference data)
 ])
 def test_agent_stops_prefixes(stop_after, expected):
     assert replay_rewards(RewardConfig("agent_stops"), ROW, ANSWERS, stop_after) == expected
 
 
-def test_agent_stops_only_accepts_stop_after_ten_rounds_and_stop_is_agent_stops_only():
+def test_agent_stops_ends_after_ten_rounds_and_stop_is_agent_stops_only():
     scorer = DialogueScorer(RewardConfig("agent_stops"), 0.25)
     for i in range(10):
-        assert scorer.answer("red", ROW[i + 1]) == (ROW[i + 1], False)
-    assert scorer.must_stop
+        assert scorer.answer("red", ROW[i + 1]) == (ROW[i + 1], i == 9)
     with pytest.raises(RuntimeError):
         scorer.answer("red", 0.0)
-    assert scorer.stop() == 0.0
+    with pytest.raises(RuntimeError):
+        scorer.stop()
+    assert DialogueScorer(RewardConfig("agent_stops"), 0.25).stop() == 0.0
     with pytest.raises(ValueError, match="only in mode 'agent_stops'"):
         DialogueScorer(RewardConfig("10_stop"), 0.0).stop()
     with pytest.raises(ValueError, match="unknown mode"):
@@ -96,5 +97,9 @@ def test_percentile_and_distance_scores_by_hand():
     assert percentile_score(predicted, np.array([2.0, 0.0]), pool) == pytest.approx(0.25)
     # a tie with another image goes to the true image
     assert percentile_score(np.array([0.5, 0.0]), pool[0], pool, true_index=0) == pytest.approx(1 - 1 / 3)
+    # the reference server's pool: the true image prepended to every row (pool row 1 is its copy): 1 of 4
+    dists = ((pool - predicted) ** 2).sum(axis=1)
+    assert percentile_from_distances(dists, dists[1], 1, published_pool=True) == pytest.approx(1 - 1 / 4)
+    assert percentile_from_distances(dists, dists[1], 1) == pytest.approx(1 - 1 / 3)
     assert distance_score(np.array([1.0, 2.0]), np.zeros(2)) == 2.5
     assert score_change("distance", 2.5, 1.0) == 1.5 and score_change("rank", 0.25, 0.5) == 0.25

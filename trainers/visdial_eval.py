@@ -60,7 +60,8 @@ def server_url(args: argparse.Namespace) -> Iterator[str]:
     from rlds_lang.visdial.server import BackendServer
     from trainers.visdial_guesser import load_guesser
 
-    backend = build_local_backend(args.data, load_guesser(args.guesser), args.visdial_version)
+    backend = build_local_backend(args.data, load_guesser(args.guesser), args.visdial_version,
+                                  published_pool=args.published_pool)
     with BackendServer(backend) as server:
         yield server.url
 
@@ -120,6 +121,8 @@ def add_eval_arguments(ev: argparse.ArgumentParser) -> None:
     group.add_argument("--visdial-mode", default="env_stops", choices=MODES, help="visdial: episode mode")
     group.add_argument("--yn-kind", default="hard", choices=YN_KINDS, help="visdial: yes/no penalty kind (paper: hard)")
     group.add_argument("--yn-reward", type=float, default=-2.0, help="visdial: the yes/no penalty")
+    group.add_argument("--published-pool", action="store_true",
+                       help="visdial: our server ranks as the reference one (true image prepended to the val pool)")
     group.add_argument("--question-tokens", type=int, default=40, help="visdial: longest question in tokens")
 
 

@@ -27,7 +27,7 @@ def cmd_visdial_serve(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     backend = build_local_backend(args.manual_dir, load_guesser(args.guesser), args.version,
-                                  normalize=not args.no_normalize)
+                                  normalize=not args.no_normalize, published_pool=args.published_pool)
     print(f"Visual Dialogue server on http://{args.host}:{args.port} (pool of {len(backend.pool)} val images)",
           flush=True)
     uvicorn.run(create_app(backend), host=args.host, port=args.port, log_level="info")
@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
     p.add_argument("--guesser", required=True, help="folder saved by rlds-lang visdial-guesser")
     p.add_argument("--version", default="0.5", help="VisDial version of the dialogue files (0.5 or 1.0)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise the image features")
+    p.add_argument("--published-pool", action="store_true",
+                   help="rank the true image as the reference server does (prepended to the whole val pool, so a "
+                        "val image counts twice); default: every image once")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     p.add_argument("--port", type=int, default=8766)
     p.set_defaults(func=cmd_visdial_serve)

@@ -7,7 +7,7 @@ per dialogue) and the reward caches ``<split>_rank_reward_cache1.json`` / ``<spl
 is present. Each dialogue is replayed through ``VisDialEnv`` in dataset mode (cached answers and rewards,
 no server) by ``loggers.visdial_recipes.record_dialogues`` in parallel shards (Beam): observation 0 = the
 caption, actions = the questions (``?`` appended), observations = the answers, rewards by the config's
-mode (``env_stops`` / ``10_stop`` / ``agent_stops`` with every ``<stop>`` prefix). Image features are not
+mode (``env_stops`` / ``10_stop`` / ``agent_stops`` with every prefix). Image features are not
 copied into episodes: ``dialogue_index`` is the row of ``images_<split>`` to join.
 ``RLDS_LANG_SMALL=N`` caps each split at N dialogues.
 """
@@ -66,8 +66,8 @@ CONFIGS = [
             reward=RewardConfig("10_stop")),
     _config("ten_stop_distance", "10_stop: 10 rounds, reward = feature-distance decrease per answer.",
             reward=RewardConfig("10_stop", reward_kind="distance")),
-    _config("agent_stops", "agent_stops: every prefix of 0..10 rounds ending with <stop> (reward 0); answers earn "
-            "the percentile-rank change.", reward=RewardConfig("agent_stops")),
+    _config("agent_stops", "agent_stops: every prefix of 0..9 rounds ending with <stop> (reward 0) and the whole "
+            "dialogue; answers earn the percentile-rank change.", reward=RewardConfig("agent_stops")),
 ]
 
 

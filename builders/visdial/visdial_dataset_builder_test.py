@@ -15,7 +15,7 @@ from etils import epath
 from builders.testing import FullSizeBuild
 from builders.visdial import make_dummy_data, visdial_dataset_builder as vdb
 from rlds_lang.visdial.data import cache_file, load_reward_cache, read_split
-from rlds_lang.visdial.rewards import replay_rewards
+from rlds_lang.visdial.rewards import STOP, replay_rewards
 
 SIZES = make_dummy_data.SIZES
 
@@ -45,7 +45,8 @@ def check_build(builder, manual_dir: str) -> None:
             steps = list(episode["steps"].as_numpy_iterator())
             assert steps[0]["observation"]["text"].decode("utf-8") == d.caption
             rewards = [float(s["reward"]) for s in steps[:-1]]
-            asked = len(rewards) - (config.mode == "agent_stops")
+            stopped = steps[-2]["action"].decode("utf-8") == STOP
+            asked = len(rewards) - stopped
             stop_after = asked if config.mode == "agent_stops" else None
             assert rewards == [float(np.float32(r)) for r in replay_rewards(config, rows[d.index], d.answers, stop_after)]
             assert [s["action"].decode("utf-8") for s in steps[:asked]] == [q + "?" for q in d.questions[:asked]]
@@ -56,5 +57,5 @@ def check_build(builder, manual_dir: str) -> None:
 class AgentStopsTest(_Base):
     __test__ = True
     BUILDER_CONFIG_NAMES_TO_TEST = ["agent_stops"]
-    SPLITS = {split: 11 * n for split, n in SIZES.items()}  # every prefix of 0..10 rounds
+    SPLITS = {split: 11 * n for split, n in SIZES.items()}  # every prefix of 0..10 rounds (0..9 end with <stop>)
 

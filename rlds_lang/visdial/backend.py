@@ -150,13 +150,15 @@ class LocalBackend:
     """A ``TfidfAnswerer`` plus an injected guesser, scored against ``pool`` (the val image features).
 
     The true image counts once in the ranking pool: when its feature is a pool row it is ranked there,
-    else it is added (``rewards.percentile_score``).
+    else it is added (``rewards.percentile_score``). ``published_pool=True`` ranks it as the reference
+    server does, prepended to the whole pool (``rewards.percentile_from_distances``).
     """
 
-    def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray):
+    def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray, published_pool: bool = False):
         self.answerer = answerer
         self.guesser = guesser
         self.pool = SquaredDistances(pool)
+        self.published_pool = bool(published_pool)
 
     @property
     def feature_dim(self) -> int:
@@ -175,9 +177,9 @@ class LocalBackend:
         index = self.pool.index_of(scene.feature)
         dists = self.pool.to(predicted)
         if index is not None:
-            return percentile_from_distances(dists, float(dists[index]), index)
+            return percentile_from_distances(dists, float(dists[index]), index, self.published_pool)
         true_dist = float(((np.asarray(scene.feature, np.float64) - predicted) ** 2).sum())
-        return percentile_from_distances(dists, true_dist)
+        return percentile_from_distances(dists, true_dist, None, self.published_pool)
 
     def initial(self, scene: Scene, kind: str) -> float:
         return self.score(scene, [], kind)
@@ -205,9 +207,9 @@ class LocalBackend:
 
 def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
                         answer_splits: Sequence[str] = ("train", "val"), pool_split: str = "val",
-                        normalize: bool = True) -> LocalBackend:
+                        normalize: bool = True, published_pool: bool = False) -> LocalBackend:
     """A ``LocalBackend`` from a manual folder: the answerer knows the images of ``answer_splits`` (those
-    present), the ranking pool is ``pool_split``'s features."""
+    present), the ranking pool is ``pool_split``'s features (``published_pool``: see ``LocalBackend``)."""
     import os
 
     from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, dialogue_file, read_split
@@ -226,7 +228,7 @@ def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
     pool_store = FeatureStore(path, pool_split, normalize)
     pool = pool_store.all()
     pool_store.close()
-    return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows)), guesser, pool)
+    return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows)), guesser, pool, published_pool)
 
 
 __all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "SquaredDistances",

@@ -3,7 +3,8 @@
 Observation 0 is the caption of a hidden image; each action is a question (ending in ``?``, as asked);
 the next observation is the answer a ``Backend`` gives; the reward comes from the backend's guesser score
 changes through a ``rewards.DialogueScorer`` (mode, yes/no kind, scale and shift of ``RewardConfig``).
-In ``agent_stops`` the action ``<stop>`` ends the episode (observation ``""``, reward 0). Rewards are
+In ``agent_stops`` an action containing ``<stop>`` ends the episode (observation ``""``, reward 0); in
+the other modes it is an ordinary question, as in the reference environment. Rewards are
 rounded to float32, the precision RLDS datasets store, so recorded episodes keep them exactly.
 
 The image comes from a dialogue: drawn with the environment's seeded generator, or fixed with
@@ -29,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from dm_env import specs
 
-from rlds_lang.env import InvalidActionError, LanguageEnv, Observation, text_spec
+from rlds_lang.env import LanguageEnv, Observation, text_spec
 from rlds_lang.visdial.backend import Backend, CachedBackend, Scene, turn
 from rlds_lang.visdial.data import Dialogue
 from rlds_lang.visdial.rewards import STOP, DialogueScorer, RewardConfig, is_yes_no
@@ -91,13 +92,8 @@ class VisDialEnv(LanguageEnv):
         return {"text": d.caption}
 
     def _step(self, action: str) -> tuple[Observation, float, bool]:
-        if action.strip() == STOP:
-            if self.config.mode != "agent_stops":
-                raise InvalidActionError(f"{STOP!r} is an action only in mode 'agent_stops' (mode is "
-                                         f"{self.config.mode!r})")
+        if self.config.mode == "agent_stops" and STOP in action:
             return {"text": ""}, float(self.scorer.stop()), True
-        if self.scorer.must_stop:
-            raise InvalidActionError(f"after {self.scorer.rounds} rounds the only action is {STOP!r}, got {action!r}")
         self.history.append(turn("question", action))
         answer, delta = self.backend.respond(self.scene, self.history, self.config.score_kind)
         self.history.append(turn("answer", answer))
@@ -117,7 +113,8 @@ class DataQuestionPolicy:
     """Asks a recorded dialogue's questions in order, each with ``?`` appended (the dataset's behaviour).
 
     ``questions`` and ``stop_after`` are set before each episode (by the recipe's hook); with
-    ``stop_after`` set (``agent_stops``) it asks that many questions and then ``<stop>``.
+    ``stop_after`` set (``agent_stops``) it asks that many questions and then ``<stop>`` (never reached
+    when the environment ends the episode first, after the last round).
     """
 
     name = "visdial_data"

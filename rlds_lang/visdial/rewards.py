@@ -23,8 +23,15 @@ Modes (``DialogueScorer``, one per episode):
   already there and the rule fires at once), else after ``max_rounds``. A non-final answer earns -1, the
   final one 0, each plus ``yn_reward`` when the answer matches the kind; then ``* scale + shift``. The
   cutoff needs percentile scores whatever ``reward_kind`` says.
-- ``agent_stops``: the agent ends the episode with the action ``STOP`` (reward 0); answers earn as in
-  ``10_stop``. After ``max_rounds`` answers only ``STOP`` is accepted.
+- ``agent_stops``: the agent ends the episode with an action containing ``STOP`` (reward 0); answers earn
+  as in ``10_stop``; the episode also ends after ``max_rounds`` answers, as in the reference code (so a
+  dataset's prefixes of 0..9 rounds end with ``STOP`` and the 10-round one without).
+
+Checked against the public reference code (ILQL ``visdial_base.py`` / ``visdial_env.py`` and the
+visdial-rl ``serve_model.py``): the formulas above are theirs; where ours differ it is said here. The
+reference *datasets* apply ``reward_scale``/``reward_shift`` only to cache values (10_stop, agent_stops),
+its *environment* also to env_stops rewards and to ``STOP`` (``0 * scale + shift``); we apply them to every
+answer reward in both and give ``STOP`` 0 (identical under the published defaults scale 1, shift 0).
 """
 
 from __future__ import annotations
@@ -65,9 +72,17 @@ def percentile_score(predicted: np.ndarray, true: np.ndarray, pool: np.ndarray, 
     return percentile_from_distances(dists, true_dist, true_index)
 
 
-def percentile_from_distances(dists: np.ndarray, true_dist: float, true_index: int | None = None) -> float:
+def percentile_from_distances(dists: np.ndarray, true_dist: float, true_index: int | None = None,
+                              published_pool: bool = False) -> float:
     """``1 - rank / pool_size`` from the pool's squared distances to the prediction and the true image's;
-    ``true_index`` is the true image's row in the pool (``None``: it is not in the pool and is added)."""
+    ``true_index`` is the true image's row in the pool (``None``: it is not in the pool and is added).
+
+    ``published_pool=True`` reproduces the reference server: the true image is prepended to *every* pool
+    row, so a val image is in its own pool twice (its copy ties with it and is ranked after it here;
+    the reference's unstable argsort leaves such ties unspecified) and the pool size is ``len(dists) + 1``.
+    """
+    if published_pool:
+        true_index = None
     others = np.delete(dists, true_index) if true_index is not None else dists
     rank = 1 + int((others < true_dist).sum())
     return 1.0 - rank / (len(others) + 1)
@@ -147,14 +162,9 @@ class DialogueScorer:
         self.rounds = 0
         self.done = False
 
-    @property
-    def must_stop(self) -> bool:
-        """``agent_stops`` after ``max_rounds`` answers: only ``STOP`` is accepted now."""
-        return self.config.mode == "agent_stops" and self.rounds >= self.config.max_rounds
-
     def answer(self, answer: str, delta: float) -> tuple[float, bool]:
         """``(reward, episode over)`` for the answer of the next round and its score change ``delta``."""
-        if self.done or self.must_stop:
+        if self.done:
             raise RuntimeError("the episode is over; no further answer can be scored")
         c = self.config
         self.rounds += 1
@@ -164,13 +174,15 @@ class DialogueScorer:
             base = (0.0 if final else -1.0) + (c.yn_reward if is_yes_no(answer, c.yn_kind) else 0.0)
             self.done = final
             return base * c.reward_scale + c.reward_shift, final
-        self.done = c.mode == "10_stop" and self.rounds >= c.max_rounds
+        self.done = self.rounds >= c.max_rounds
         return delta * c.reward_scale + c.reward_shift, self.done
 
     def stop(self) -> float:
         """Ends an ``agent_stops`` episode (reward 0)."""
         if self.config.mode != "agent_stops":
             raise ValueError(f"{STOP!r} is an action only in mode 'agent_stops', not {self.config.mode!r}")
+        if self.done:
+            raise RuntimeError("the episode is over; it cannot be stopped again")
         self.done = True
         return 0.0
 
@@ -180,7 +192,8 @@ def replay_rewards(config: RewardConfig, row: Sequence[float], answers: Sequence
     """The rewards a recorded dialogue earns, from its cache row ``[v0, d1..d10]`` and its answers.
 
     ``env_stops`` / ``10_stop`` stop by themselves; ``agent_stops`` replays ``stop_after`` rounds (0..10) and
-    then ``STOP`` (whose reward 0 is the last entry).
+    then ``STOP`` (whose reward 0 is the last entry) unless the episode ended by itself after
+    ``max_rounds`` answers.
     """
     scorer = DialogueScorer(config, row[0])
     rewards = []
