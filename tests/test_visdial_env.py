@@ -107,5 +107,8 @@ def test_local_backend_rewards_are_the_percentile_change_over_the_val_pool(manua
     scene = Scene(d.caption, pool[1], d)
     history = [turn("question", d.questions[0]), turn("answer", d.answers[0])]
     assert backend.reward(scene, [], "rank") == pytest.approx(p[0])
+    published = LocalBackend(answerer, guesser, pool, published_pool=True)  # true image + all 4 val rows
+    dists = ((pool.astype(np.float64) - guesses[0]) ** 2).sum(axis=1)
+    assert published.reward(scene, [], "rank") == pytest.approx(1 - (1 + (dists < dists[1]).sum()) / 5)
     assert backend.reward(scene, history, "distance") == pytest.approx(
         ((guesses[0] - pool[1]) ** 2).mean() - ((guesses[1] - pool[1]) ** 2).mean(), abs=1e-6)

@@ -19,6 +19,7 @@ from rlds_lang.visdial.fixtures import write_fixture
 from rlds_lang.visdial.http import HttpBackend
 from rlds_lang.visdial.rewards import RewardConfig
 from rlds_lang.visdial.server import BackendServer
+from trainers.cli import build_parser
 from trainers.visdial_guesser import GuesserConfig, load_guesser, train_guesser
 
 
@@ -102,3 +103,17 @@ def test_server_rejects_malformed_requests_and_serves_concurrent_clients(setup):
     assert not server.thread.is_alive()
     with pytest.raises(BackendError, match="failed"):
         HttpBackend(server.url, timeout=2).initial(Scene("c", store[0]), "rank")
+
+
+def test_serve_command_binds_localhost_by_default(setup, monkeypatch, capsys):
+    import uvicorn
+
+    folder, _, _, out, _ = setup
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: served.update(app=app, **kwargs))
+    args = build_parser().parse_args(["visdial-serve", "--manual-dir", folder, "--guesser", out, "--published-pool"])
+    args.func(args)
+    assert (served["host"], served["port"]) == ("127.0.0.1", 8766)
+    assert {"/step_rank", "/step", "/fetch_reward_rank", "/fetch_reward", "/fetch_a_bot_response"} <= {
+        r.path for r in served["app"].routes}
+    assert "pool of 4 val images" in capsys.readouterr().out
