@@ -60,3 +60,16 @@ def test_bench_prints_dialogues_and_steps_per_second(capsys):
     assert set(rates) == {"reader (dialogues/s)", "recipe, env_stops (dialogues/s)", "server steps (steps/s)"}
     assert all(rate > 0 for rate in rates.values())
     assert "server steps" in capsys.readouterr().out
+
+
+def test_odd_text_survives_recording_byte_for_byte(tmp_path):
+    from rlds_lang.visdial.data import Dialogue
+
+    odd = ["un café ☕ – naïve", "line one\r\nline two", "zero\u200bwidth \u202eRTL", "  spaces  ", "𝔘𝔫𝔦?"]
+    d = Dialogue("val", 0, 42, odd[0], tuple(odd[1:]), tuple(reversed(odd)))
+    rows = {"rank": [[0.25] + [0.0] * 10]}
+    (episode,) = record_dialogues([d], rows, RewardConfig("10_stop"), "odd", work_dir=str(tmp_path))
+    steps = episode["steps"]
+    assert steps[0]["observation"]["text"] == odd[0]
+    assert [s["action"] for s in steps[:-1]] == [q if q.endswith("?") else q + "?" for q in d.questions]
+    assert [s["observation"]["text"] for s in steps[1:]] == list(d.answers[:4])
