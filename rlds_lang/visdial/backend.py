@@ -77,9 +77,11 @@ class CachedBackend:
         return self.rows[kind][scene.dialogue.index]
 
     def initial(self, scene: Scene, kind: str) -> float:
+        """The cache row's ``v0``."""
         return float(self._row(scene, kind)[0])
 
     def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """The recorded answer of the round being asked and the cache row's change for it."""
         r = questions_asked(history)
         dialogue = scene.dialogue
         if dialogue is None or not 1 <= r <= dialogue.rounds:
@@ -182,9 +184,11 @@ class LocalBackend:
         return percentile_from_distances(dists, true_dist, None, self.published_pool)
 
     def initial(self, scene: Scene, kind: str) -> float:
+        """The guesser's score from the caption alone."""
         return self.score(scene, [], kind)
 
     def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """The answerer's reply and the guesser's score change that its round brings."""
         answer = self.answer(scene, history)
         before = self.score(scene, history[:-1], kind)
         after = self.score(scene, [*history, turn("answer", answer)], kind)

@@ -73,6 +73,7 @@ class VisDialEnv(LanguageEnv):
         self._next = dialogue
 
     def observation_spec(self) -> dict[str, specs.Array]:
+        """Only ``text``: the caption, then the answers."""
         return {"text": text_spec("text")}
 
     def _reset(self) -> Observation:
@@ -102,6 +103,7 @@ class VisDialEnv(LanguageEnv):
         return {"text": answer}, float(np.float32(reward)), done
 
     def episode_metadata(self) -> dict[str, Any]:
+        """The image (id, dialogue index, split) and the reward settings (``VISDIAL_SCHEMA``)."""
         d, c = self.dialogue, self.config
         return {"task": self.task_name, "image_id": np.int64(d.image_id), "dialogue_index": np.int64(d.index),
                 "split": d.split, "mode": c.mode, "reward_kind": c.score_kind, "yn_kind": c.yn_kind,

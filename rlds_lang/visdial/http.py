@@ -53,9 +53,11 @@ class HttpBackend:
             return response.text
 
     def initial(self, scene: Scene, kind: str) -> float:
+        """``v0``: ``/fetch_reward_rank`` or ``/fetch_reward`` with an empty history."""
         return float(self._post(ENDPOINTS["reward", kind], scene, []))
 
     def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """``(answer, score change)`` from ``/step_rank`` or ``/step``."""
         path = ENDPOINTS["step", kind]
         result = self._post(path, scene, history)
         if not (isinstance(result, list) and len(result) == 2 and isinstance(result[0], str)):

@@ -78,6 +78,7 @@ def create_app(backend: LocalBackend):
     lock = threading.Lock()
 
     def scene_and_history(history: str, caption: str, img_features: str, ends_with: str, generation_kwargs: str):
+        """The validated request as ``(Scene, history)``; a 422 naming the field otherwise."""
         try:
             turns = parse_history(history, ends_with)
             feature = np.asarray(parse_features(img_features, backend.feature_dim), np.float32)
@@ -88,12 +89,14 @@ def create_app(backend: LocalBackend):
         return Scene(caption, feature), turns
 
     def step(kind: str, history: str, caption: str, img_features: str, generation_kwargs: str) -> list[Any]:
+        """Answers the question ending the history and scores its round: ``[answer, change]``."""
         scene, turns = scene_and_history(history, caption, img_features, "question", generation_kwargs)
         with lock:
             answer, delta = backend.respond(scene, turns, kind)
         return [answer, float(delta)]
 
     def reward(kind: str, history: str, caption: str, img_features: str) -> float:
+        """``v0`` for an empty history, else the change made by its last round."""
         scene, turns = scene_and_history(history, caption, img_features, "answer", "")
         with lock:
             return float(backend.reward(scene, turns, kind))
@@ -101,24 +104,29 @@ def create_app(backend: LocalBackend):
     @app.post("/step_rank")
     def step_rank(history: str = Form(...), caption: str = Form(""), img_features: str = Form(...),
                   generation_kwargs: str = Form("")) -> list[Any]:
+        """Percentile-rank step: ``[answer, p_t - p_(t-1)]``."""
         return step("rank", history, caption, img_features, generation_kwargs)
 
     @app.post("/step")
     def step_distance(history: str = Form(...), caption: str = Form(""), img_features: str = Form(...),
                       generation_kwargs: str = Form("")) -> list[Any]:
+        """Distance step: ``[answer, d_(t-1) - d_t]``."""
         return step("distance", history, caption, img_features, generation_kwargs)
 
     @app.post("/fetch_reward_rank")
     def fetch_reward_rank(history: str = Form(...), caption: str = Form(""), img_features: str = Form(...)) -> float:
+        """Percentile reward of the history's last round (``p_0`` when empty)."""
         return reward("rank", history, caption, img_features)
 
     @app.post("/fetch_reward")
     def fetch_reward(history: str = Form(...), caption: str = Form(""), img_features: str = Form(...)) -> float:
+        """Distance reward of the history's last round (``d_0`` when empty)."""
         return reward("distance", history, caption, img_features)
 
     @app.post("/fetch_a_bot_response")
     def fetch_a_bot_response(history: str = Form(...), caption: str = Form(""), img_features: str = Form(...),
                              generation_kwargs: str = Form("")) -> str:
+        """The answer to the question ending the history."""
         scene, turns = scene_and_history(history, caption, img_features, "question", generation_kwargs)
         with lock:
             return backend.answer(scene, turns)
