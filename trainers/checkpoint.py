@@ -116,11 +116,13 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
 
 
 def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
-                beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0):
+                beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0,
+                max_action_tokens: int = 16):
     """A checkpoint as a playing agent (``trainers.agents.LanguageModelPolicy``).
 
     ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0).
     ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
+    ``max_action_tokens``: longest free-text action (e.g. a Visual Dialogue question).
     """
     from rlds_lang.wordle.words import WordList, resolve_word_list
     from trainers.agents import LanguageModelPolicy
@@ -132,7 +134,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
         allowed_actions = resolve_word_list(allowed_actions).words
     policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
-                                 seed=seed)
+                                 seed=seed, max_action_tokens=max_action_tokens)
     policy.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
     return policy
 

@@ -166,6 +166,10 @@ def cmd_eval(args: argparse.Namespace) -> list:
         from trainers.reddit_eval import cmd_reddit_eval
 
         return cmd_reddit_eval(args)
+    if getattr(args, "task", "wordle") == "visdial":
+        from trainers.visdial_eval import cmd_visdial_eval
+
+        return cmd_visdial_eval(args)
     from rlds_lang.wordle.policies import OptimalPolicy
     from trainers.checkpoint import load_policy
     from trainers.config import parse_bool
@@ -250,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_reddit_upvotes_parser(sub)
     add_reddit_tokenizer_parser(sub)
+    from trainers.visdial_eval import add_parser as add_visdial_tokenizer_parser
+    from trainers.visdial_guesser import add_parser as add_visdial_guesser_parser
+    from trainers.visdial_serve import add_parser as add_visdial_serve_parser
+
+    add_visdial_guesser_parser(sub)
+    add_visdial_tokenizer_parser(sub)
+    add_visdial_serve_parser(sub)
     return parser
 
 
@@ -316,10 +327,13 @@ def _add_eval_parser(sub) -> None:
     ev.add_argument("--out", default=None, help="write the results as JSON")
     ev.add_argument("--plot", default=None, help="write the results plot (PNG)")
     ev.add_argument("--no-progress", dest="progress", action="store_false")
-    ev.add_argument("--task", default="wordle", help="wordle (default) or reddit")
+    ev.add_argument("--task", default="wordle", help="wordle (default), reddit or visdial")
     from trainers.reddit_eval import add_eval_arguments as add_reddit_eval_arguments
 
     add_reddit_eval_arguments(ev)
+    from trainers.visdial_eval import add_eval_arguments as add_visdial_eval_arguments
+
+    add_visdial_eval_arguments(ev)
     ev.set_defaults(func=cmd_eval)
 
 

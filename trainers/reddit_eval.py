@@ -109,10 +109,15 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         mean, se = mean_and_se(rewards)
         results[name] = {"mean": mean, "se": se, "episodes": len(rewards)}
         print(f"{name:16s} reward {mean:+.3f} ± {se:.3f}")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+    write_results(args.out, results)
     return results
+
+
+def write_results(path: str | None, results: dict[str, Any]) -> None:
+    """Writes an eval command's results as JSON to ``path`` (nothing when ``path`` is empty)."""
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
 
 
 def add_eval_arguments(ev: argparse.ArgumentParser) -> None:
@@ -138,4 +143,4 @@ def add_parser(sub) -> None:
 
 
 __all__ = ["add_eval_arguments", "add_parser", "cmd_reddit_eval", "cmd_reddit_tokenizer", "evaluate_agent",
-           "mean_and_se"]
+           "mean_and_se", "write_results"]

@@ -1,0 +1,240 @@
+"""Backends of the Visual Dialogue environment: who answers a question and how much it helped the guesser.
+
+A ``Backend`` answers the question that ends a dialogue history and reports the guesser's score change
+(``rewards.score_change``), or the guesser's score before any question. Three implementations:
+
+- ``CachedBackend`` (dataset mode, no server): the dialogue's own answer of the round and the published
+  reward-cache entry; the question asked is not looked at, so it replays human dialogues exactly.
+- ``LocalBackend``: a TF-IDF answerer (``TfidfAnswerer``, scikit-learn) that returns, for the image, the
+  dataset answer to the most similar dataset question, and an injected guesser (any callable
+  ``(caption, history) -> predicted feature``, e.g. the PyTorch model ``rlds-lang visdial-guesser``
+  trains) scored against a pool of val features. They stand in for the paper's pretrained answer and
+  guesser bots (visdial-rl), which are not available here.
+- ``rlds_lang.visdial.http.HttpBackend``: the published server protocol over HTTP.
+
+A history is a list of turns ``{"speaker": "question" | "answer", "text": ...}`` (the protocol's shape).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from rlds_lang.visdial.data import Dialogue
+from rlds_lang.visdial.rewards import distance_score, percentile_from_distances, score_change
+
+Turn = Mapping[str, str]
+#: a guesser: ``(caption, history of complete rounds) -> predicted image feature``.
+Guesser = Callable[[str, Sequence[Turn]], np.ndarray]
+
+
+class BackendError(RuntimeError):
+    """A backend could not answer (server unreachable, bad response); the message says which request."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Scene:
+    """What a backend knows of the episode: the caption, the true image feature (if known) and the dialogue."""
+
+    caption: str
+    feature: np.ndarray | None = None
+    dialogue: Dialogue | None = None
+
+
+def turn(speaker: str, text: str) -> dict[str, str]:
+    """One history entry of the protocol."""
+    return {"speaker": speaker, "text": text}
+
+
+def questions_asked(history: Sequence[Turn]) -> int:
+    """How many questions a history holds (the round being answered is this number)."""
+    return sum(1 for t in history if t["speaker"] == "question")
+
+
+class Backend(Protocol):
+    """Answers questions and scores the guesser (see the module docstring)."""
+
+    def initial(self, scene: Scene, kind: str) -> float:
+        """The guesser's score of kind ``rank`` / ``distance`` before any question (``v0``)."""
+
+    def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """``(answer, score change)`` for the question that ends ``history``."""
+
+
+class CachedBackend:
+    """Dataset mode: answers and score changes recorded in the data (``rows[kind][dialogue.index]``)."""
+
+    def __init__(self, rows: Mapping[str, Sequence[Sequence[float]]]):
+        self.rows = dict(rows)
+
+    def _row(self, scene: Scene, kind: str) -> Sequence[float]:
+        if scene.dialogue is None:
+            raise BackendError("CachedBackend replays dataset dialogues: the scene needs its dialogue")
+        if kind not in self.rows:
+            raise BackendError(f"no {kind!r} reward cache was loaded (have {sorted(self.rows)})")
+        return self.rows[kind][scene.dialogue.index]
+
+    def initial(self, scene: Scene, kind: str) -> float:
+        """The cache row's ``v0``."""
+        return float(self._row(scene, kind)[0])
+
+    def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """The recorded answer of the round being asked and the cache row's change for it."""
+        r = questions_asked(history)
+        dialogue = scene.dialogue
+        if dialogue is None or not 1 <= r <= dialogue.rounds:
+            raise BackendError(f"round {r} is not in the recorded dialogue")
+        return dialogue.answers[r - 1], float(self._row(scene, kind)[r])
+
+
+class SquaredDistances:
+    """Image features ``rows`` [N, dim] prepared for fast squared distances to a vector and exact-row lookup."""
+
+    def __init__(self, rows: np.ndarray):
+        self.rows = np.asarray(rows, np.float64)
+        self.norms = (self.rows ** 2).sum(axis=1)
+        self._index: dict[bytes, int] = {}
+        for i, row in enumerate(np.asarray(rows, np.float32)):
+            self._index.setdefault(row.tobytes(), i)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to(self, vector: np.ndarray) -> np.ndarray:
+        """Squared distance of every row to ``vector`` (``|x|^2 - 2 x.v + |v|^2``, float64)."""
+        v = np.asarray(vector, np.float64)
+        return np.maximum(self.norms - 2.0 * (self.rows @ v) + float(v @ v), 0.0)
+
+    def index_of(self, vector: np.ndarray) -> int | None:
+        """The first row equal to ``vector`` (as float32), else ``None``."""
+        return self._index.get(np.asarray(vector, np.float32).tobytes())
+
+
+class TfidfAnswerer:
+    """Answers with the dataset answer, for the same image, to the most similar dataset question.
+
+    The image is the dialogue whose feature is nearest to the given one (an exact match for dataset
+    images). Similarity is cosine over TF-IDF word 1-2 grams (scikit-learn) fitted on every question.
+    Answers come back lower-cased, as the published bots answer. A question sharing no word with the
+    image's questions scores 0 everywhere and gets the earliest round's answer (ties go to the earliest).
+    """
+
+    def __init__(self, dialogues: Sequence[Dialogue], features: np.ndarray):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if len(dialogues) != len(features) or not dialogues:
+            raise ValueError(f"TfidfAnswerer needs one feature row per dialogue, got {len(dialogues)} dialogues "
+                             f"and {len(features)} rows")
+        self.features = SquaredDistances(features)
+        self.questions = [list(d.questions) for d in dialogues]
+        self.answers = [[a.lower() for a in d.answers] for d in dialogues]
+        self.vectorizer = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")
+        self.vectorizer.fit([q for qs in self.questions for q in qs] or ["empty"])
+        self._matrices = [self.vectorizer.transform(qs) for qs in self.questions]
+
+    def image_of(self, feature: np.ndarray) -> int:
+        """Index of the dialogue whose image feature is nearest to ``feature``."""
+        exact = self.features.index_of(feature)
+        return exact if exact is not None else int(self.features.to(feature).argmin())
+
+    def answer(self, feature: np.ndarray, question: str) -> str:
+        """The answer to the most similar question about the nearest image (ties: the earliest round)."""
+        i = self.image_of(feature)
+        if not self.questions[i]:
+            return "UNK"
+        scores = (self._matrices[i] @ self.vectorizer.transform([question.rstrip("?")]).T).toarray().ravel()
+        return self.answers[i][int(scores.argmax())]
+
+
+class LocalBackend:
+    """A ``TfidfAnswerer`` plus an injected guesser, scored against ``pool`` (the val image features).
+
+    The true image counts once in the ranking pool: when its feature is a pool row it is ranked there,
+    else it is added (``rewards.percentile_score``). ``published_pool=True`` ranks it as the reference
+    server does, prepended to the whole pool (``rewards.percentile_from_distances``).
+    """
+
+    def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray, published_pool: bool = False):
+        self.answerer = answerer
+        self.guesser = guesser
+        self.pool = SquaredDistances(pool)
+        self.published_pool = bool(published_pool)
+
+    @property
+    def feature_dim(self) -> int:
+        """Size of an image feature."""
+        return int(self.pool.rows.shape[1])
+
+    def score(self, scene: Scene, history: Sequence[Turn], kind: str) -> float:
+        """The guesser's score (percentile or distance) after the complete rounds of ``history``."""
+        if scene.feature is None:
+            raise BackendError("LocalBackend needs the true image feature")
+        predicted = np.asarray(self.guesser(scene.caption, list(history)), np.float32)
+        if kind == "distance":
+            return distance_score(predicted, scene.feature)
+        if kind != "rank":
+            raise BackendError(f"unknown score kind {kind!r}")
+        index = self.pool.index_of(scene.feature)
+        dists = self.pool.to(predicted)
+        if index is not None:
+            return percentile_from_distances(dists, float(dists[index]), index, self.published_pool)
+        true_dist = float(((np.asarray(scene.feature, np.float64) - predicted) ** 2).sum())
+        return percentile_from_distances(dists, true_dist, None, self.published_pool)
+
+    def initial(self, scene: Scene, kind: str) -> float:
+        """The guesser's score from the caption alone."""
+        return self.score(scene, [], kind)
+
+    def respond(self, scene: Scene, history: Sequence[Turn], kind: str) -> tuple[str, float]:
+        """The answerer's reply and the guesser's score change that its round brings."""
+        answer = self.answer(scene, history)
+        before = self.score(scene, history[:-1], kind)
+        after = self.score(scene, [*history, turn("answer", answer)], kind)
+        return answer, score_change(kind, before, after)
+
+    def answer(self, scene: Scene, history: Sequence[Turn]) -> str:
+        """The answerer's reply to the question ending ``history``."""
+        if not history or history[-1]["speaker"] != "question":
+            raise BackendError("the history must end with the new question")
+        if scene.feature is None:
+            raise BackendError("LocalBackend needs the true image feature")
+        return self.answerer.answer(scene.feature, history[-1]["text"])
+
+    def reward(self, scene: Scene, history: Sequence[Turn], kind: str) -> float:
+        """``v0`` for an empty history, else the change made by its last complete round."""
+        if not history:
+            return self.initial(scene, kind)
+        return score_change(kind, self.score(scene, history[:-2], kind), self.score(scene, history, kind))
+
+
+def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
+                        answer_splits: Sequence[str] = ("train", "val"), pool_split: str = "val",
+                        normalize: bool = True, published_pool: bool = False) -> LocalBackend:
+    """A ``LocalBackend`` from a manual folder: the answerer knows the images of ``answer_splits`` (those
+    present), the ranking pool is ``pool_split``'s features (``published_pool``: see ``LocalBackend``)."""
+    import os
+
+    from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, dialogue_file, read_split
+
+    path = os.path.join(manual_dir, FEATURES_FILE)
+    dialogues: list[Dialogue] = []
+    rows = []
+    for split in answer_splits:
+        if not os.path.exists(os.path.join(manual_dir, dialogue_file(split, version))):
+            continue
+        found = list(read_split(manual_dir, split, version))
+        store = FeatureStore(path, split, normalize, expected=len(found))
+        dialogues += found
+        rows.append(store.all())
+        store.close()
+    pool_store = FeatureStore(path, pool_split, normalize)
+    pool = pool_store.all()
+    pool_store.close()
+    return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows)), guesser, pool, published_pool)
+
+
+__all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "SquaredDistances",
+           "TfidfAnswerer", "Turn",
+           "build_local_backend", "questions_asked", "turn"]

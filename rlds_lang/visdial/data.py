@@ -1,0 +1,343 @@
+"""Reading Visual Dialogue data: dialogue JSON (v0.5 and v1.0), image-feature HDF5 and reward caches.
+
+Published layouts (see ``../shared/REFERENCE_TASKS.md``, "Visual Dialogue"):
+
+- v0.5 dialogues (``visdial_0.5_<split>.json``): a JSON list, one entry per image,
+  ``{"image_id", "caption", "dialog": [{"question", "answer", "options", "gt_index"}, ...]}`` with the
+  strings inline (questions without a trailing ``?``).
+- v1.0 dialogues (``visdial_1.0_<split>.json``): ``{"data": {"questions": [...], "answers": [...],
+  "dialogs": [{"image_id", "caption", "dialog": [{"question": int, "answer": int, ...}]}]}}``; strings by
+  index into the two tables. Other top-level keys (``version``, ``split``) are ignored.
+- Image features (``data_img.h5``): dataset ``images_<split>`` of shape [N, 4096]; row i belongs to
+  dialogue i. Rows are read one at a time (``FeatureStore``), L2-normalised by default.
+- Reward caches (``<split>_rank_reward_cache1.json`` percentile rank, ``<split>_reward_cache2.json``
+  distance): a JSON list with one row of 11 floats ``[v0, d1 .. d10]`` per dialogue.
+
+JSON lists are streamed element by element (``stream_json_array``), so a dialogue file is never held in
+memory whole (v1.0's question and answer tables are, as every dialogue needs them). Every error names the
+file and, where there is one, the dialogue index. No TensorFlow.
+
+Example::
+
+    from rlds_lang.visdial.data import read_dialogues, FeatureStore, read_reward_cache
+
+    for d in read_dialogues("manual/visdial_0.5_val.json", "val"):
+        print(d.index, d.image_id, d.caption, d.questions[0], d.answers[0])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+SPLITS = ("train", "val", "test")
+#: rounds of a complete dialogue, and floats per reward-cache row (v0 plus one change per round).
+ROUNDS = 10
+CACHE_ROW = ROUNDS + 1
+FEATURES_FILE = "data_img.h5"
+CHUNK = 1 << 20
+
+
+class VisDialDataError(ValueError):
+    """Data that cannot be read as published; the message names the file and, if any, the dialogue index."""
+
+
+def dialogue_file(split: str, version: str = "0.5") -> str:
+    """The published dialogue file name of a split (``visdial_0.5_train.json``)."""
+    return f"visdial_{version}_{split}.json"
+
+
+def cache_file(split: str, kind: str) -> str:
+    """The published reward-cache file name: ``kind`` ``rank`` (cache 1) or ``distance`` (cache 2)."""
+    if kind == "rank":
+        return f"{split}_rank_reward_cache1.json"
+    if kind == "distance":
+        return f"{split}_reward_cache2.json"
+    raise ValueError(f"unknown reward-cache kind {kind!r}; expected 'rank' or 'distance'")
+
+
+@dataclasses.dataclass(frozen=True)
+class Dialogue:
+    """One image's dialogue: ``index`` is its position in the split (= its feature row and cache row)."""
+
+    split: str
+    index: int
+    image_id: int
+    caption: str
+    questions: tuple[str, ...]
+    answers: tuple[str, ...]
+
+    @property
+    def rounds(self) -> int:
+        """Number of question/answer rounds."""
+        return len(self.questions)
+
+
+# -- streaming JSON ---------------------------------------------------------------------------------
+class _Cursor:
+    """A forward-only reader of a text file that decodes one JSON value at a time (``json.raw_decode``)."""
+
+    def __init__(self, handle, path: str):
+        self.handle, self.path = handle, path
+        self.buf, self.pos, self.eof = "", 0, False
+        self.decoder = json.JSONDecoder()
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.handle.read(CHUNK)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next non-whitespace character ('' at the end of the file)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more():
+                return ""
+
+    def expect(self, chars: str) -> str:
+        """Consumes one of ``chars``; a ``VisDialDataError`` otherwise."""
+        c = self.peek()
+        if not c or c not in chars:
+            raise VisDialDataError(f"{self.path}: expected one of {chars!r} at character {self.pos}, got {c!r}")
+        self.pos += 1
+        return c
+
+    def value(self) -> Any:
+        """Decodes the next complete JSON value."""
+        self.peek()
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                if self._more():
+                    continue
+                raise VisDialDataError(f"{self.path}: invalid JSON: {e}") from None
+            if end == len(self.buf) and isinstance(value, (int, float)) and self._more():
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return value
+
+    def array(self) -> Iterator[Any]:
+        """Yields the elements of the JSON array starting here."""
+        self.expect("[")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            yield self.value()
+            if self.expect(",]") == "]":
+                return
+
+    def object_keys(self) -> Iterator[str]:
+        """Yields the keys of the JSON object starting here; the caller consumes each value."""
+        self.expect("{")
+        if self.peek() == "}":
+            self.pos += 1
+            return
+        while True:
+            key = self.value()
+            self.expect(":")
+            yield key
+            if self.expect(",}") == "}":
+                return
+
+
+def stream_json_array(path: str) -> Iterator[Any]:
+    """Yields the elements of the JSON list in ``path`` one at a time."""
+    with open(path, encoding="utf-8") as f:
+        yield from _Cursor(f, path).array()
+
+
+# -- dialogues --------------------------------------------------------------------------------------
+def _field(entry: Any, name: str, path: str, index: int) -> Any:
+    if not isinstance(entry, dict) or name not in entry:
+        raise VisDialDataError(f"{path}: dialogue {index} has no field {name!r}")
+    return entry[name]
+
+
+def _text(value: Any, what: str, path: str, index: int) -> str:
+    if not isinstance(value, str):
+        raise VisDialDataError(f"{path}: dialogue {index}: {what} must be a string, got {value!r}")
+    return value
+
+
+def _dialogue(entry: Any, split: str, index: int, path: str, questions: Sequence[str] | None,
+              answers: Sequence[str] | None) -> Dialogue:
+    rounds = _field(entry, "dialog", path, index)
+    if not isinstance(rounds, list) or len(rounds) > ROUNDS:
+        raise VisDialDataError(f"{path}: dialogue {index}: 'dialog' must be a list of at most {ROUNDS} rounds")
+    qs, ans = [], []
+    for r, turn in enumerate(rounds):
+        q, a = _field(turn, "question", path, index), turn.get("answer")
+        if questions is not None:  # v1.0: indices into the tables
+            try:
+                q, a = questions[q], answers[a]  # type: ignore[index]
+            except (IndexError, TypeError):
+                raise VisDialDataError(f"{path}: dialogue {index}, round {r}: question/answer index "
+                                       f"{turn.get('question')!r}/{turn.get('answer')!r} is not in the tables") from None
+        if a is None:
+            raise VisDialDataError(f"{path}: dialogue {index}, round {r} has no answer")
+        qs.append(_text(q, f"round {r} question", path, index))
+        ans.append(_text(a, f"round {r} answer", path, index))
+    image_id = _field(entry, "image_id", path, index)
+    if isinstance(image_id, bool) or not isinstance(image_id, int):
+        raise VisDialDataError(f"{path}: dialogue {index}: image_id must be an integer, got {image_id!r}")
+    caption = _text(_field(entry, "caption", path, index), "caption", path, index)
+    return Dialogue(split, index, image_id, caption, tuple(qs), tuple(ans))
+
+
+def read_dialogues(path: str, split: str) -> Iterator[Dialogue]:
+    """Streams the dialogues of one split's file, v0.5 (a list) or v1.0 (``{"data": {...}}``), detected.
+
+    v1.0 needs its question and answer tables before the dialogues: when ``data.dialogs`` comes first in
+    the file, a first pass reads the tables (skipping the dialogues one at a time) and a second pass
+    streams the dialogues.
+    """
+    if not os.path.exists(path):
+        raise VisDialDataError(f"{path}: dialogue file not found")
+    with open(path, encoding="utf-8") as f:
+        cursor = _Cursor(f, path)
+        if cursor.peek() == "[":
+            for i, entry in enumerate(cursor.array()):
+                yield _dialogue(entry, split, i, path, None, None)
+            return
+    tables: dict[str, list[str]] = {}
+    for streamed in (False, True):
+        with open(path, encoding="utf-8") as f:
+            for inner, cursor in _v1_data_keys(_Cursor(f, path)):
+                if inner in ("questions", "answers"):
+                    tables[inner] = list(cursor.array())
+                elif inner == "dialogs" and (streamed or len(tables) == 2):
+                    if len(tables) < 2:
+                        raise VisDialDataError(f"{path}: v1.0 'data' lacks the questions/answers tables")
+                    for i, entry in enumerate(cursor.array()):
+                        yield _dialogue(entry, split, i, path, tables["questions"], tables["answers"])
+                    return
+                elif inner == "dialogs":
+                    for _ in cursor.array():  # skipped now, streamed by the second pass
+                        pass
+                else:
+                    cursor.value()
+    raise VisDialDataError(f"{path}: neither a v0.5 list nor a v1.0 object with data.dialogs")
+
+
+def _v1_data_keys(cursor: _Cursor) -> Iterator[tuple[str, _Cursor]]:
+    """Yields ``(key, cursor)`` for each key of the v1.0 ``data`` object; the caller consumes each value."""
+    for key in cursor.object_keys():
+        if key != "data":
+            cursor.value()
+            continue
+        for inner in cursor.object_keys():
+            yield inner, cursor
+
+
+def read_split(folder: str, split: str, version: str = "0.5") -> Iterator[Dialogue]:
+    """The dialogues of ``split`` in a manual folder with the published file names."""
+    return read_dialogues(os.path.join(folder, dialogue_file(split, version)), split)
+
+
+# -- reward caches ----------------------------------------------------------------------------------
+def read_reward_cache(path: str) -> Iterator[tuple[float, ...]]:
+    """Streams the rows of a reward cache; each must be 11 finite numbers (errors name file and dialogue)."""
+    if not os.path.exists(path):
+        raise VisDialDataError(f"{path}: reward cache not found")
+    for i, row in enumerate(stream_json_array(path)):
+        if (not isinstance(row, list) or len(row) != CACHE_ROW
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in row)):
+            raise VisDialDataError(f"{path}: dialogue {i}: a reward-cache row must be {CACHE_ROW} finite numbers "
+                                   f"[v0, d1..d10], got {row!r}"[:300])
+        yield tuple(float(v) for v in row)
+
+
+def load_reward_cache(path: str, expected: int | None = None) -> list[tuple[float, ...]]:
+    """Every row of a reward cache; with ``expected``, errors unless there is one row per dialogue."""
+    rows = list(read_reward_cache(path))
+    check_length(path, "reward-cache rows", len(rows), expected)
+    return rows
+
+
+def check_length(path: str, what: str, found: int, expected: int | None) -> None:
+    """Raises ``VisDialDataError`` (naming ``path``) unless ``found == expected`` (``None``: no check)."""
+    if expected is not None and found != expected:
+        raise VisDialDataError(f"{path}: {found} {what} but the split has {expected} dialogues; "
+                               "they must match one to one")
+
+
+# -- image features ---------------------------------------------------------------------------------
+class FeatureStore:
+    """The image features of one split in the published HDF5 file, read lazily row by row.
+
+    Args:
+      path: the HDF5 file (``data_img.h5``).
+      split: reads dataset ``images_<split>``.
+      normalize: L2-normalise each row (the published default).
+      expected: the number of dialogues of the split; the row count must equal it.
+    """
+
+    def __init__(self, path: str, split: str, normalize: bool = True, expected: int | None = None):
+        import h5py
+
+        if not os.path.exists(path):
+            raise VisDialDataError(f"{path}: image-feature file not found")
+        self.path, self.split, self.normalize = path, split, bool(normalize)
+        self._file = h5py.File(path, "r")
+        name = f"images_{split}"
+        if name not in self._file:
+            present = sorted(self._file.keys())
+            self._file.close()
+            raise VisDialDataError(f"{path}: no dataset {name!r} (it has {present}); the file must hold "
+                                   "images_<split> of shape [N, 4096]")
+        self._data = self._file[name]
+        if len(self._data.shape) != 2:
+            raise VisDialDataError(f"{path}: {name} must be 2-D [N, dim], got shape {self._data.shape}")
+        check_length(path, f"rows in {name}", self._data.shape[0], expected)
+
+    def __len__(self) -> int:
+        return int(self._data.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """Feature size (4096 in the published file)."""
+        return int(self._data.shape[1])
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        if not 0 <= index < len(self):
+            raise VisDialDataError(f"{self.path}: dialogue {index} has no row in images_{self.split} "
+                                   f"({len(self)} rows)")
+        return self._finish(np.asarray(self._data[index], dtype=np.float32))
+
+    def all(self) -> np.ndarray:
+        """Every row, [N, dim] (for a ranking pool)."""
+        return self._finish(np.asarray(self._data[...], dtype=np.float32))
+
+    def _finish(self, rows: np.ndarray) -> np.ndarray:
+        return l2_normalize(rows) if self.normalize else rows
+
+    def close(self) -> None:
+        """Closes the HDF5 file."""
+        self._file.close()
+
+
+def l2_normalize(rows: np.ndarray) -> np.ndarray:
+    """Rows divided by their L2 norm (a zero row stays zero)."""
+    norms = np.linalg.norm(rows, axis=-1, keepdims=True)
+    return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+__all__ = ["CACHE_ROW", "FEATURES_FILE", "ROUNDS", "SPLITS", "Dialogue", "FeatureStore", "VisDialDataError",
+           "cache_file", "check_length", "dialogue_file", "l2_normalize", "load_reward_cache", "read_dialogues",
+           "read_reward_cache", "read_split", "stream_json_array"]
