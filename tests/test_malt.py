@@ -13,7 +13,7 @@ from tests.malt_fixtures import tiny_checkpoint
 from trainers.checkpoint import read_checkpoint_config
 from trainers.cli import main
 from trainers.expert_iteration import RoundManifest, compatible, keep_mask, reusable_rounds
-from trainers.malt import MALTConfig, env_config, malt_round
+from trainers.malt import MALTConfig, dpo_round_steps, env_config, malt_round
 
 torch.set_num_threads(1)
 
@@ -60,6 +60,19 @@ def test_malt_round_trains_dpo_and_reuses_compatible_trees(tmp_path):
     config.reuse_rollouts = False
     alone = malt_round(config, env, sampler, init, 2, tmp_path / "r2", [first], progress=False)
     assert alone.train_data == [alone.data["trees"]]
+
+
+def test_dpo_epochs_set_a_round_s_steps_from_its_pairs(tmp_path):
+    assert dpo_round_steps(MALTConfig(dpo_steps=7), 100) == 7
+    assert dpo_round_steps(MALTConfig(dpo_epochs=2, dpo_batch_size=16), 64) == 8
+    assert dpo_round_steps(MALTConfig(dpo_epochs=0.5, dpo_batch_size=16), 3) == 1
+    init = tiny_checkpoint(tmp_path / "init")
+    config = MALTConfig(init=str(init), out=str(tmp_path / "m"), trees=2, branching=2, branch_depth=1, dpo_steps=50,
+                        dpo_epochs=1, dpo_batch_size=2, pair_method="interval")
+    manifest = malt_round(config, WordleEnv(), RandomMixturePolicy(prob_smart=1.0), init, 0, tmp_path / "r0", [],
+                          progress=False)
+    assert manifest.selected > 0
+    assert read_checkpoint_config(manifest.checkpoint)[1]["steps"] == -(-manifest.selected // 2)
 
 
 def test_malt_command_runs_rounds_and_resumes(tmp_path, capsys):

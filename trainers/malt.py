@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ class MALTConfig:
     reward_max: float = 0.0
     #: a branching response that repeats a sibling's is sampled again up to this many times (``TreeSpec``); a
     #: repeated response can never be paired, and a BC-trained Wordle policy repeats its first choice most times.
+    #: MALT rounds: a repeated sibling response is sampled again up to this many times (``loggers.trees.TreeSpec``).
     distinct_tries: int = 16
     #: sampling temperature of the policy during rollouts.
     temperature: float = 1.0
@@ -95,6 +97,8 @@ class MALTConfig:
     bc_lr: float = 3e-4
     #: DPO optimizer steps per MALT round.
     dpo_steps: int = 200
+    #: DPO passes over a round's pairs: the round takes ceil(epochs x pairs / batch) steps (None: ``dpo_steps``).
+    dpo_epochs: float | None = None
     #: DPO pairs per step.
     dpo_batch_size: int = 16
     #: DPO learning rate.
@@ -199,15 +203,23 @@ def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r
     pairs = [p for folder in folders[:-1] for p in tree_pairs(load_tree_episodes(folder))] + tree_pairs(episodes)
     checkpoint = current
     if pairs:
-        dpo = DPOConfig(dataset=str(trees_dir), init=str(current), out=str(round_dir / "train"), steps=config.dpo_steps,
+        steps = dpo_round_steps(config, len(pairs))
+        dpo = DPOConfig(dataset=str(trees_dir), init=str(current), out=str(round_dir / "train"), steps=steps,
                         batch_size=config.dpo_batch_size, lr=config.dpo_lr, beta=config.beta, loss_type=config.loss_type,
                         label_smoothing=config.label_smoothing, nll_coef=config.nll_coef, seed=config.seed + r,
-                        checkpoint_every=config.dpo_steps)
+                        checkpoint_every=steps)
         train_dpo(dpo, progress, pairs=pairs)
         checkpoint = round_dir / "train" / "checkpoint"
     return RoundManifest(r, "malt", env_config(env), _spec_dict(spec), {"trees": str(trees_dir)}, folders,
                          str(checkpoint), sum(t.num_nodes for t in trees), len(episodes),
                          float(np.mean(returns)) if returns else 0.0, len(pairs))
+
+
+def dpo_round_steps(config: MALTConfig, pairs: int) -> int:
+    """DPO steps of a MALT round with ``pairs`` pairs: ``dpo_steps``, or ``dpo_epochs`` passes over the pairs."""
+    if config.dpo_epochs is None:
+        return config.dpo_steps
+    return max(1, math.ceil(config.dpo_epochs * pairs / config.dpo_batch_size))
 
 
 def evaluate_round(config: MALTConfig, checkpoint: Path, name: str, progress: bool) -> dict[str, float]:
