@@ -129,6 +129,16 @@ def small_limit(default: int | None = None) -> int | None:
     return int(value) if value else default
 
 
+def shard_cache_dir(config_name: str) -> str | None:
+    """Where generated shards are kept when ``RLDS_LANG_SHARD_CACHE`` is set (``<it>/<config_name>``), else None.
+
+    A build with the cache set keeps every shard's logs there and reads back the shards already complete, so an
+    interrupted build of a large config (``wordle_synthetic/lmrl_gym``: 1,100 shards) resumes where it stopped.
+    """
+    value = os.environ.get("RLDS_LANG_SHARD_CACHE", "").strip()
+    return os.path.join(value, config_name) if value else None
+
+
 def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, Any]]], item: Any, schema: TaskSchema,
                            extra_metadata: Mapping[str, Any] | None = None,
                            defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -138,4 +148,4 @@ def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, An
 
 
 __all__ = ["HOMEPAGE", "SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes",
-           "examples_from_log_dir", "rlds_config", "rlds_info", "small_limit"]
+           "examples_from_log_dir", "rlds_config", "rlds_info", "shard_cache_dir", "small_limit"]

@@ -16,9 +16,12 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import os
 from typing import Any, Iterator, Sequence
 
-from loggers.roundtrip import record_and_read
+from loggers.roundtrip import record_and_read, record_and_read_cached
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.game import Rule
 from rlds_lang.wordle.recipes import (AnswerByIndex, BranchHook, Shard, TaggedWordleEnv, TakeoverPolicy,
@@ -27,11 +30,23 @@ from rlds_lang.wordle.retrofit import RetrofitReplayPolicy, RetrofittedGame
 from rlds_lang.wordle.words import WordList
 
 
-def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, Any]]:
+def _record_and_read(env: WordleEnv, policy: Any, episodes: int, *, shard: Shard, work_dir: str | None,
+                     cache_dir: str | None, run_name: str, **record_kwargs: Any) -> Iterator[dict[str, Any]]:
+    """``record_and_read``, or its cached form keyed by the shard when ``cache_dir`` is given."""
+    if cache_dir is None:
+        return record_and_read(env, policy, episodes, work_dir, run_name=run_name, **record_kwargs)
+    key = {"shard": dataclasses.asdict(shard), "run_name": run_name, "episodes": episodes}
+    return record_and_read_cached(env, policy, episodes, os.path.join(cache_dir, run_name), key, run_name=run_name,
+                                  **record_kwargs)
+
+
+def play_shard(shard: Shard, work_dir: str | None = None, cache_dir: str | None = None) -> Iterator[dict[str, Any]]:
     """Records the shard's episodes (and branches) with ``loggers.record``, yields them as RLDS episodes.
 
     Logs go to temporary folders under ``work_dir`` (default: the system temp folder), removed once read
-    back. Branches are recorded with their parent's seed and initial answer and checked to replay the
+    back; with ``cache_dir`` they are kept there instead (``<run>-<index>`` and ``<run>-<index>-branch``,
+    ``loggers.roundtrip.record_and_read_cached``) and a shard found complete there is read, not played again.
+    Branches are recorded with their parent's seed and initial answer and checked to replay the
     parent up to ``branch_turn`` (``BranchPrefixError`` otherwise).
     """
     recipe = shard.recipe
@@ -40,8 +55,9 @@ def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, 
     env = TaggedWordleEnv if branching else WordleEnv
     env = env(answers=recipe.answers, guesses=recipe.guesses, rule=recipe.rule, mode=recipe.mode, seed=recipe.seed)
     hook = AnswerByIndex(shard.start) if recipe.episodes is None else None
-    parents = record_and_read(env, recipe_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
-                              work_dir, seed=recipe.seed + shard.start, run_name=run, before_episode=hook)
+    play = functools.partial(_record_and_read, shard=shard, work_dir=work_dir, cache_dir=cache_dir)
+    parents = play(env, recipe_policy(recipe.policy, recipe.policy_params, recipe), shard.stop - shard.start,
+                   seed=recipe.seed + shard.start, run_name=run, before_episode=hook)
     if not branching:
         yield from parents
         return
@@ -51,8 +67,8 @@ def play_shard(shard: Shard, work_dir: str | None = None) -> Iterator[dict[str, 
     if not plan:
         return
     policy = TakeoverPolicy(recipe_policy(recipe.branch_policy, recipe.branch_params, recipe))
-    branches = record_and_read(env, policy, len(plan), work_dir, seeds=[int(p["seed"]) for p, _ in plan],
-                               run_name=f"{run}-branch", before_episode=BranchHook(policy, plan))
+    branches = play(env, policy, len(plan), seeds=[int(p["seed"]) for p, _ in plan], run_name=f"{run}-branch",
+                    before_episode=BranchHook(policy, plan))
     by_id = {p["episode_id"]: p for p in parents}
     for branch in branches:
         check_branch_prefix(by_id[branch["parent_episode_id"]], branch)

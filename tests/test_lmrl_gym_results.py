@@ -14,8 +14,10 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path):
     out = tmp_path / "lmrl_gym.md"
     main(["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
           "--small", "12", "--steps", "2", "--games", "6", "--pbc-rounds", "1", "--pbc-games", "6", "--pbc-steps", "1",
-          "--calibration-games", "6", "--out", str(out)])
+          "--calibration-games", "6", "--build-workers", "1", "--out", str(out)])
     document = out.read_text()
+    kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym").iterdir())
+    assert kept == ["lmrl_gym_eval-0000", "lmrl_gym_train-0000"]  # the build's shards, for a resumed build
     assert document.startswith("# Wordle in LMRL-Gym's setting")
     assert "rlds-lang results --setting lmrl_gym --small 12 --steps 2 --games 6" in document
     for row, published in (("BC", "| -2.81 | 79.9 |"), ("%BC (top 30%)", "| -2.85 | 79.1 |"),

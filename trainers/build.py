@@ -38,9 +38,11 @@ def built_dataset_dir(data_dir: str | os.PathLike, name: str = "", config: str =
 
 def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: str | os.PathLike | None = None,
                small: int | None = None, quiet: bool = False,
-               beam_options: str = "runner=DirectRunner,direct_num_workers=1") -> str:
+               beam_options: str = "runner=DirectRunner,direct_num_workers=1",
+               shard_cache: str | os.PathLike | None = None) -> str:
     """Runs ``tfds build builders/<name> --config <config>`` into ``data_dir`` (unless already built) and
-    returns the built version's folder. ``small`` caps every recipe (``RLDS_LANG_SMALL``).
+    returns the built version's folder. ``small`` caps every recipe (``RLDS_LANG_SMALL``); ``shard_cache`` keeps
+    the generated shards there (``RLDS_LANG_SHARD_CACHE``) so that an interrupted build resumes.
 
     ``beam_options`` go to ``--beam_pipeline_options``: Beam's local DirectRunner by default (Beam 2.77
     otherwise tries to download its Prism runner first); e.g. ``runner=DirectRunner,direct_num_workers=2,
@@ -58,6 +60,8 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     if small is not None:
         env["RLDS_LANG_SMALL"] = str(small)
+    if shard_cache is not None:
+        env["RLDS_LANG_SHARD_CACHE"] = str(shard_cache)
     started = time.perf_counter()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL if quiet else None)
     folder = built_dataset_dir(data_dir, name, config)

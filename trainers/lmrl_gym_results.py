@@ -59,12 +59,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--setting", choices=["lmrl_gym"], default=None,
                         help="lmrl_gym: LMRL-Gym's Wordle table (writes docs/lmrl_gym.md); default: docs/results.md")
     parser.add_argument("--small", type=int, default=None, help="lmrl_gym: cap each split at this many games")
+    parser.add_argument("--build-workers", type=int, default=2,
+                        help="lmrl_gym: Beam worker processes of the dataset build (its shards are kept under "
+                             "<data-dir>/shard_cache, so an interrupted build resumes)")
     parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="lmrl_gym: online %%BC rounds")
     parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
                         help=f"lmrl_gym: online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
     parser.add_argument("--calibration-games", type=int, default=1000,
                         help="lmrl_gym: held-out (eval split) games of the value calibration")
+
+
+def build_dataset(data_dir: str | Path, small: int | None, workers: int) -> str:
+    """``wordle_synthetic/lmrl_gym`` built in ``data_dir`` (unless there) on ``workers`` Beam processes, its shards
+    kept under ``data_dir/shard_cache/<full|small-N>`` so that a build stopped part-way resumes."""
+    cache = Path(data_dir) / "shard_cache" / ("full" if small is None else f"small-{small}")
+    beam = f"runner=DirectRunner,direct_num_workers={workers}"
+    if workers > 1:
+        beam += ",direct_running_mode=multi_processing"
+    return tfds_build("wordle_synthetic", "lmrl_gym", data_dir, small=small, beam_options=beam, shard_cache=cache)
 
 
 def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) -> tuple[Path, int, float]:
@@ -169,7 +182,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path:
     started = time.perf_counter()
     out = Path(args.out or DOC)
     out.parent.mkdir(parents=True, exist_ok=True)
-    dataset = tfds_build("wordle_synthetic", "lmrl_gym", args.data_dir, small=args.small)
+    dataset = build_dataset(args.data_dir, args.small, args.build_workers)
     runs_root = Path(args.runs) / "lmrl_gym"
     eval_config = setting_config(args.games, args.eval_seed)
     results, runs, minutes, steps = [], {}, {}, {}

@@ -22,6 +22,10 @@ Generation records each shard of a recipe with ``loggers.record`` into a tempora
 with ``loggers.reader``, checks every episode (``check_episode``) and yields it keyed by ``episode_id``;
 ``_generate_examples`` is a Beam ``PTransform`` (``beam.Create(shards) | beam.FlatMap(...)``).
 
+Resumable builds: set ``RLDS_LANG_SHARD_CACHE=DIR`` to keep every shard's logs under ``DIR/<config>``; a
+build interrupted (the full ``lmrl_gym`` takes hours on 2 cores) and started again reads the shards already
+complete instead of playing them again (``loggers.roundtrip.record_and_read_cached``).
+
 Small builds: set ``RLDS_LANG_SMALL=N`` (environment variable) to cap every recipe at N games (branches
 come on top), or construct a config with ``num_episodes=N``. The builder test uses the variable.
 """
@@ -134,6 +138,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         if config.from_manual_dir:
             fn = functools.partial(common.examples_from_log_dir, schema=WORDLE_SCHEMA)
         else:
-            fn = functools.partial(common.examples_from_episodes, play_shard, schema=WORDLE_SCHEMA,
+            play = functools.partial(play_shard, cache_dir=common.shard_cache_dir(config.name))
+            fn = functools.partial(common.examples_from_episodes, play, schema=WORDLE_SCHEMA,
                                    extra_metadata=extra, defaults=defaults)
         return common.beam_flat_map(items, fn)

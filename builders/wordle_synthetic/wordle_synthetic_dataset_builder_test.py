@@ -86,6 +86,24 @@ class LmrlGymTest(_Base):
             self.assertEqual(episode["policy"].numpy().decode(), "random_mixture")
 
 
+class LmrlGymCachedTest(_Base):
+    """``RLDS_LANG_SHARD_CACHE`` keeps each shard's logs, so a large build resumes (tests/test_shard_cache.py)."""
+
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["lmrl_gym"]
+    SPLITS = {"train": 3, "eval": 3}
+
+    def _download_and_prepare_as_dataset(self, builder):
+        import os
+        import tempfile
+        from unittest import mock
+
+        with tempfile.TemporaryDirectory() as cache, mock.patch.dict(os.environ, {"RLDS_LANG_SHARD_CACHE": cache}):
+            super()._download_and_prepare_as_dataset(builder)
+            self.assertEqual(sorted(os.listdir(os.path.join(cache, "lmrl_gym"))),
+                             ["lmrl_gym_eval-0000", "lmrl_gym_train-0000"])
+
+
 class ManualDirTest(_Base):
     __test__ = True
     BUILDER_CONFIG_NAMES_TO_TEST = ["manual_dir"]
