@@ -56,6 +56,8 @@ class TreeSpec:
       max_depth: responses per path at most (None: to the end of the episode).
       branch_depth: decision points at depth >= this get one response: each branch then plays on to the end
         (None: branch everywhere). ``branching=1`` grows plain episodes (expert iteration's samples).
+      branch_from: decision points at depth < this get one response too (a shared trunk), so trees can branch
+        where the policy is uncertain (a Wordle policy's first guesses are nearly fixed) at the same size.
       reward_range: ``(min, max)`` possible total reward of an episode (Wordle: ``(-6, 0)``).
       pair_method: ``positive_negative`` or ``interval`` (``rlds_lang.trees.select_pairs``).
       threshold: ``positive_negative``'s threshold (None: the mid-point of ``reward_range``).
@@ -70,6 +72,7 @@ class TreeSpec:
     branching: int = 2
     max_depth: int | None = None
     branch_depth: int | None = None
+    branch_from: int = 0
     reward_range: tuple[float, float] = (0.0, 1.0)
     pair_method: str = "interval"
     threshold: float | None = None
@@ -79,6 +82,9 @@ class TreeSpec:
     def __post_init__(self) -> None:
         if self.branching < 1:
             raise ValueError(f"TreeSpec.branching must be >= 1, got {self.branching}")
+        if self.branch_from < 0 or (self.branch_depth is not None and self.branch_from >= self.branch_depth):
+            raise ValueError(f"TreeSpec.branch_from must be >= 0 and < branch_depth, got {self.branch_from} "
+                             f"(branch_depth {self.branch_depth})")
         if self.distinct_tries < 0:
             raise ValueError(f"TreeSpec.distinct_tries must be >= 0, got {self.distinct_tries}")
         if self.max_depth is not None and self.max_depth < 1:
@@ -172,7 +178,8 @@ def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence
     open_nodes = [(t, -1) for t in range(len(seeds))]  # (tree, node whose children come next; -1: the start)
     depth = 0
     while open_nodes and (spec.max_depth is None or depth < spec.max_depth):
-        width = spec.branching if spec.branch_depth is None or depth < spec.branch_depth else 1
+        branches = spec.branch_from <= depth and (spec.branch_depth is None or depth < spec.branch_depth)
+        width = spec.branching if branches else 1
         histories, branch_seeds, owners = [], [], []
         for t, node in open_nodes:
             state = replay(env, seeds[t], prefixes[t][node])

@@ -191,6 +191,21 @@ def test_branch_depth_and_depth_limit(tmp_path):
         assert len(episode["steps"]) == 3 and not episode["steps"][-1]["is_terminal"]
 
 
+def test_branch_from_grows_a_trunk_before_branching():
+    env, policy = WordleEnv(), RandomMixturePolicy(prob_smart=0.0)
+    tree = grow_tree(env, policy, TreeSpec(branching=2, branch_from=1, branch_depth=3, reward_range=(-6.0, 0.0)), 3, "t")
+    assert (tree.parent == -1).sum() == 1  # one first response
+    children = [int((tree.parent == node).sum()) for node in range(tree.num_nodes)]
+    depth = np.zeros(tree.num_nodes, dtype=int)
+    for node in range(tree.num_nodes):
+        depth[node] = 0 if tree.parent[node] == -1 else depth[tree.parent[node]] + 1
+    assert [c for c, d in zip(children, depth) if d in (0, 1)] == [2, 2, 2]  # branching at depths 1 and 2
+    assert all(c <= 1 for c, d in zip(children, depth) if d >= 2)  # then each branch plays on alone
+    assert len(tree.paths()) == 4
+    with pytest.raises(ValueError, match="branch_from"):
+        TreeSpec(branch_from=2, branch_depth=2)
+
+
 def test_readme_example_runs(capsys):
     from tests.test_readme import section_code
 

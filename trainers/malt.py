@@ -71,6 +71,8 @@ class MALTConfig:
     branching: int = 3
     #: decision points (guesses) that branch; later ones get one response each, played to the end.
     branch_depth: int | None = 2
+    #: decision points before this one get one response each (a shared trunk; ``loggers.trees.TreeSpec``).
+    branch_from: int = 0
     #: ``positive_negative`` (MALT paper's threshold split) or ``interval``.
     pair_method: str = "positive_negative"
     #: ``positive_negative``'s threshold (None: the mid-point of the reward range).
@@ -128,8 +130,8 @@ class MALTConfig:
                       threshold=self.pair_threshold, interval_threshold_proportion=self.interval_threshold_proportion)
         if kind == "ei":
             return TreeSpec(branching=1, **common)
-        return TreeSpec(branching=self.branching, branch_depth=self.branch_depth, distinct_tries=self.distinct_tries,
-                        **common)
+        return TreeSpec(branching=self.branching, branch_depth=self.branch_depth, branch_from=self.branch_from,
+                        distinct_tries=self.distinct_tries, **common)
 
 
 def make_env(config: MALTConfig) -> WordleEnv:
