@@ -4,6 +4,7 @@ every row is trained and evaluated, the published numbers stand beside ours, and
 from __future__ import annotations
 
 import json
+import re
 
 from trainers.cli import main
 from trainers.eval import EvalResult, load_results
@@ -27,6 +28,8 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path):
     verdicts = document.split("## Verdicts")[1].split("##")[0]
     assert verdicts.count(" SE): ") == 4 and ("All targets met" in document or "Targets not reached" in document)
     assert "| training games | 12 | 1,000,000 |" in document and "| V(s_0) vs game return | 6 |" in document
+    ranking = document.split("### Section-5 ranking at the first move")[1]
+    assert all(re.search(rf"\| {name} \| [01]\.\d{{3}} \|", ranking) for name in ("MC returns", "ILQL"))
     results = load_results(out.with_suffix(".json"))
     assert [r.name for r in results] == ["BC", "%BC (top 30%)", "MC returns", "ILQL", "online %BC", "scripted"]
     assert all(r.games == 6 and r.config["answers"] == "lmrl_gym" for r in results)

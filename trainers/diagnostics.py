@@ -164,12 +164,16 @@ def first_move_pairs(episodes: Iterable[Mapping[str, Any]], better_policy: str =
 def first_move_ranking(loaded: LoadedModel, episodes: Iterable[Mapping[str, Any]], better_policy: str = "optimal") -> float:
     """Section 5's ranking test at the initial state: the fraction of the other policies' first moves that ``Q``
     values below ``better_policy``'s (ILQL's reaches ~1 on the paper's adversarial data, single-step methods ~0)."""
-    better, worse = first_move_pairs(episodes, better_policy)
+    return ranking_at_start(loaded, *first_move_pairs(episodes, better_policy))
+
+
+def ranking_at_start(loaded: LoadedModel, better: str, worse: Sequence[str]) -> float:
+    """The fraction of the first moves ``worse`` that ``Q`` values below the first move ``better``."""
     if not worse:
-        raise ValueError("every first move is the better policy's: nothing to rank")
+        raise ValueError("every first move is the better one: nothing to rank")
     values = utterance_values(loaded, ([""], []), [better, *worse])
     return float(np.mean(values[0] > values[1:]))
 
 
 __all__ = ["Calibration", "value_calibration", "utterance_values", "ranking_fraction", "first_move_pairs",
-           "first_move_ranking"]
+           "first_move_ranking", "ranking_at_start"]
