@@ -11,12 +11,18 @@ from trainers.eval import EvalResult, load_results
 from trainers.lmrl_gym_results import comparison_lines, render_table
 
 
-def test_results_setting_lmrl_gym_writes_the_document(tmp_path):
+def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     out = tmp_path / "lmrl_gym.md"
+    common = ["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
+              "--small", "12", "--steps", "2", "--build-workers", "1"]
+    main([*common, "--train-only", "MC returns", "--out", str(out)])  # one row alone, as two side-by-side jobs do
+    assert "trained MC returns" in capsys.readouterr().out and not out.exists()
+    mc_checkpoint = (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes()
     main(["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
           "--small", "12", "--steps", "2", "--games", "6", "--pbc-rounds", "1", "--pbc-games", "6", "--pbc-steps", "1",
           "--calibration-games", "6", "--build-workers", "1", "--out", str(out)])
     document = out.read_text()
+    assert (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes() == mc_checkpoint
     kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym").iterdir())
     assert kept == ["lmrl_gym_eval-0000", "lmrl_gym_train-0000"]  # the build's shards, for a resumed build
     assert document.startswith("# Wordle in LMRL-Gym's setting")

@@ -62,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-workers", type=int, default=2,
                         help="lmrl_gym: Beam worker processes of the dataset build (its shards are kept under "
                              "<data-dir>/shard_cache, so an interrupted build resumes)")
+    parser.add_argument("--train-only", action="append", default=[], metavar="ROW",
+                        help="lmrl_gym: only build and train (or resume) this row (its name, e.g. 'ILQL', or 'online "
+                             "%%BC' after BC), then stop without evaluating; repeat it, and run two such commands "
+                             "side by side on 2 cores, then the plain command evaluates and writes the document")
     parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="lmrl_gym: online %%BC rounds")
     parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
@@ -200,8 +204,23 @@ def _rankings(runs: dict[str, Path], dataset: str, games: int) -> str:
             "| row | fraction ranked below |\n| --- | --- |\n" + rows + "\n")
 
 
-def run_lmrl_gym(args: argparse.Namespace) -> Path:
-    """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path."""
+def train_rows(names: list[str], dataset: str, runs_root: Path, args: argparse.Namespace) -> None:
+    """Trains (or resumes) only the rows named, in the order given (``--train-only``); no evaluation."""
+    known = [e.name for e in ROWS] + [ONLINE]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"--train-only {unknown}: rows are {known}")
+    for name in names:
+        if name == ONLINE:
+            _online(runs_root / _slug("BC"), runs_root, args)
+        else:
+            _train(next(e for e in ROWS if e.name == name), dataset, runs_root, args.steps)
+        print(f"trained {name} -> {runs_root / _slug(name)}")
+
+
+def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
+    """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path
+    (None with ``--train-only``, which stops after training the rows named)."""
     from trainers.eval import evaluate, save_results
     from trainers.lmrl_gym import setting_config
     from trainers.results import DECODINGS
@@ -211,6 +230,8 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     dataset = build_dataset(args.data_dir, args.small, args.build_workers)
     runs_root = Path(args.runs) / "lmrl_gym"
+    if args.train_only:
+        return train_rows(args.train_only, dataset, runs_root, args)
     eval_config = setting_config(args.games, args.eval_seed)
     results, runs, minutes, steps = [], {}, {}, {}
     for experiment in ROWS:
