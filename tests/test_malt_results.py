@@ -15,9 +15,10 @@ def test_malt_results_smoke(tmp_path):
     main(["malt-results", "--smoke", "--out", str(out), "--workdir", str(tmp_path / "work"), "--no-progress"])
     text = out.read_text()
     assert "Smoke run with tiny settings: not a result." in text
-    for row in ("| bc | 8 |", "| ei | 8 |", "| malt | 8 |"):
+    for row in ("| bc | 8 |", "| ei | 8 |", "| malt_ei_start | 8 |", "| malt | 8 |"):
         assert row in text
-    assert text.count("paired SE) ->") == 2  # one computed verdict per arm
+    assert text.count("paired SE) ->") == 4  # every row against bc, and malt against its start
+    assert "- `malt` vs `malt_ei_start`: Δ =" in text and "(the MALT rounds' own effect)" in text
     assert "## Rounds" in text and "environment steps" in text
     ei = RoundManifest.load(tmp_path / "work" / "ei" / "round_00")  # the EI arm: 4 games, the top half kept, BC
     assert ei.kind == "ei" and ei.episodes == 4 and ei.selected == 2

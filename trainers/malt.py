@@ -21,10 +21,13 @@ Where the defaults come from: ``branching=3`` and a binary split of each node's 
 of the reward range (``positive_negative``) follow the MALT paper (Motwani et al. 2024, arXiv 2412.01928:
 three samples per agent, value iteration, threshold 0.5 on a 0/1 reward); ``branch_depth=2`` keeps Wordle
 trees at 9 games per start state like MALT's per-question budget of 27 for three agents. DPO and BC settings
-are those of ``trainers.dpo`` and ``trainers.bc`` with fewer steps per round. Two departures, both found on
-Wordle: ``distinct_tries=16`` (a BC policy repeated its first choice so often that 136 of a round's 149 pairs
-were copies of one response before copies were resampled and barred from pairs) and ``nll_coef=1`` (DPO lowered
-the chosen responses' likelihood from 0.98 to 0.52 in a round, and the round played worse than its start).
+are those of ``trainers.dpo`` and ``trainers.bc`` with fewer steps per round. One departure, found on Wordle:
+``nll_coef=1`` (DPO lowered the chosen responses' likelihood from 0.98 to 0.52 in a round, and the round played
+worse than its start). Options that Wordle's result needed (``trainers.malt_results``, measured on held-out games):
+``branch_from`` (a BC policy's first guess is fixed, so trees branch at the 2nd and 3rd guesses), ``dpo_epochs``
+(a fixed step count made 37 passes over a round's 64 pairs) and the ``interval`` selector. ``distinct_tries``
+(resampling a sibling's repeated response) gave pairs whose rejected side the policy never samples, and DPO on
+them changed nothing; it is off by default.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ class MALTConfig:
     #: a branching response that repeats a sibling's is sampled again up to this many times (``TreeSpec``); a
     #: repeated response can never be paired, and a BC-trained Wordle policy repeats its first choice most times.
     #: MALT rounds: a repeated sibling response is sampled again up to this many times (``loggers.trees.TreeSpec``).
-    distinct_tries: int = 16
+    distinct_tries: int = 0
     #: sampling temperature of the policy during rollouts.
     temperature: float = 1.0
     #: reuse the data of compatible earlier rounds of the same kind (``trainers.expert_iteration``).
