@@ -24,3 +24,18 @@ def test_malt_results_smoke(tmp_path):
     assert ei.kind == "ei" and ei.episodes == 4 and ei.selected == 2
     assert read_checkpoint_config(ei.checkpoint)[0] == "bc"
     assert (tmp_path / "work" / "ei" / "round_00" / "samples").is_dir()
+
+
+def test_rollout_steps_counts_the_actions_a_run_recorded(tmp_path):
+    from loggers import read_episodes, record
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import OptimalPolicy
+    from trainers.malt_results import rollout_steps
+
+    (tmp_path / "run" / "checkpoint").mkdir(parents=True)
+    assert rollout_steps(tmp_path / "run" / "checkpoint") is None  # no rollouts: not known
+    for update in range(2):
+        record(WordleEnv(), OptimalPolicy(), 3, tmp_path / "run" / "rollouts" / f"update-{update:05d}", seed=update,
+               progress=False)
+    actions = sum(len(e["steps"]) - 1 for e in read_episodes(tmp_path / "run" / "rollouts"))
+    assert actions >= 6 and rollout_steps(tmp_path / "run" / "checkpoint") == actions

@@ -94,6 +94,17 @@ def train_bc(settings: dict[str, Any], workdir: Path, progress: bool) -> tuple[P
     return workdir / "bc" / "checkpoint", dataset_steps(dataset)
 
 
+def rollout_steps(checkpoint: str | Path) -> int | None:
+    """Environment steps an online run took: the actions in ``<run>/rollouts`` beside its checkpoint (PPO records
+    every rollout batch there), or None when it has none (its start's own data is never counted)."""
+    from loggers import read_episodes
+
+    rollouts = Path(checkpoint).parent / "rollouts"
+    if not rollouts.is_dir():
+        return None
+    return sum(len(episode["steps"]) - 1 for episode in read_episodes(rollouts))
+
+
 def run_arm(name: str, init: Path, ei_rounds: int, settings: dict[str, Any], workdir: Path, progress: bool):
     """An EI-only (``ei_rounds == rounds``) or MALT arm from the BC start; its round manifests."""
     from trainers.malt import MALTConfig, run_malt
@@ -157,7 +168,8 @@ def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], s
             "## Verdicts (computed)\n\n" + "\n".join(verdicts(rows)) + "\n\n"
             f"## Results ({settings['games']} seeded games each, official rule, sampling at temperature 1)\n\n"
             + results_table([r.result for r in rows], baseline="bc") + "\n\n"
-            "## Environment steps used (the BC data, plus every response sampled in the rounds)\n\n"
+            "## Environment steps used (the BC data, plus every response sampled in the rounds; an `--agent` row: "
+            "the actions of its recorded rollouts, without its start's data)\n\n"
             "| agent | environment steps |\n| --- | --- |\n" + steps + "\n\n"
             "## Rounds (selected: games kept by EI, preference pairs trained on by MALT)\n\n"
             + "".join(f"`{name}`:\n\n```\n{rounds_table(manifests)}\n```\n\n" for name, manifests in arms.items())
@@ -180,7 +192,7 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
             start = manifests[:ei_rounds]
             agents.append((MALT_START, start[-1].checkpoint, bc_steps + sum(m.env_steps for m in start)))
         agents.append((name, manifests[-1].checkpoint, bc_steps + sum(m.env_steps for m in manifests)))
-    agents += [(name, path, None) for name, path, _ in (parse_agent(spec) for spec in args.agent)]
+    agents += [(name, path, rollout_steps(path)) for name, path, _ in (parse_agent(spec) for spec in args.agent)]
     rows = evaluate_rows(agents, settings, args.progress)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,4 +212,4 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(func=cmd_malt_results)
 
 
-__all__ = ["COMMITTED", "MALT_START", "SMOKE", "Row", "add_parser", "cmd_malt_results", "document", "verdicts"]
+__all__ = ["COMMITTED", "MALT_START", "SMOKE", "Row", "rollout_steps", "add_parser", "cmd_malt_results", "document", "verdicts"]
