@@ -16,7 +16,7 @@ from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
 from trainers.model import ModelConfig
 from trainers.ppo_rewards import episode_turns, returns_to_go, reward_source
 from trainers.reward_model import RewardModelConfig, load_reward_model
-from trainers.reward_scorer import RewardModelScorer
+from trainers.reward_scorer import RewardModelScorer, turn_clip
 
 TINY_REWARD = RewardModelConfig(steps=4, members=2, lr=1e-3, hidden=16, log_every=2, val_every=2,
                                 model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
@@ -60,11 +60,14 @@ def test_load_reward_model_scores_exactly_like_the_trained_model(trained, wordle
     assert load_reward_model(trained.out / "checkpoint").score_turns(turns) == expected  # the folder itself works
     assert len(set(np.round(expected, 6))) > 3                         # not a constant
     assert loaded.score_turns(turns) == expected                      # scoring never moves the normaliser
-    # a turn's score is the model's reward of that step inside the recorded game's clip
+    # the definition: mean over members of the raw step reward divided by the member's std over the saved window
+    raw, _ = trained.model.member_step_rewards([turn_clip(t, i) for i, t in enumerate(turns)])
+    window = np.load(trained.out / "checkpoint" / "normalisation.npy")
+    assert expected == pytest.approx((raw.numpy() / window.std(0)).mean(1).tolist(), abs=1e-6)
+    # a turn's score is the step's reward inside the recorded game's clip (no bias: sums keep the raw ranking)
     from rlds_lang.preferences.segments import clips_from_episode
 
-    per_step = trained.model.predict(clips_from_episode(wordle_episodes[0], segment_length=8),
-                                     update_normalisation=False)
+    per_step = loaded.score_clips(clips_from_episode(wordle_episodes[0], segment_length=8))
     in_clips = [float(r) for clip_rewards in per_step for r in clip_rewards][:len(episode_turns(wordle_episodes[0]))]
     assert in_clips == pytest.approx(expected[:len(in_clips)], abs=1e-6)
     # another batch pads to another width: equal up to float rounding

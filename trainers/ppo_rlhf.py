@@ -8,8 +8,9 @@ Steps (each resumes: a finished step is read back from its folder under ``runs``
    (``trainers.reward_demo.DEMO_POLICIES``, optimal to never-consistent) plus ``bc_games`` games of the BC
    start itself sampled at PPO's temperature (so the labels cover the distribution PPO starts from); whole
    games are clips (40 steps), pairs are labelled by the synthetic labeller (higher true return wins) and the
-   ensemble is trained by ``trainers.reward_demo.run_demo`` (``reward/reward_demo.json``: held-out pairwise
-   accuracy on unseen games). ``bc_accuracy`` is also measured on ``bc_games`` *fresh* BC games.
+   ensemble is trained by ``trainers.reward_demo.run_demo`` (``reward/reward_demo.json``). The ranking of
+   fresh games (new seeds) of the scripted policies and of the BC start is then measured with the learned
+   returns PPO is given (``reward/rlhf_reward.json``).
 2. ``rlhf/``: ``rlds-lang train ppo --init <bc> --reward model:<runs>/reward/reward`` with ``RLHF_OVERRIDES``:
    PPO never sees the environment's reward; each update logs the learned return it optimised
    (``episode_return``) beside the true one (``true_return``) and the KL to the BC start.
@@ -66,10 +67,24 @@ def bc_clips(bc: Path, games: int, seed: int, temperature: float, run_name: str)
     return [clip for episode in episodes for clip in clips_from_episode(episode, segment_length=40)]
 
 
+def fresh_pairs(clips: list[Any], n: int, seed: int) -> list[tuple[Any, Any]]:
+    """Up to ``n`` random pairs of ``clips`` with different true returns."""
+    from trainers.reward_demo import random_pairs
+
+    pairs = random_pairs(clips, 20 * n, np.random.default_rng(seed))
+    return [(a, b) for a, b in pairs if a.true_return != b.true_return][:n]
+
+
 def train_reward_model(bc: Path, runs: Path, sizes: RLHFSizes, temperature: float, progress: bool) -> dict[str, Any]:
-    """Step 1 (module docstring): returns ``reward_demo.json``'s results plus ``bc_accuracy``; resumes."""
-    from trainers.reward_demo import random_pairs, ranking_accuracy, record_clips, run_demo
+    """Step 1 (module docstring): ``reward_demo.json``'s results plus the ranking accuracies on fresh games; resumes.
+
+    ``fresh_*_accuracy``: share of pairs of unseen games (new seeds) of the scripted policies / of the BC start
+    ranked like their true returns by the gain-only returns PPO is given (``RewardModelScorer``);
+    ``*_biased_accuracy``: the same with the normaliser's per-step bias (``RewardModel.returns``).
+    """
+    from trainers.reward_demo import ranking_accuracy, record_clips, run_demo
     from trainers.reward_model import RewardModel
+    from trainers.reward_scorer import RewardModelScorer
 
     out = runs / "reward"
     summary_path = out / "rlhf_reward.json"
@@ -77,14 +92,22 @@ def train_reward_model(bc: Path, runs: Path, sizes: RLHFSizes, temperature: floa
         return json.loads(summary_path.read_text())
     demo = RewardDemoConfig(games_per_policy=sizes.games_per_policy, labels=sizes.labels, out=str(out))
     demo.reward.steps = sizes.reward_steps
-    pool = record_clips(demo) + bc_clips(bc, sizes.bc_games, 7_000_001, temperature, "bc-preferences")
-    results = run_demo(demo, progress=progress, clips=pool)
-    model = RewardModel.load(out / "reward" / "checkpoint")
-    fresh = bc_clips(bc, sizes.bc_games, 8_000_003, temperature, "bc-fresh")
-    rng = np.random.default_rng(1)
-    pairs = [(a, b) for a, b in random_pairs(fresh, 20 * demo.held_out_pairs, rng)
-             if a.true_return != b.true_return][:demo.held_out_pairs]
-    results.update(bc_accuracy=ranking_accuracy(model, pairs), bc_pairs=len(pairs), bc_games=sizes.bc_games)
+    checkpoint = out / "reward" / "checkpoint"
+    if (out / "reward_demo.json").is_file() and (checkpoint / "config.json").is_file():
+        results = json.loads((out / "reward_demo.json").read_text())   # trained by an interrupted invocation
+    else:
+        pool = record_clips(demo) + bc_clips(bc, sizes.bc_games, 7_000_001, temperature, "bc-preferences")
+        results = run_demo(demo, progress=progress, clips=pool)
+    model = RewardModel.load(checkpoint)
+    scorer = RewardModelScorer(model)
+    fresh = {"scripted": record_clips(dataclasses.replace(demo, seed=demo.seed + 1_000)),
+             "bc": bc_clips(bc, sizes.bc_games, 8_000_003, temperature, "bc-fresh")}
+    for name, clips in fresh.items():
+        pairs = fresh_pairs(clips, demo.held_out_pairs, 1)
+        results.update({f"fresh_{name}_accuracy": ranking_accuracy(scorer, pairs),
+                        f"fresh_{name}_biased_accuracy": ranking_accuracy(model, pairs),
+                        f"fresh_{name}_pairs": len(pairs), f"fresh_{name}_games": len(clips)})
+    results["bc_games"] = sizes.bc_games
     summary_path.write_text(json.dumps(results, sort_keys=True, indent=2))
     return results
 
@@ -177,11 +200,19 @@ def render_section(results: dict[str, Any], reward: dict[str, Any], ppo_result: 
 
 Preferences: {reward['labels']} synthetic labels (the higher true return wins) over whole recorded games of the
 five scripted policies of `rlds-lang reward-demo` ({reward['config']['games_per_policy']} games each) and
-{reward['bc_games']} games of the BC start at temperature {config.temperature}; the reward-model ensemble
-({reward['config']['reward']['members']} members, {reward['config']['reward']['steps']} steps) ranks pairs of
-unseen games with accuracy {reward['held_out_accuracy']:.3f} ({reward['held_out_pairs']} pairs; validation
-accuracy {reward['val_accuracy']:.3f}) and pairs of fresh BC games with accuracy {reward['bc_accuracy']:.3f}
-({reward['bc_pairs']} pairs). PPO then trains from the same BC checkpoint with `--reward model:<dir>`: it never
+{reward['bc_games']} games of the BC start at temperature {config.temperature}; reward-model ensemble of
+{reward['config']['reward']['members']} members, {reward['config']['reward']['steps']} steps (validation accuracy
+{reward['val_accuracy']:.3f} on {reward['val_labels']} held-out labels).
+
+Share of pairs of fresh games (new seeds; pairs with different true returns) ranked like their true returns:
+
+| games | pairs | learned return PPO is given (gain only) | with the normaliser's per-step bias |
+| --- | --- | --- | --- |
+| scripted policies, {reward['fresh_scripted_games']} games | {reward['fresh_scripted_pairs']} | {reward['fresh_scripted_accuracy']:.3f} | {reward['fresh_scripted_biased_accuracy']:.3f} |
+| BC start, {reward['fresh_bc_games']} games | {reward['fresh_bc_pairs']} | {reward['fresh_bc_accuracy']:.3f} | {reward['fresh_bc_biased_accuracy']:.3f} |
+
+(The bias adds bias × turns to a game's return, which reorders games of different lengths; PPO is given
+the gain-only reward, `trainers.reward_scorer`.) PPO then trains from the same BC checkpoint with `--reward model:<dir>`: it never
 sees the game's reward. {config.updates} updates × {config.episodes} games (scaled down from result 1's
 {300} updates to fit the shared machine), other settings as in result 1.
 
@@ -202,5 +233,5 @@ Training: {ppo_result.updates} updates, {ppo_result.seconds:.0f} s in this invoc
 """
 
 
-__all__ = ["RLHF_OVERRIDES", "RLHFSizes", "bc_clips", "train_reward_model", "train_rlhf", "curve_rows", "plot_curves",
+__all__ = ["RLHF_OVERRIDES", "RLHFSizes", "bc_clips", "fresh_pairs", "train_reward_model", "train_rlhf", "curve_rows", "plot_curves",
            "kl_verdict", "return_verdict", "render_section"]

@@ -189,13 +189,7 @@ class RewardModel:
         if update_normalisation and len(raw):
             self.normalizer.observe(raw)
         normalised = self.normalizer.normalise(raw) if len(raw) else np.zeros(0)
-        out = [np.zeros(len(clip), np.float32) for clip in clips]
-        cursor = {i: [t for t, pad in enumerate(clip.padding) if not pad] for i, clip in enumerate(clips)}
-        seen = {i: 0 for i in range(len(clips))}
-        for value, index in zip(normalised, owner.tolist()):
-            out[index][cursor[index][seen[index]]] = value
-            seen[index] += 1
-        return out
+        return scatter_steps(clips, normalised, owner)
 
     def returns(self, clips: Sequence[Any], update_normalisation: bool = False) -> np.ndarray:
         """Normalised predicted return of each clip (sum of ``predict``'s per-step rewards)."""
@@ -313,6 +307,18 @@ def checkpoint_folder(path: str | os.PathLike) -> Path:
                             f"{path / 'config.json'} exists (is it the --out folder of `rlds-lang train reward`?)")
 
 
+def scatter_steps(clips: Sequence[Any], values: np.ndarray, owner: torch.Tensor) -> list[np.ndarray]:
+    """Per-clip arrays (``len(clip)`` values, 0 on padded steps) of ``values`` given for the non-padded steps in
+    ``encode`` order (``owner``: each step's clip index)."""
+    out = [np.zeros(len(clip), np.float32) for clip in clips]
+    cursor = {i: [t for t, pad in enumerate(clip.padding) if not pad] for i, clip in enumerate(clips)}
+    seen = {i: 0 for i in range(len(clips))}
+    for value, index in zip(values, owner.tolist()):
+        out[index][cursor[index][seen[index]]] = value
+        seen[index] += 1
+    return out
+
+
 def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None) -> nn.ModuleList:
     """``config.members`` freshly initialised predictors for ``inputs`` (member ``m`` seeded ``seed + m``)."""
     members = []
@@ -323,4 +329,4 @@ def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None)
 
 
 __all__ = ["RewardModelConfig", "RewardModel", "build_members", "checkpoint_folder", "eval_mode", "load_reward_model",
-           "CHECKPOINT_KIND"]
+           "scatter_steps", "CHECKPOINT_KIND"]

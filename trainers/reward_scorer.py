@@ -1,13 +1,19 @@
 """A trained reward model (``trainers.reward_model.RewardModel``) as PPO's reward source.
 
-The reward model predicts a reward ``r_hat(o_t, a_t)`` for every step of a clip: the observation an action
-was taken from and the action. A PPO turn (``trainers.ppo_rewards.Turn``) is exactly such a step: its last
-observation ``o_t`` and its response ``a_t``. ``RewardModelScorer.score_turns`` therefore scores each turn
-as a one-step clip and returns the model's normalised per-step reward, the same number the model gives
-that step inside a recorded clip (``RewardModel.predict``), so PPO's return-to-go of a turn is the learned
-return of the rest of the game. Scoring never moves the normaliser: the scores are a fixed function of the
-checkpoint (the normaliser's window saved by ``rlds-lang train reward``), so a reloaded model scores
-identically and PPO's reward does not drift with its own samples.
+The reward model predicts a reward ``r_hat_m(o_t, a_t)`` for every step of a clip from each member ``m``:
+the observation an action was taken from and the action. A PPO turn (``trainers.ppo_rewards.Turn``) is exactly
+such a step: its last observation ``o_t`` and its response ``a_t``. ``RewardModelScorer.score_turns`` scores
+each turn as a one-step clip, so PPO's return-to-go of a turn is the learned return of the rest of the game.
+
+The score of a step is ``mean_m(r_hat_m / s_m)``, ``s_m`` the standard deviation of member ``m``'s raw rewards
+over the normaliser's saved window (a gain only, as the recipe's reward normalisation scales the reward to
+unit size). The normaliser's *bias* (``RewardModel.predict`` subtracts each member's window mean from every
+step) is deliberately left out: in a multi-turn game it adds ``bias x number of turns`` to a game's return,
+which reorders games of different lengths (Wordle games last 1 to 6 turns; ``docs/ppo.md`` result 2
+measures how often each version ranks fresh games like their true returns). A game's gain-only return
+orders games as a weighted mean of the members' raw returns, the quantity they were trained on. Scoring
+never moves the window, so the scores are a fixed function of the checkpoint and a reloaded model scores
+identically.
 
 Example::
 
@@ -40,15 +46,32 @@ class RewardModelScorer:
         self.model = model
         self.chunk = int(chunk)
 
+    def scales(self) -> np.ndarray:
+        """``s_m``: each member's standard deviation of raw step rewards over the saved window (1 if none)."""
+        window = self.model.normalizer.state()
+        if not window.size:
+            return np.ones(len(self.model.members))
+        std = window.std(axis=0)
+        return np.where(std > 1e-8, std, 1.0)
+
     def score_clips(self, clips: Sequence[Clip]) -> list[np.ndarray]:
-        """Normalised per-step rewards of ``clips`` (0 on padding), without moving the normaliser."""
+        """Gain-only per-step rewards of ``clips`` (0 on padding): ``mean_m(r_hat_m / s_m)``, window unchanged."""
+        from trainers.reward_model import scatter_steps
+
+        scales = self.scales()
         out: list[np.ndarray] = []
         for start in range(0, len(clips), self.chunk):
-            out.extend(self.model.predict(list(clips[start:start + self.chunk]), update_normalisation=False))
+            part = list(clips[start:start + self.chunk])
+            raw, owner = self.model.member_step_rewards(part)
+            out.extend(scatter_steps(part, (raw.numpy().astype(np.float64) / scales).mean(axis=1), owner))
         return out
 
+    def returns(self, clips: Sequence[Clip]) -> np.ndarray:
+        """Each clip's gain-only learned return (the sum of ``score_clips``)."""
+        return np.array([r.sum() for r in self.score_clips(clips)], dtype=np.float64)
+
     def score_turns(self, turns: Sequence[Any]) -> list[float]:
-        """One learned reward per turn: the model's normalised reward of the step ``(o_t, a_t)``."""
+        """One learned reward per turn: the gain-only reward of the step ``(o_t, a_t)``."""
         clips = [turn_clip(turn, i) for i, turn in enumerate(turns)]
         return [float(rewards[0]) for rewards in self.score_clips(clips)]
 
