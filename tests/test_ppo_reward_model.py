@@ -122,3 +122,25 @@ def test_train_ppo_cli_with_a_learned_reward_uses_the_models_rewards(trained, tm
         [float(s["reward"]) for s in ep["steps"][:-1]])])))                          # ... not the environment's
     saved = json.loads((out / "config.json").read_text())
     assert saved["config"]["reward"] == f"model:{trained.out}"
+
+
+def test_a_saved_gain_scales_the_scores_and_fit_gain_gives_unit_std(trained, wordle_episodes, tmp_path):
+    import shutil
+
+    from rlds_lang.preferences.segments import clips_from_episode
+    from trainers.reward_scorer import GAIN_FILE, fit_gain, save_gain
+
+    turns = [turn for ep in wordle_episodes for turn in episode_turns(ep)]
+    folder = tmp_path / "reward"
+    shutil.copytree(trained.out, folder)
+    plain = load_reward_model(folder)
+    games = [clip for ep in wordle_episodes for clip in clips_from_episode(ep, segment_length=40)]
+    gain = fit_gain(plain, games)
+    save_gain(folder, gain, "the fixture games")
+    scaled = load_reward_model(folder)
+    assert scaled.gain == pytest.approx(gain) and json.loads((folder / GAIN_FILE).read_text())["fit_on"]
+    assert scaled.score_turns(turns) == pytest.approx([gain * s for s in plain.score_turns(turns)], rel=1e-6)
+    assert float(scaled.returns(games).std()) == pytest.approx(1.0, abs=1e-6)
+    (folder / GAIN_FILE).write_text('{"gain": "much"}')
+    with pytest.raises(ValueError, match=GAIN_FILE):
+        load_reward_model(folder)

@@ -84,7 +84,7 @@ def train_reward_model(bc: Path, runs: Path, sizes: RLHFSizes, temperature: floa
     """
     from trainers.reward_demo import ranking_accuracy, record_clips, run_demo
     from trainers.reward_model import RewardModel
-    from trainers.reward_scorer import RewardModelScorer
+    from trainers.reward_scorer import RewardModelScorer, fit_gain, save_gain
 
     out = runs / "reward"
     summary_path = out / "rlhf_reward.json"
@@ -107,7 +107,9 @@ def train_reward_model(bc: Path, runs: Path, sizes: RLHFSizes, temperature: floa
         results.update({f"fresh_{name}_accuracy": ranking_accuracy(scorer, pairs),
                         f"fresh_{name}_biased_accuracy": ranking_accuracy(model, pairs),
                         f"fresh_{name}_pairs": len(pairs), f"fresh_{name}_games": len(clips)})
-    results["bc_games"] = sizes.bc_games
+    gain = fit_gain(scorer, fresh["bc"])
+    save_gain(out / "reward", gain, f"{len(fresh['bc'])} fresh games of the BC start {bc}")
+    results.update(bc_games=sizes.bc_games, gain=gain)
     summary_path.write_text(json.dumps(results, sort_keys=True, indent=2))
     return results
 
@@ -212,7 +214,8 @@ Share of pairs of fresh games (new seeds; pairs with different true returns) ran
 | BC start, {reward['fresh_bc_games']} games | {reward['fresh_bc_pairs']} | {reward['fresh_bc_accuracy']:.3f} | {reward['fresh_bc_biased_accuracy']:.3f} |
 
 (The bias adds bias × turns to a game's return, which reorders games of different lengths; PPO is given
-the gain-only reward, `trainers.reward_scorer`.) PPO then trains from the same BC checkpoint with `--reward model:<dir>`: it never
+the gain-only reward, `trainers.reward_scorer`, with the gain {reward['gain']:.4g} that gives the BC start's
+fresh games learned returns of standard deviation 1, the recipe's normalisation before PPO.) PPO then trains from the same BC checkpoint with `--reward model:<dir>`: it never
 sees the game's reward. {config.updates} updates × {config.episodes} games (scaled down from result 1's
 {300} updates to fit the shared machine), other settings as in result 1.
 

@@ -285,11 +285,13 @@ def load_reward_model(path: str | os.PathLike) -> Any:
     """The turn scorer PPO's ``--reward model:<path>`` uses (``trainers.reward_scorer.RewardModelScorer``).
 
     ``path`` is the output folder of ``rlds-lang train reward --out DIR`` (its ``checkpoint/`` is loaded) or
-    a checkpoint folder itself; errors name the folder or the file that is missing or malformed.
+    a checkpoint folder itself; errors name the folder or the file that is missing or malformed. A gain file
+    in ``path`` (``trainers.reward_scorer.GAIN_FILE``) scales the scores.
     """
-    from trainers.reward_scorer import RewardModelScorer
+    from trainers.reward_scorer import RewardModelScorer, read_gain
 
-    return RewardModelScorer(RewardModel.load(checkpoint_folder(path)))
+    folder = checkpoint_folder(path)
+    return RewardModelScorer(RewardModel.load(folder), gain=read_gain(path))
 
 
 def checkpoint_folder(path: str | os.PathLike) -> Path:

@@ -13,7 +13,9 @@ which reorders games of different lengths (Wordle games last 1 to 6 turns; ``doc
 measures how often each version ranks fresh games like their true returns). A game's gain-only return
 orders games as a weighted mean of the members' raw returns, the quantity they were trained on. Scoring
 never moves the window, so the scores are a fixed function of the checkpoint and a reloaded model scores
-identically.
+identically. A gain saved beside the model (``GAIN_FILE``, fit by ``fit_gain`` so that the games of the policy
+PPO starts from have learned returns of standard deviation 1, the recipe's normalisation before PPO)
+multiplies every score.
 
 Example::
 
@@ -25,11 +27,18 @@ Example::
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from rlds_lang.preferences.types import Clip
+
+#: optional file beside a reward model (the ``--out`` folder of ``rlds-lang train reward``) holding the gain
+#: PPO's scores are multiplied by (``fit_gain``); without it the gain is 1.
+GAIN_FILE = "ppo_gain.json"
 
 
 def turn_clip(turn: Any, index: int) -> Clip:
@@ -42,8 +51,9 @@ def turn_clip(turn: Any, index: int) -> Clip:
 class RewardModelScorer:
     """A turn scorer (``trainers.ppo_rewards``) backed by a reward-model ensemble; ``model`` is the ensemble."""
 
-    def __init__(self, model: Any, chunk: int = 512):
+    def __init__(self, model: Any, gain: float = 1.0, chunk: int = 512):
         self.model = model
+        self.gain = float(gain)
         self.chunk = int(chunk)
 
     def scales(self) -> np.ndarray:
@@ -63,7 +73,8 @@ class RewardModelScorer:
         for start in range(0, len(clips), self.chunk):
             part = list(clips[start:start + self.chunk])
             raw, owner = self.model.member_step_rewards(part)
-            out.extend(scatter_steps(part, (raw.numpy().astype(np.float64) / scales).mean(axis=1), owner))
+            values = self.gain * (raw.numpy().astype(np.float64) / scales).mean(axis=1)
+            out.extend(scatter_steps(part, values, owner))
         return out
 
     def returns(self, clips: Sequence[Clip]) -> np.ndarray:
@@ -76,7 +87,36 @@ class RewardModelScorer:
         return [float(rewards[0]) for rewards in self.score_clips(clips)]
 
     def __repr__(self) -> str:
-        return f"RewardModelScorer({len(self.model.members)} members, inputs {self.model.inputs.kind})"
+        return f"RewardModelScorer({len(self.model.members)} members, inputs {self.model.inputs.kind}, gain {self.gain:g})"
 
 
-__all__ = ["RewardModelScorer", "turn_clip"]
+def fit_gain(scorer: RewardModelScorer, clips: Sequence[Clip]) -> float:
+    """The gain that gives the learned returns of ``clips`` (games of the policy PPO starts from) standard
+    deviation 1, as the recipe normalises its reward on the policy's samples before PPO (detail 5)."""
+    base = RewardModelScorer(scorer.model, 1.0, scorer.chunk).returns(clips)
+    std = float(base.std())
+    return 1.0 / std if std > 1e-8 else 1.0
+
+
+def save_gain(folder: str | os.PathLike, gain: float, note: str) -> Path:
+    """Writes ``folder/GAIN_FILE`` (``load_reward_model(folder)`` applies it): the gain and what it was fit on."""
+    path = Path(folder) / GAIN_FILE
+    path.write_text(json.dumps({"gain": float(gain), "fit_on": note}, indent=2))
+    return path
+
+
+def read_gain(folder: str | os.PathLike) -> float:
+    """The gain saved in ``folder/GAIN_FILE``, 1 without that file; a malformed file is an error naming it."""
+    path = Path(folder) / GAIN_FILE
+    if not path.is_file():
+        return 1.0
+    try:
+        gain = float(json.loads(path.read_text())["gain"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: expected {{\"gain\": <positive number>}} ({error!r})") from None
+    if not gain > 0:
+        raise ValueError(f"{path}: gain must be positive, got {gain}")
+    return gain
+
+
+__all__ = ["GAIN_FILE", "RewardModelScorer", "fit_gain", "read_gain", "save_gain", "turn_clip"]
