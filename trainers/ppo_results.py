@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.build import REPO
-from trainers.ppo_rlhf import RLHFSizes, curve_rows, plot_curves, render_section, train_rlhf
+from trainers.ppo_rlhf import RLHFSizes, curve_rows, paired_separation, plot_curves, render_section, train_rlhf
 
 #: LMRL-Gym's Wordle rows (Abdulhai et al. 2023; ../shared/REFERENCE_TASKS.md): raw return, normalised score.
 LMRL_GYM = {"BC": (-2.81, 79.9), "online PPO": (-2.63, 84.2)}
@@ -38,16 +38,11 @@ PPO_OVERRIDES: dict[str, Any] = {"reward": "env", "updates": 300, "episodes": 16
 
 def verdict(ppo: Any, bc: Any) -> str:
     """Whether PPO beats its BC start by more than two standard errors of the paired difference."""
-    from trainers.eval import paired_difference
-
-    diff, se = paired_difference(ppo, bc)
+    diff, se, side = paired_separation(ppo, bc)
     ratio = abs(diff) / se if se else float("inf")
-    if diff > 2 * se:
-        said = "PPO beats its BC start by more than two paired standard errors."
-    elif diff < -2 * se:
-        said = "PPO is worse than its BC start by more than two paired standard errors."
-    else:
-        said = "PPO and its BC start are not separated by two paired standard errors."
+    said = {1: "PPO beats its BC start by more than two paired standard errors.",
+            -1: "PPO is worse than its BC start by more than two paired standard errors.",
+            0: "PPO and its BC start are not separated by two paired standard errors."}[side]
     return f"- PPO − BC = {diff:+.3f} ± {se:.3f} ({ratio:.1f} SE) over {ppo.games} games: {said}"
 
 

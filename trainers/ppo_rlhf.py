@@ -175,17 +175,21 @@ def kl_verdict(rows: list[dict[str, float]], target: float) -> str:
            f"(target {target:g}): {said}."
 
 
-def return_verdict(rlhf: Any, bc: Any) -> str:
-    """Whether the true game return of the RLHF agent rose above its BC start by more than two paired SEs."""
+def paired_separation(agent: Any, baseline: Any) -> tuple[float, float, int]:
+    """``(difference, its paired SE, side)``: side +1 / -1 when ``agent - baseline`` is above / below two SEs,
+    else 0."""
     from trainers.eval import paired_difference
 
-    diff, se = paired_difference(rlhf, bc)
-    if diff > 2 * se:
-        said = "the true game return rose by more than two paired standard errors."
-    elif diff < -2 * se:
-        said = "the true game return fell by more than two paired standard errors."
-    else:
-        said = "the true game return did not move by two paired standard errors."
+    diff, se = paired_difference(agent, baseline)
+    return diff, se, (1 if diff > 2 * se else -1 if diff < -2 * se else 0)
+
+
+def return_verdict(rlhf: Any, bc: Any) -> str:
+    """Whether the true game return of the RLHF agent rose above its BC start by more than two paired SEs."""
+    diff, se, side = paired_separation(rlhf, bc)
+    said = {1: "the true game return rose by more than two paired standard errors.",
+            -1: "the true game return fell by more than two paired standard errors.",
+            0: "the true game return did not move by two paired standard errors."}[side]
     return f"- RLHF − BC (true return) = {diff:+.3f} ± {se:.3f} over {rlhf.games} games: {said}"
 
 
@@ -236,5 +240,5 @@ Training: {ppo_result.updates} updates, {ppo_result.seconds:.0f} s in this invoc
 """
 
 
-__all__ = ["RLHF_OVERRIDES", "RLHFSizes", "bc_clips", "fresh_pairs", "train_reward_model", "train_rlhf", "curve_rows", "plot_curves",
-           "kl_verdict", "return_verdict", "render_section"]
+__all__ = ["RLHF_OVERRIDES", "RLHFSizes", "bc_clips", "fresh_pairs", "train_reward_model", "train_rlhf", "curve_rows",
+           "plot_curves", "kl_verdict", "paired_separation", "return_verdict", "render_section"]

@@ -87,7 +87,8 @@ class RewardModelScorer:
         return [float(rewards[0]) for rewards in self.score_clips(clips)]
 
     def __repr__(self) -> str:
-        return f"RewardModelScorer({len(self.model.members)} members, inputs {self.model.inputs.kind}, gain {self.gain:g})"
+        model = self.model
+        return f"RewardModelScorer({len(model.members)} members, inputs {model.inputs.kind}, gain {self.gain:g})"
 
 
 def fit_gain(scorer: RewardModelScorer, clips: Sequence[Clip]) -> float:
