@@ -219,9 +219,13 @@ Share of pairs of fresh games (new seeds; pairs with different true returns) ran
 
 (The bias adds bias × turns to a game's return, which reorders games of different lengths; PPO is given
 the gain-only reward, `trainers.reward_scorer`, with the gain {reward['gain']:.4g} that gives the BC start's
-fresh games learned returns of standard deviation 1, the recipe's normalisation before PPO.) PPO then trains from the same BC checkpoint with `--reward model:<dir>`: it never
-sees the game's reward. {config.updates} updates × {config.episodes} games (scaled down from result 1's
-{300} updates to fit the shared machine), other settings as in result 1.
+fresh games learned returns of standard deviation 1, the recipe's normalisation before PPO.)
+
+PPO then trains from the same BC checkpoint with `--reward model:<dir>`: it never sees the game's reward.
+Scale-down for the shared 2-core machine: {config.updates} updates × {config.episodes} games
+({config.updates * config.episodes:,} games; the recipe ran 1,954 updates × 512 episodes), {reward['labels']}
+labels (the recipe's stylistic tasks: 5,000 human comparisons of 4), the BC start's small model; other settings as in
+result 1 (`PPOConfig` defaults, lr {config.lr:g}, adaptive β from {config.kl_coef:g} with target {config.kl_target:g}).
 
 {eval_config.games} seeded games per agent, the same games as in result 1 (true game return; Δ paired to `bc`):
 
