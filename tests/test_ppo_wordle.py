@@ -43,10 +43,19 @@ def test_train_ppo_cli_from_a_bc_checkpoint_on_wordle(bc_checkpoint, tmp_path):
 def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoint, tmp_path):
     doc = tmp_path / "ppo.md"
     main(["ppo-results", "--bc", str(bc_checkpoint), "--runs", str(tmp_path / "runs"), "--updates", "1",
-          "--games", "12", "--out", str(doc), "--no-progress"])
+          "--games", "12", "--out", str(doc), "--no-progress", "--rlhf-updates", "2", "--rlhf-labels", "40",
+          "--rlhf-games-per-policy", "4", "--rlhf-bc-games", "4", "--rlhf-reward-steps", "3"])
     text = doc.read_text()
     assert "| bc | 12 |" in text and "| ppo | 12 |" in text
     assert "- PPO − BC = " in text and "(LMRL-Gym, GPT-2 small) | -2.63 | 84.2 |" in text
+    # result 2: RLHF against the learned reward, with computed verdicts and the curves
+    section = text[text.index("## 2. RLHF on Wordle"):]
+    assert "| rlhf | 12 |" in section and "- RLHF − BC (true return) = " in section and "over 2 updates" in section
+    assert "40 synthetic labels" in section and (tmp_path / "ppo_rlhf.png").stat().st_size > 1000
+    saved = json.loads((tmp_path / "runs" / "rlhf" / "config.json").read_text())["config"]
+    assert saved["reward"] == f"model:{tmp_path / 'runs' / 'reward' / 'reward'}" and saved["init"] == str(bc_checkpoint)
+    rows = [json.loads(line) for line in (tmp_path / "runs" / "rlhf" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and all(-6 <= r["true_return"] <= 0 for r in rows)
 
 
 def test_ppo_starts_from_an_ilql_checkpoint_with_its_lm(tmp_path):

@@ -29,7 +29,7 @@ The issue's twelve details, where each lives and the test that fails when it bre
 | 4 truncation, pad after, -1 without the token | ``truncate_after``, ``truncation_penalty`` | ``test_truncation_pads_after_the_token_and_penalizes_rows_without_it`` |
 | 5 score on the last token, reward head init, gain/bias | ``ppo_losses.reward_head_init_``, ``normalization_gain_bias`` | ``test_reward_head_init_and_normalisation``, ``test_zero_value_head_and_per_token_kl_rewards`` |
 | 6 zero value head, per-token KL, adaptive beta | ``zero_init_value``, ``kl_coef``, ``adaptive_kl``, ``kl_target``, ``kl_horizon`` | ``test_zero_value_head_and_per_token_kl_rewards``, ``test_adaptive_kl_controller_is_the_proportional_rule`` |
-| 7 GAE, whitening | ``gamma``, ``lam``, ``whiten_rewards`` | ``test_gae_matches_the_definition``, ``test_whitening_keeps_the_reward_mean_and_centres_advantages`` |
+| 7 GAE, whitening | ``gamma``, ``lam``, ``whiten_rewards`` | ``test_gae_matches_the_definition``, ``test_whitening_keeps_the_reward_mean_and_centres_advantages``, ``test_ppo_whitening.py`` |
 | 8 clipped losses, approx KL, clip fractions | ``cliprange``, ``cliprange_value``, ``vf_coef`` | ``test_clipped_surrogate_stops_the_gradient_outside_the_clip``, ``test_clipped_value_loss_takes_the_larger_error`` |
 | 9 minibatches, accumulation, fresh rank-independent shuffles | ``ppo_epochs``, ``nminibatches``, ``grad_accum`` | ``test_minibatch_order_is_fresh_per_epoch_and_rank_independent``, ``test_ppo.py::test_one_minibatch_equals_accumulated_micro_batches`` |
 | 10 linear annealing, TF-style Adam epsilon | ``anneal_lr``, ``tf_adam``, ``adam_eps``, ``lr`` | ``test_linear_annealing_reaches_zero``, ``test_tf_adam_differs_from_torch_adam_only_where_epsilon_matters`` |

@@ -6,9 +6,9 @@ the recipe's details). Training resumes from its checkpoint, so an interrupted r
 where it stopped. Both agents are played as PPO trained them: sampling at ``PPOConfig.temperature`` from
 the guess-list-constrained policy. The verdict line is computed from the evaluation, never typed.
 
-Results 2 (RLHF on Wordle against a reward model learned from synthetic preferences) and 3 (a
-sentiment-like text-continuation task) need the reward-model trainer (``trainers.reward_model``) and are not
-produced by this command yet.
+Result 2 (RLHF on Wordle: synthetic preferences -> reward model -> PPO against it) is ``trainers.ppo_rlhf``;
+its runs live beside result 1's under ``--runs`` (``reward/``, ``rlhf/``) and resume the same way. Result 3
+(a sentiment-like text-continuation task) is not produced by this command yet.
 
 Example::
 
@@ -19,12 +19,15 @@ Example::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 from trainers.build import REPO
+from trainers.ppo_rlhf import RLHFSizes, curve_rows, paired_separation, plot_curves, render_section, train_rlhf
 
 #: LMRL-Gym's Wordle rows (Abdulhai et al. 2023; ../shared/REFERENCE_TASKS.md): raw return, normalised score.
 LMRL_GYM = {"BC": (-2.81, 79.9), "online PPO": (-2.63, 84.2)}
@@ -35,16 +38,11 @@ PPO_OVERRIDES: dict[str, Any] = {"reward": "env", "updates": 300, "episodes": 16
 
 def verdict(ppo: Any, bc: Any) -> str:
     """Whether PPO beats its BC start by more than two standard errors of the paired difference."""
-    from trainers.eval import paired_difference
-
-    diff, se = paired_difference(ppo, bc)
+    diff, se, side = paired_separation(ppo, bc)
     ratio = abs(diff) / se if se else float("inf")
-    if diff > 2 * se:
-        said = "PPO beats its BC start by more than two paired standard errors."
-    elif diff < -2 * se:
-        said = "PPO is worse than its BC start by more than two paired standard errors."
-    else:
-        said = "PPO and its BC start are not separated by two paired standard errors."
+    said = {1: "PPO beats its BC start by more than two paired standard errors.",
+            -1: "PPO is worse than its BC start by more than two paired standard errors.",
+            0: "PPO and its BC start are not separated by two paired standard errors."}[side]
     return f"- PPO − BC = {diff:+.3f} ± {se:.3f} ({ratio:.1f} SE) over {ppo.games} games: {said}"
 
 
@@ -63,12 +61,24 @@ def run(args: argparse.Namespace) -> Path:
     started = time.perf_counter()
     result = train_ppo(config, progress=args.progress)
     train_seconds = time.perf_counter() - started
+    sizes = RLHFSizes(**{f.name: getattr(args, f"rlhf_{f.name}") for f in dataclasses.fields(RLHFSizes)
+                         if getattr(args, f"rlhf_{f.name}", None) is not None})
+    reward, rlhf_result = train_rlhf(bc_checkpoint, Path(args.runs), sizes, args.progress)
+    rlhf_out = Path(args.runs) / "rlhf"
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed)
-    results = [evaluate(load_policy(path, allowed_actions=eval_config.guesses, name=name, temperature=config.temperature),
-                        eval_config, name=name, progress=args.progress)
-               for name, path in (("bc", bc_checkpoint), ("ppo", Path(config.out) / "checkpoint"))]
-    text = render(results, config, result, train_seconds, eval_config, args)
+    agents = (("bc", bc_checkpoint), ("ppo", Path(config.out) / "checkpoint"), ("rlhf", rlhf_out / "checkpoint"))
+    evaluated = {name: evaluate(load_policy(path, allowed_actions=eval_config.guesses, name=name,
+                                            temperature=config.temperature), eval_config, name=name,
+                                progress=args.progress)
+                 for name, path in agents}
+    text = render([evaluated["bc"], evaluated["ppo"]], config, result, train_seconds, eval_config, args)
+    rows = curve_rows(rlhf_out / "metrics.jsonl")
     out = Path(args.out)
+    plot = plot_curves(rows, out.parent / "ppo_rlhf.png")
+    rlhf_config = json.loads((rlhf_out / "config.json").read_text())["config"]
+    text += "\n" + render_section(evaluated, reward, rlhf_result, rows, argparse.Namespace(**rlhf_config), eval_config,
+                                  plot.name)
+    text += "\n## 3. A sentiment-like continuation task\n\nNot produced yet.\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"wrote {out}")
@@ -84,7 +94,10 @@ def render(results: list, config: Any, result: Any, seconds: float, eval_config:
     reference = "\n".join(f"| {name} (LMRL-Gym, GPT-2 small) | {raw:+.2f} | {norm} |"
                           for name, (raw, norm) in LMRL_GYM.items())
     settings = {k: v for k, v in config_to_dict(config).items() if k not in ("out",)}
-    final = ", ".join(f"{k} {v:.4g}" for k, v in sorted(result.final_metrics.items()))
+    last = result.final_metrics or (curve_rows(Path(config.out) / "metrics.jsonl") or [{}])[-1]  # resumed when done
+    final = ", ".join(f"{k} {v:.4g}" for k, v in sorted(last.items()))
+    rates = ((result.rollout_tokens_per_second, result.update_tokens_per_second) if result.final_metrics else
+             (last.get("rollout_tokens_per_second", 0.0), last.get("update_tokens_per_second", 0.0)))
     return f"""# PPO on Wordle
 
 Generated by `rlds-lang ppo-results --bc {args.bc} --games {args.games}` on
@@ -107,7 +120,7 @@ Beside LMRL-Gym (their model, data and 4,096 games; raw return, normalised score
 {reference}
 
 Training: {result.updates} PPO updates in {seconds:.0f} s (this invocation); rollouts
-{result.rollout_tokens_per_second:,.0f} tokens/s, updates {result.update_tokens_per_second:,.0f} tokens/s.
+{rates[0]:,.0f} tokens/s, updates {rates[1]:,.0f} tokens/s.
 Last update: {final}.
 
 Settings (`trainers.ppo.PPOConfig`):
@@ -115,10 +128,6 @@ Settings (`trainers.ppo.PPOConfig`):
 ```
 {settings}
 ```
-
-## 2. RLHF on Wordle and 3. a sentiment-like continuation task
-
-Not produced yet: both need the reward model trained from synthetic preferences (`trainers.reward_model`).
 """
 
 
@@ -131,6 +140,9 @@ def add_parser(sub) -> None:
     parser.add_argument("--updates", type=int, default=None, help="override the committed PPO updates")
     parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent (>= 2,000 for the claim)")
     parser.add_argument("--eval-seed", type=int, default=0)
+    for field in dataclasses.fields(RLHFSizes):
+        parser.add_argument(f"--rlhf-{field.name.replace('_', '-')}", dest=f"rlhf_{field.name}", type=int, default=None,
+                            help=f"result 2: {field.name} (default {field.default})")
     parser.add_argument("--out", default=str(REPO / "docs" / "ppo.md"))
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.set_defaults(func=run)

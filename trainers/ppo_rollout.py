@@ -81,8 +81,10 @@ class Rollouts:
     responses: torch.Tensor      # [n, response_length] as sampled
     mask: torch.Tensor           # [n, response_length] bool: kept tokens (up to the truncate token)
     scores: torch.Tensor         # [n] return-to-go of the turn's reward
-    episode_returns: list[float]
+    episode_returns: list[float]  # per game: the sum of the reward source's turn rewards
     data_dir: str
+    #: per game: the environment's own return (equal to ``episode_returns`` when the source is ``env``).
+    true_returns: list[float] = dataclasses.field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.queries.shape[0])
@@ -112,7 +114,9 @@ def collect_rollouts(env: Any, policy: RolloutPolicy, seeds: Sequence[int], data
     responses_t = torch.tensor(responses, dtype=torch.long)
     _, mask, has_token = truncate_responses(responses_t, tokenizer.eoa_id, truncate_after, tokenizer.pad_id)
     scores_t = penalize_untruncated(torch.tensor(scores, dtype=torch.float32), has_token, penalty)
-    return Rollouts(ids, query_mask, responses_t, mask, scores_t, [float(sum(r)) for r in rewards], os.fspath(data_dir))
+    true = [float(sum(float(s["reward"]) for s in ep["steps"][:-1])) for ep in episodes]
+    return Rollouts(ids, query_mask, responses_t, mask, scores_t, [float(sum(r)) for r in rewards], os.fspath(data_dir),
+                    true)
 
 
 __all__ = ["RolloutPolicy", "Rollouts", "collect_rollouts"]

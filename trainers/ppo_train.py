@@ -152,6 +152,7 @@ def _rollout_metrics(batch: Batch, beta: float) -> dict[str, float]:
     maskf = r.mask.float()
     kl = ((batch.old_logprobs - batch.ref_logprobs) * maskf).sum(1)
     return {"score": float(r.scores.mean()), "episode_return": sum(r.episode_returns) / max(len(r.episode_returns), 1),
+            "true_return": sum(r.true_returns) / max(len(r.true_returns), 1),
             "objective/kl": float(kl.mean()), "objective/kl_coef": beta,
             "objective/entropy": float((-batch.old_logprobs * maskf).sum(1).mean()),
             "objective/non_score_reward": float(batch.non_score.sum(1).mean()),

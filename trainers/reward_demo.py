@@ -100,15 +100,19 @@ def ranking_accuracy(model, pairs: Sequence[tuple[Any, Any]]) -> float:
     return float(np.mean(np.sign(predicted[0::2] - predicted[1::2]) == np.sign(true[:, 0] - true[:, 1])))
 
 
-def run_demo(config: RewardDemoConfig, progress: bool = True) -> dict[str, Any]:
-    """Records, labels, trains and measures (module docstring); returns and writes the results."""
+def run_demo(config: RewardDemoConfig, progress: bool = True, clips: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Records, labels, trains and measures (module docstring); returns and writes the results.
+
+    ``clips``: the pool of clips to label instead of ``record_clips(config)`` (e.g. with games of another
+    policy added, as ``trainers.ppo_rlhf`` does).
+    """
     from rlds_lang.preferences.labellers import SyntheticLabeller
     from rlds_lang.preferences.types import Judgement
     from trainers.reward_training import split_validation, train_reward
 
     started = time.perf_counter()
     rng = np.random.default_rng(config.seed)
-    clips = record_clips(config)
+    clips = record_clips(config) if clips is None else list(clips)
     games = sorted({clip.source_episode_id for clip in clips})
     held_games = set(rng.choice(games, size=int(round(config.held_out_fraction * len(games))), replace=False))
     held = [c for c in clips if c.source_episode_id in held_games]

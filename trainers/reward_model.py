@@ -189,13 +189,7 @@ class RewardModel:
         if update_normalisation and len(raw):
             self.normalizer.observe(raw)
         normalised = self.normalizer.normalise(raw) if len(raw) else np.zeros(0)
-        out = [np.zeros(len(clip), np.float32) for clip in clips]
-        cursor = {i: [t for t, pad in enumerate(clip.padding) if not pad] for i, clip in enumerate(clips)}
-        seen = {i: 0 for i in range(len(clips))}
-        for value, index in zip(normalised, owner.tolist()):
-            out[index][cursor[index][seen[index]]] = value
-            seen[index] += 1
-        return out
+        return scatter_steps(clips, normalised, owner)
 
     def returns(self, clips: Sequence[Any], update_normalisation: bool = False) -> np.ndarray:
         """Normalised predicted return of each clip (sum of ``predict``'s per-step rewards)."""
@@ -245,7 +239,7 @@ class RewardModel:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RewardModel":
-        """The reward model saved in the checkpoint folder ``path``; errors name the folder."""
+        """The reward model saved in the checkpoint folder ``path``; errors name the folder or the bad file."""
         from rlds_lang.tokenizers import CharTokenizer
         from trainers.config import config_from_dict
 
@@ -253,18 +247,78 @@ class RewardModel:
         config_file = path / "config.json"
         if not config_file.is_file():
             raise FileNotFoundError(f"{path} is not a reward-model checkpoint: it has no config.json")
-        description = json.loads(config_file.read_text())
-        if description.get("kind") != CHECKPOINT_KIND:
-            raise ValueError(f"{config_file}: field 'kind' is {description.get('kind')!r}, expected {CHECKPOINT_KIND!r}")
-        config = config_from_dict(RewardModelConfig, description["config"])
-        inputs = StepInputs.from_dict(description["inputs"])
+        try:
+            description = json.loads(config_file.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ValueError(f"{config_file}: not valid JSON ({error})") from None
+        if not isinstance(description, dict) or description.get("kind") != CHECKPOINT_KIND:
+            kind = description.get("kind") if isinstance(description, dict) else None
+            raise ValueError(f"{config_file}: field 'kind' is {kind!r}, expected {CHECKPOINT_KIND!r}")
+        for field in ("config", "inputs"):
+            if not isinstance(description.get(field), dict):
+                raise ValueError(f"{config_file}: field {field!r} is missing or not an object")
+        try:
+            config = config_from_dict(RewardModelConfig, description["config"])
+            inputs = StepInputs.from_dict(description["inputs"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{config_file}: malformed 'config' / 'inputs' ({error!r})") from None
+        needed = ["weights.pt", "normalisation.npy"] + (["tokenizer.json"] if inputs.kind == "text" else [])
+        missing = [name for name in needed if not (path / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{path}: reward-model checkpoint is missing {', '.join(missing)}")
         tokenizer = CharTokenizer.load(path / "tokenizer.json") if inputs.kind == "text" else None
         members = build_members(inputs, config, tokenizer)
-        members.load_state_dict(torch.load(path / "weights.pt", map_location="cpu", weights_only=True))
+        try:
+            members.load_state_dict(torch.load(path / "weights.pt", map_location="cpu", weights_only=True))
+        except Exception as error:  # unpickling or shape errors: say which file
+            raise ValueError(f"{path / 'weights.pt'}: cannot load the members' weights ({error})") from None
         members.eval()
         normalizer = RewardNormalizer(config.normalisation_window)
-        normalizer.load_state(np.load(path / "normalisation.npy"))
+        try:
+            normalizer.load_state(np.load(path / "normalisation.npy"))
+        except (ValueError, OSError) as error:
+            raise ValueError(f"{path / 'normalisation.npy'}: cannot read the normaliser's window ({error})") from None
         return cls(members, inputs, tokenizer, config, normalizer, description.get("state", {}))
+
+
+def load_reward_model(path: str | os.PathLike) -> Any:
+    """The turn scorer PPO's ``--reward model:<path>`` uses (``trainers.reward_scorer.RewardModelScorer``).
+
+    ``path`` is the output folder of ``rlds-lang train reward --out DIR`` (its ``checkpoint/`` is loaded) or
+    a checkpoint folder itself; errors name the folder or the file that is missing or malformed. A gain file
+    in ``path`` (``trainers.reward_scorer.GAIN_FILE``) scales the scores.
+    """
+    from trainers.reward_scorer import RewardModelScorer, read_gain
+
+    folder = checkpoint_folder(path)
+    return RewardModelScorer(RewardModel.load(folder), gain=read_gain(path))
+
+
+def checkpoint_folder(path: str | os.PathLike) -> Path:
+    """The reward-model checkpoint folder of ``path``: ``path/checkpoint`` for a training run's output, else
+    ``path`` (which must then hold ``config.json``)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"reward model {path}: no such folder (train one with `rlds-lang train reward --out "
+                                f"{path}`)")
+    if (path / "checkpoint" / "config.json").is_file():
+        return path / "checkpoint"
+    if (path / "config.json").is_file():
+        return path
+    raise FileNotFoundError(f"reward model {path}: neither {path / 'checkpoint' / 'config.json'} nor "
+                            f"{path / 'config.json'} exists (is it the --out folder of `rlds-lang train reward`?)")
+
+
+def scatter_steps(clips: Sequence[Any], values: np.ndarray, owner: torch.Tensor) -> list[np.ndarray]:
+    """Per-clip arrays (``len(clip)`` values, 0 on padded steps) of ``values`` given for the non-padded steps in
+    ``encode`` order (``owner``: each step's clip index)."""
+    out = [np.zeros(len(clip), np.float32) for clip in clips]
+    cursor = {i: [t for t, pad in enumerate(clip.padding) if not pad] for i, clip in enumerate(clips)}
+    seen = {i: 0 for i in range(len(clips))}
+    for value, index in zip(values, owner.tolist()):
+        out[index][cursor[index][seen[index]]] = value
+        seen[index] += 1
+    return out
 
 
 def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None) -> nn.ModuleList:
@@ -276,4 +330,5 @@ def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None)
     return nn.ModuleList(members)
 
 
-__all__ = ["RewardModelConfig", "RewardModel", "build_members", "eval_mode", "CHECKPOINT_KIND"]
+__all__ = ["RewardModelConfig", "RewardModel", "build_members", "checkpoint_folder", "eval_mode", "load_reward_model",
+           "scatter_steps", "CHECKPOINT_KIND"]
