@@ -209,6 +209,28 @@ def test_review_replays_annotates_and_exports(page, server, data_dir, tmp_path):
     assert '"step": 2' in exported["annotations"] and '"clever"' in exported["annotations"]
 
 
+def test_review_keeps_the_newest_list_when_an_older_reply_arrives_late(page, server):
+    """The page's first list (dataset ``chat``, 1 episode) answers after the chosen one (``expert``): the late
+    reply must not replace the expert list, or the arrow keys would browse the wrong episodes."""
+    page.add_init_script("""
+      const realFetch = window.fetch;
+      window.fetch = async (url, options) => {
+        if (String(url).includes("/api/datasets/chat/episodes")) await new Promise(r => setTimeout(r, 1500));
+        return realFetch(url, options);
+      };""")
+    page.goto(server.url + "/review?annotator=erin")
+    page.wait_for_function("document.querySelector('#dataset').options.length >= 3")
+    assert page.input_value("#dataset") == "chat"  # the first list asked for is the slow one
+    page.select_option("#dataset", "expert")
+    page.wait_for_selector("#episode-title >> text=expert-00000000")
+    page.wait_for_timeout(2500)  # the chat reply has arrived by now
+    assert page.locator("#episodes li").count() == 3
+    assert page.text_content("#episode-title") == "expert-00000000"
+    page.evaluate("document.activeElement.blur()")  # the arrow keys go to the page, not the <select>
+    page.keyboard.press("ArrowDown")
+    page.wait_for_selector("#episode-title >> text=expert-00000001")
+
+
 def test_the_start_page_opens_a_session_by_keyboard_and_rejects_a_bad_id(page, server):
     page.goto(server.url + "/judge")  # no session yet: sent to the start page, then back
     page.wait_for_url("**/?next=%2Fjudge")

@@ -3,18 +3,21 @@
 (async () => {
   const session = await ensureSession();
   const datasetSelect = document.getElementById("dataset"), list = document.getElementById("episodes");
-  let episodes = [], current = -1, detail = null, step = 0;
+  let episodes = [], current = -1, detail = null, step = 0, dataset = "";
+  // Replies may arrive out of order (the initial list and a quick change of dataset): only the newest
+  // request of each kind is applied, so the list, its dataset and the open episode always agree.
+  let listRequest = 0, episodeRequest = 0;
   const selected = new Set();
 
   for (const name of Object.keys(await api("GET", "/api/datasets"))) datasetSelect.add(new Option(name, name));
 
   async function loadList() {
-    episodes = [], current = -1, detail = null;
+    const request = ++listRequest, name = datasetSelect.value;
+    const out = name ? await api("GET", `/api/datasets/${name}/episodes?limit=1000`) : {episodes: []};
+    if (request !== listRequest) return;  // a newer list was asked for meanwhile
+    episodes = out.episodes, current = -1, detail = null, dataset = name;
+    episodeRequest++;  // an episode still loading belongs to the old list
     selected.clear();
-    if (datasetSelect.value) {
-      const out = await api("GET", `/api/datasets/${datasetSelect.value}/episodes?limit=1000`);
-      episodes = out.episodes;
-    }
     list.replaceChildren(...episodes.map((e, i) => {
       const li = document.createElement("li");
       li.setAttribute("role", "option");
@@ -35,11 +38,13 @@
   }
 
   async function open(i) {
+    const request = ++episodeRequest;
     current = i;
     for (const li of list.children) li.setAttribute("aria-selected", li.id === "ep-" + i ? "true" : "false");
     list.setAttribute("aria-activedescendant", "ep-" + i);
-    detail = await api("GET", `/api/datasets/${datasetSelect.value}/episode?episode_id=${encodeURIComponent(episodes[i].episode_id)}`);
-    step = 0;
+    const got = await api("GET", `/api/datasets/${dataset}/episode?episode_id=${encodeURIComponent(episodes[i].episode_id)}`);
+    if (request !== episodeRequest) return;  // another episode (or list) was asked for meanwhile
+    detail = got, step = 0;
     render();
   }
 
@@ -75,7 +80,7 @@
     const scope = document.querySelector('input[name="scope"]:checked').value;
     const tags = document.getElementById("note-tags").value.split(",").map(t => t.trim()).filter(Boolean);
     try {
-      const out = await api("POST", `/api/sessions/${session.session_id}/annotate`, {dataset: datasetSelect.value,
+      const out = await api("POST", `/api/sessions/${session.session_id}/annotate`, {dataset,
         episode_id: detail.metadata.episode_id, step: scope === "step" ? step : null,
         text: document.getElementById("note-text").value, tags});
       say(`Saved as ${out.version}.`);
@@ -89,7 +94,7 @@
 
   async function exportSelection() {
     try {
-      const out = await api("POST", `/api/sessions/${session.session_id}/export`, {dataset: datasetSelect.value,
+      const out = await api("POST", `/api/sessions/${session.session_id}/export`, {dataset,
         episode_ids: [...selected], name: document.getElementById("export-name").value});
       say(`Exported ${out.episodes} episode${out.episodes === 1 ? "" : "s"} to ${out.export}.`);
     } catch (e) { say(e.message, true); }
