@@ -8,8 +8,12 @@ in one 40-step clip), splits the *games* into a training and a held-out part, la
 pairs of training clips with the synthetic labeller (the higher true return wins; ties are "equal"),
 trains the ensemble (``trainers.reward_training.train_reward``) and measures the pairwise accuracy on
 ``held_out_pairs`` random pairs of held-out clips with different true returns: the share of pairs whose
-predicted (normalised) returns are ordered like the true returns. The verdict compares it with the
-target (0.85 with 2,000 labels); everything is written to ``OUT/reward_demo.json``.
+learned returns are ordered like the true returns. The learned return is the gain-only one
+(``trainers.reward_scorer.RewardModelScorer``: the members' raw returns scaled by their spread, the reward PPO
+is given); the verdict compares its accuracy with the target (0.85 with 2,000 labels). The accuracy of the
+zero-mean normalised return (``RewardModel.returns``) is reported beside it: its per-step bias adds
+``bias x turns`` to a game's return and so reorders Wordle games of different lengths. Everything is written
+to ``OUT/reward_demo.json``.
 
 Example::
 
@@ -108,6 +112,7 @@ def run_demo(config: RewardDemoConfig, progress: bool = True, clips: Sequence[An
     """
     from rlds_lang.preferences.labellers import SyntheticLabeller
     from rlds_lang.preferences.types import Judgement
+    from trainers.reward_scorer import RewardModelScorer
     from trainers.reward_training import split_validation, train_reward
 
     started = time.perf_counter()
@@ -129,8 +134,9 @@ def run_demo(config: RewardDemoConfig, progress: bool = True, clips: Sequence[An
     result = train_reward(reward_config, train, val, progress=progress)
     held_pairs = [(a, b) for a, b in random_pairs(held, 20 * config.held_out_pairs, rng)
                   if a.true_return != b.true_return][:config.held_out_pairs]
-    accuracy = ranking_accuracy(result.model, held_pairs)
+    accuracy = ranking_accuracy(RewardModelScorer(result.model), held_pairs)
     results = {"held_out_accuracy": accuracy, "held_out_pairs": len(held_pairs), "target": config.target,
+               "held_out_accuracy_normalised": ranking_accuracy(result.model, held_pairs),
                "verdict": "reached" if accuracy >= config.target else "not reached", "labels": len(judgements),
                "train_labels": len(train), "val_labels": len(val), "val_accuracy": result.metrics["val_accuracy"],
                "games": len(games), "held_out_games": len(held_games), "policies": [list(p) for p in DEMO_POLICIES],
@@ -149,7 +155,8 @@ def cmd_reward_demo(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(1)
     results = run_demo(config_from_args(RewardDemoConfig(), args), progress=args.progress)
     print(f"held-out pairwise accuracy {results['held_out_accuracy']:.3f} on {results['held_out_pairs']} pairs of "
-          f"unseen games after {results['labels']} labels (target {results['target']}: {results['verdict']}); "
+          f"unseen games after {results['labels']} labels (target {results['target']}: {results['verdict']}; "
+          f"{results['held_out_accuracy_normalised']:.3f} with the normaliser's per-step bias); "
           f"{results['seconds']:.0f} s -> {Path(results['config']['out']) / 'reward_demo.json'}")
     return results
 
