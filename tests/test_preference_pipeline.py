@@ -1,0 +1,173 @@
+"""The multi-process preference pipeline: dropping vs blocking queues, routing, reload, clean shutdown."""
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the reward trainer needs torch (installed by setup.cfg)")
+
+from loggers.preferences_dataset import read_judgements  # noqa: E402
+from rlds_lang.env import run_episode  # noqa: E402
+from rlds_lang.preferences.queues import DroppingSink, put_blocking  # noqa: E402
+from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
+from rlds_lang.wordle.env import WordleEnv  # noqa: E402
+from rlds_lang.wordle.policies import make_policy  # noqa: E402
+from trainers.model import ModelConfig  # noqa: E402
+from trainers.preference_pipeline import PipelineConfig, PreferencePipeline  # noqa: E402
+from trainers.reward_model import RewardModelConfig  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_REWARD = RewardModelConfig(members=2, batch_size=8, hidden=16, lr=1e-3, val_every=2,
+                                model=ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32))
+
+
+def tiny_config(out: Path, **changes) -> PipelineConfig:
+    """A pipeline small enough for a test: training starts after 10 labels, a checkpoint every 2 steps."""
+    fields = dict(out=str(out), n_initial_preferences=10, checkpoint_every=2, max_training_steps=4,
+                  reward=TINY_REWARD, shutdown_timeout=60.0)
+    fields.update(changes)
+    return PipelineConfig(**fields)
+
+
+def test_the_clip_sink_drops_and_counts_when_the_queue_is_full():
+    target = queue.Queue(maxsize=2)
+    sink = DroppingSink(target)
+    assert [sink(k) for k in range(5)] == [True, True, False, False, False]
+    assert (sink.sent, sink.dropped) == (2, 3)
+    assert [target.get_nowait() for _ in range(2)] == [0, 1]
+
+
+def test_the_label_queue_waits_for_room_and_never_drops():
+    target = queue.Queue(maxsize=1)
+    got = []
+
+    def slow_reader():
+        for _ in range(20):
+            got.append(target.get(timeout=10))
+            time.sleep(0.005)
+
+    reader = threading.Thread(target=slow_reader)
+    reader.start()
+    assert all(put_blocking(target, k, poll=0.01) for k in range(20))
+    reader.join(10)
+    assert got == list(range(20))
+    full = queue.Queue(maxsize=1)
+    full.put("x")
+    assert put_blocking(full, "y", alive=lambda: False, poll=0.01) is False  # reader gone: give up, do not hang
+
+
+def test_pipeline_labels_routes_trains_and_the_wrapper_reloads_its_checkpoint(tmp_path):
+    config = tiny_config(tmp_path / "run", clip_queue_size=4)
+    policy = make_policy("random_mixture", prob_smart=0.5)
+    with PreferencePipeline(config) as pipeline:
+        predictor = pipeline.predictor()
+        env = PreferenceEnv(WordleEnv(seed=0), clip_sink=pipeline.clip_sink, predictor=predictor,
+                            n_initial_training_steps=2, reload_every=1)
+        assert env.reward_source == "true"  # no checkpoint yet
+        deadline = time.monotonic() + 240
+        seed = 0
+        while not (Path(config.out) / "checkpoint" / "config.json").is_file() and time.monotonic() < deadline:
+            run_episode(env, policy, seed=seed)
+            seed += 1
+            time.sleep(0.01)
+        assert (Path(config.out) / "checkpoint" / "config.json").is_file(), "no checkpoint within 240 s"
+        run_episode(env, policy, seed=seed)  # reload_every=1: the wrapper picks the checkpoint up
+        assert predictor.model is not None and predictor.training_steps >= 2
+        assert env.reward_source == "predicted"
+        emitted = env.clips_emitted
+    summary = pipeline.close()
+    assert summary["terminated"] == [] and not [p for p in __import__("multiprocessing").active_children()
+                                                  if p.name in ("preference-labeller", "reward-trainer")]
+    assert summary["clips_sent"] + summary["clips_dropped"] == emitted
+    recorded = list(read_judgements(Path(config.out) / "preferences", "all"))
+    assert summary["labels_recorded"] == summary["labels_received"] == len(recorded) >= 10
+    assert summary["train_labels"] + summary["validation_labels"] == summary["labels_received"]
+    assert summary["validation_labels"] > 0 and 2 <= summary["training_steps"] <= 4
+    assert len({j.pair_key for j in recorded}) == len(recorded)  # no pair asked twice
+    assert json.loads((Path(config.out) / "pipeline.json").read_text()) == summary
+
+
+def test_collect_only_stores_labels_without_training(tmp_path):
+    config = tiny_config(tmp_path / "run", train=False, clip_queue_size=64)
+    policy = make_policy("random_mixture", prob_smart=0.5)
+    with PreferencePipeline(config) as pipeline:
+        env = PreferenceEnv(WordleEnv(seed=1), clip_sink=pipeline.clip_sink)
+        for seed in range(12):
+            run_episode(env, policy, seed=seed)
+    summary = pipeline.summary
+    assert summary["clips_dropped"] == 0 and summary["clips_sent"] == 12
+    assert summary["labels_received"] == 11 and summary["training_steps"] == 0  # a pair per clip after the first
+    assert not (Path(config.out) / "checkpoint").exists()
+
+
+SIGTERM_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from rlds_lang.env import run_episode
+    from rlds_lang.preferences.wrapper import PreferenceEnv
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import make_policy
+    from tests.test_preference_pipeline import tiny_config
+    from trainers.preference_pipeline import PreferencePipeline, stop_on_sigterm
+
+    if __name__ == "__main__":
+        config = tiny_config(Path(sys.argv[1]), max_training_steps=0, checkpoint_every=1)
+        policy = make_policy("random_mixture", prob_smart=0.5)
+        with stop_on_sigterm(), PreferencePipeline(config) as pipeline:
+            env = PreferenceEnv(WordleEnv(seed=2), clip_sink=pipeline.clip_sink)
+            seed = 0
+            while True:  # until SIGTERM
+                run_episode(env, policy, seed=seed)
+                seed += 1
+                if pipeline.labels_received >= 15:
+                    print("ready", flush=True)
+                time.sleep(0.01)
+""")
+
+
+def test_sigterm_closes_the_pipeline_without_orphans_or_lost_labels(tmp_path):
+    script = tmp_path / "run_pipeline.py"
+    script.write_text(SIGTERM_SCRIPT)
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    process = subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if line.strip() == "ready" or not line:
+                break
+        assert line.strip() == "ready", process.stderr.read()[-3000:]
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 128 + signal.SIGTERM
+    pids = json.loads((out / "pids.json").read_text())
+    for name, pid in pids.items():
+        assert not _alive(pid), f"{name} process {pid} outlived the pipeline"
+    summary = json.loads((out / "pipeline.json").read_text())
+    recorded = list(read_judgements(out / "preferences", "all"))
+    assert summary["terminated"] == []
+    assert summary["labels_recorded"] == summary["labels_received"] == len(recorded) >= 15
+    assert (out / "checkpoint" / "config.json").is_file()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return "\nState:\tZ" not in state
