@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="the reward trainer needs torch (installed by setup.cfg)")
@@ -171,3 +172,56 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return "\nState:\tZ" not in state
+
+
+TINY_OPTIONS = ["--reward.members", "2", "--reward.batch_size", "8", "--reward.hidden", "16", "--reward.val_every", "2",
+                "--reward.model.n_layer", "1", "--reward.model.n_embd", "16", "--reward.model.n_head", "2",
+                "--reward.model.n_positions", "32", "--n_initial_preferences", "10", "--no-progress"]
+
+
+def test_cli_workflows_collect_then_train_only_then_use_model(tmp_path):
+    from trainers.cli import main
+
+    collected, trained, used = tmp_path / "collect", tmp_path / "train", tmp_path / "use"
+    main(["preferences", "run", "--workflow", "collect-only", "--episodes", "30", "--clip_queue_size", "64",
+          "--out", str(collected), *TINY_OPTIONS])
+    summary = json.loads((collected / "summary.json").read_text())
+    assert summary["workflow"] == "collect-only" and summary["training_steps"] == 0
+    assert summary["clips_sent"] == 30 and summary["labels_recorded"] == summary["labels_received"] == 29
+    main(["preferences", "run", "--workflow", "train-only", "--preferences", str(collected / "preferences"),
+          "--out", str(trained), "--reward.steps", "20", *TINY_OPTIONS])
+    summary = json.loads((trained / "summary.json").read_text())
+    assert sum(summary["routed"].values()) == 29 and summary["routed"]["validation"] > 0
+    assert (trained / "checkpoint" / "config.json").is_file() and 0.0 <= summary["val_accuracy"] <= 1.0
+    main(["preferences", "run", "--workflow", "use-model", "--model", str(trained), "--episodes", "12",
+          "--out", str(used), *TINY_OPTIONS])
+    summary = json.loads((used / "summary.json").read_text())
+    assert summary["episodes"] == 12 and np.isfinite(summary["mean_predicted_return"])
+    assert summary["mean_true_return"] <= 0.0  # Wordle's true rewards are never positive
+    with pytest.raises(ValueError, match="needs --model"):
+        main(["preferences", "run", "--workflow", "use-model", "--out", str(used)])
+
+
+def test_cli_collect_and_train_records_every_label_and_completes_its_training_steps(tmp_path):
+    from trainers.cli import main
+
+    out = tmp_path / "run"
+    main(["preferences", "run", "--episodes", "60", "--clip_queue_size", "64", "--max_training_steps", "4",
+          "--checkpoint_every", "2", "--n_initial_training_steps", "2", "--reload_every", "5", "--out", str(out),
+          *TINY_OPTIONS])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["training_steps"] == 4 and (out / "checkpoint" / "config.json").is_file()
+    assert summary["labels_recorded"] == summary["labels_received"] == summary["clips_sent"] - 1
+
+
+def test_bench_prints_segments_and_labels_per_second(capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_preferences", ROOT / "bench" / "preferences.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.main(["--games", "20", "--labels", "10"])
+    assert figures["segments_per_s"] > 0 and figures["labels_per_s"] > 0
+    assert figures["labels"] == 10 and figures["dropped"] == 0
+    out = capsys.readouterr().out
+    assert "segments/s" in out and "labels/s" in out

@@ -249,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.reward_demo import add_parser as add_reward_demo_parser
 
     add_reward_demo_parser(sub)
+    from trainers.preferences_cli import add_parser as add_preferences_parser
+
+    add_preferences_parser(sub)
     from trainers.reddit_upvotes import add_parser as add_reddit_upvotes_parser
     from trainers.reddit_eval import add_parser as add_reddit_tokenizer_parser
 

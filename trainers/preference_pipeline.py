@@ -14,7 +14,8 @@ stalls the agent:
 - the training process routes each label into the training or the validation database
   (``RoutedDatabases``), waits for ``n_initial_preferences`` labels (printing ``waiting for preferences:
   n/40``), then trains the reward ensemble (``trainers.reward_training.RewardModelTrainer``) and writes
-  ``out/checkpoint`` atomically every ``checkpoint_every`` steps; the wrapper's
+  ``out/checkpoint`` atomically every ``checkpoint_every`` steps (at the end, it completes
+  ``max_training_steps`` on the labels it holds before the last save); the wrapper's
   ``CheckpointRewardPredictor`` (``PreferencePipeline.predictor()``) reloads it.
 
 Shutdown: ``close()`` (also on leaving ``with``, and on SIGTERM through ``stop_on_sigterm``) puts an end
@@ -106,7 +107,7 @@ def _quiet_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _labelling_process(config: PipelineConfig, clips: Any, labels: Any, counters: Any) -> None:
+def _labelling_process(config: PipelineConfig, clips: Any, labels: Any, counters: Any, ready: Any) -> None:
     """Pairs, labels and records clips until the end marker; then sends the end marker on to the trainer."""
     _quiet_signals()
     from loggers.preferences import PreferenceRecorder
@@ -122,6 +123,7 @@ def _labelling_process(config: PipelineConfig, clips: Any, labels: Any, counters
     recorder = PreferenceRecorder(out / LOGS_DIR, run_name=f"pipeline-{os.getpid()}")
     session = recorder.session(f"session-{os.getpid()}", labeller=labeller.labeller_id,
                                metadata={"selection": config.selection})
+    ready.set()
     try:
         while True:
             got, clip = get_or_none(clips, timeout=0.2)
@@ -148,7 +150,7 @@ def _labelling_process(config: PipelineConfig, clips: Any, labels: Any, counters
         put_blocking(labels, END)
 
 
-def _training_process(config: PipelineConfig, labels: Any, counters: Any) -> None:
+def _training_process(config: PipelineConfig, labels: Any, counters: Any, ready: Any) -> None:
     """Stores every label in the routed databases and trains the reward model (module docstring)."""
     _quiet_signals()
     import torch
@@ -162,6 +164,7 @@ def _training_process(config: PipelineConfig, labels: Any, counters: Any) -> Non
     trainer = RewardTrainerFactory(config.reward)() if config.train else None
     received, steps, last_note, saved_step, metrics = 0, 0, 0.0, -1, {}
     done = False
+    ready.set()
     while not done:
         got, item = get_or_none(labels, timeout=0.05)
         while got:  # take everything waiting before the next training step
@@ -190,6 +193,10 @@ def _training_process(config: PipelineConfig, labels: Any, counters: Any) -> Non
         if steps % config.checkpoint_every == 0:
             trainer.save(out / CHECKPOINT_DIR)
             saved_step = steps
+    while trainer is not None and config.max_training_steps and steps < config.max_training_steps and \
+            len(dbs) >= config.n_initial_preferences and len(dbs.train):  # the labels are in: finish the steps
+        metrics = trainer.train_step(dbs.train.judgements(), dbs.validation.judgements())
+        steps += 1
     if trainer is not None and steps and saved_step != steps:
         trainer.save(out / CHECKPOINT_DIR)
     summary = {"labels_received": received, "train_labels": len(dbs.train), "validation_labels": len(dbs.validation),
@@ -201,7 +208,7 @@ def _training_process(config: PipelineConfig, labels: Any, counters: Any) -> Non
 class PreferencePipeline:
     """Starts the labelling and training processes; ``clip_sink`` feeds them (module docstring)."""
 
-    def __init__(self, config: PipelineConfig):
+    def __init__(self, config: PipelineConfig, wait_ready: bool = True):
         self.config = config
         self.out = Path(config.out)
         self.out.mkdir(parents=True, exist_ok=True)
@@ -209,16 +216,30 @@ class PreferencePipeline:
         self._clips = context.Queue(maxsize=config.clip_queue_size)
         self._labels = context.Queue(maxsize=config.label_queue_size)
         self._counters = context.Array("q", 2)  # labels recorded, labels received by the trainer
+        self._ready = [context.Event(), context.Event()]
         self.clip_sink = DroppingSink(self._clips)
         self._labeller = context.Process(target=_labelling_process, name="preference-labeller",
-                                         args=(config, self._clips, self._labels, self._counters))
+                                         args=(config, self._clips, self._labels, self._counters, self._ready[0]))
         self._trainer = context.Process(target=_training_process, name="reward-trainer",
-                                        args=(config, self._labels, self._counters))
+                                        args=(config, self._labels, self._counters, self._ready[1]))
         self._labeller.start()
         self._trainer.start()
+        if wait_ready:
+            self.wait_ready()
         (self.out / "pids.json").write_text(json.dumps({"labeller": self._labeller.pid, "trainer": self._trainer.pid}))
         self.summary: dict[str, Any] = {}
         self._closed = False
+
+    def wait_ready(self, timeout: float = 300.0) -> None:
+        """Waits until both processes have started (imports done, logs open), so early clips are not dropped
+        only because nobody reads yet; a process that died on the way is an error."""
+        deadline = time.monotonic() + timeout
+        for event, process in zip(self._ready, (self._labeller, self._trainer)):
+            while not event.wait(0.2):
+                if not process.is_alive() or time.monotonic() > deadline:
+                    self.close()
+                    raise RuntimeError(f"preference pipeline: the {process.name} process did not start "
+                                       f"(exit code {process.exitcode}); see its error above")
 
     @property
     def labels_recorded(self) -> int:
