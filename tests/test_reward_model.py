@@ -145,6 +145,21 @@ def test_normaliser_gives_zero_mean_unit_variance_over_its_window():
     assert np.allclose(restored.normalise(recent[:5]), norm.normalise(recent[:5]))
 
 
+def test_normaliser_running_sums_match_a_pass_over_the_window_on_a_long_stream():
+    rng = np.random.default_rng(1)
+    norm, window = RewardNormalizer(window=20), []
+    for t in range(1000):  # one step at a time, drifting far from zero: the wrapper's use
+        row = rng.normal(1e3 + t, 1.0 + t % 7, size=3)
+        norm.observe(row[None])
+        window = (window + [row])[-20:]
+    data = np.stack(window)
+    mean, std = data.mean(0), data.std(0)
+    averaged = ((data - mean) / std).mean(1)
+    probe = rng.normal(1e3 + 1000, 3.0, size=(4, 3))
+    expected = (((probe - mean) / std).mean(1) - averaged.mean()) / averaged.std()
+    assert np.allclose(norm.normalise(probe), expected, rtol=1e-6, atol=1e-6)
+
+
 def test_predict_normalises_over_recent_clips_and_gives_padding_zero():
     trainer, data = built(make=text_clip)
     model = trainer.model

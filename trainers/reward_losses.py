@@ -158,14 +158,34 @@ class RewardNormalizer:
             raise ValueError(f"the normalisation window needs at least 2 steps, got {window}")
         self.window = window
         self._steps: collections.deque[np.ndarray] = collections.deque(maxlen=window)
+        # running sums of the window's rows and of their outer products, so that normalising one step costs
+        # O(members^2) instead of a pass over the window (the wrapper normalises every environment step);
+        # recomputed exactly once per window of appends, so rounding never accumulates
+        self._sum: np.ndarray | None = None
+        self._outer: np.ndarray | None = None
+        self._since_exact = 0
 
     def observe(self, raw: np.ndarray) -> None:
         """Adds the raw per-member rewards ``[steps, members]`` of recent steps to the window."""
         raw = np.asarray(raw, np.float64)
         if raw.size == 0:
             return
-        for row in raw.reshape(len(raw), -1):
+        rows = raw.reshape(len(raw), -1)
+        if self._sum is None or self._sum.shape[0] != rows.shape[1]:
+            self._steps.clear()
+            self._sum, self._outer = np.zeros(rows.shape[1]), np.zeros((rows.shape[1], rows.shape[1]))
+        for row in rows:
+            if len(self._steps) == self.window:
+                old = self._steps[0]
+                self._sum -= old
+                self._outer -= np.outer(old, old)
             self._steps.append(row)
+            self._sum += row
+            self._outer += np.outer(row, row)
+        self._since_exact += len(rows)
+        if self._since_exact >= self.window:
+            data = self.state()
+            self._sum, self._outer, self._since_exact = data.sum(0), data.T @ data, 0
 
     def __len__(self) -> int:
         return len(self._steps)
@@ -177,15 +197,25 @@ class RewardNormalizer:
     def load_state(self, steps: np.ndarray) -> None:
         """Replaces the window with ``steps`` (``state()``'s output)."""
         self._steps.clear()
+        self._sum = self._outer = None
+        self._since_exact = 0
         self.observe(steps)
 
     def _statistics(self) -> tuple[np.ndarray, np.ndarray, float, float]:
-        data = self.state()
-        mean, std = data.mean(0), data.std(0)
+        """Each member's window mean and std, then the mean and std of the averaged standardised rewards.
+
+        From the running sums: ``cov = E[x x^T] - mean mean^T`` (population, as ``np.std``); the averaged
+        standardised reward ``mean_m((x_m - mean_m) / std_m)`` has window mean 0 and variance ``w^T cov w``
+        with ``w_m = 1 / (members * std_m)``.
+        """
+        n = len(self._steps)
+        mean = self._sum / n
+        cov = self._outer / n - np.outer(mean, mean)
+        std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
         std = np.where(std > 1e-8, std, 1.0)
-        averaged = ((data - mean) / std).mean(1)
-        second_std = averaged.std()
-        return mean, std, float(averaged.mean()), float(second_std if second_std > 1e-8 else 1.0)
+        w = 1.0 / (len(mean) * std)
+        second_std = float(np.sqrt(max(float(w @ cov @ w), 0.0)))
+        return mean, std, 0.0, second_std if second_std > 1e-8 else 1.0
 
     def normalise(self, raw: np.ndarray) -> np.ndarray:
         """The normalised ensemble reward of raw per-member rewards ``[steps, members]`` -> ``[steps]``.
