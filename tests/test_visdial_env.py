@@ -82,6 +82,10 @@ def test_tfidf_answerer_retrieves_the_answer_to_the_most_similar_question(manual
         first = d.questions.index(q)  # repeated questions give the earliest round's answer
         assert answerer.answer(store[2], q + "?") == d.answers[first].lower()
     assert answerer.answer(store[2], "what colour is that " + d.questions[1].split()[-1]) in [x.lower() for x in d.answers]
+    # no word in common with any question about the image: every score is 0, the earliest round answers
+    unseen = "zyxwv qqqq"
+    assert not set(unseen.split()) & {w for q in d.questions for w in q.lower().split()}
+    assert answerer.answer(store[2], unseen + "?") == d.answers[0].lower()
 
 
 def test_local_backend_rewards_are_the_percentile_change_over_the_val_pool(manual):

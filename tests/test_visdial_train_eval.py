@@ -4,6 +4,9 @@ steps -> train the guesser -> ``eval --task visdial`` against our server (starte
 import json
 import os
 
+import pytest
+
+
 import tensorflow_datasets as tfds
 
 from builders.visdial import make_dummy_data as dummy
@@ -47,3 +50,12 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
         # env_stops: between 1 and 10 rounds, each -1 or 0 plus at most -2 for a yes/no answer
         assert -9.0 - 2 * 10 <= r["mean"] <= 0.0
     assert json.load(open(tmp_path / "eval.json")) == results
+    assert (tmp_path / "eval.png").stat().st_size > 5_000  # return by round and yes/no answers per agent
+
+
+def test_cumulative_by_round_keeps_an_early_stop_at_its_final_return():
+    from trainers.visdial_eval import cumulative_by_round
+
+    mean, se = cumulative_by_round([[-1.0, 0.0, -1.0], [-2.0]], 3)
+    assert mean.tolist() == [-1.5, -1.5, -2.0]
+    assert se.tolist() == pytest.approx([0.5, 0.5, 0.0])

@@ -26,6 +26,8 @@ import contextlib
 import os
 from typing import Any, Iterator
 
+import numpy as np
+
 from rlds_lang.env import run_episode
 from rlds_lang.subword import SubwordTokenizer
 from rlds_lang.visdial.backend import build_local_backend
@@ -66,13 +68,58 @@ def server_url(args: argparse.Namespace) -> Iterator[str]:
         yield server.url
 
 
-def evaluate_questioner(policy: Any, env: VisDialEnv, episodes: int, seed: int) -> tuple[list[float], int]:
-    """Returns of ``episodes`` episodes (episode i seeded ``seed + i``) and the count of yes/no answers."""
-    returns, yes_no = [], 0
+def evaluate_questioner(policy: Any, env: VisDialEnv, episodes: int, seed: int) -> tuple[list[float], int, list[list[float]]]:
+    """Returns of ``episodes`` episodes (episode i seeded ``seed + i``), the count of yes/no answers, and each
+    episode's rewards round by round."""
+    returns, yes_no, rounds = [], 0, []
     for i in range(episodes):
-        returns.append(run_episode(env, policy, seed=seed + i).total_reward)
+        episode = run_episode(env, policy, seed=seed + i)
+        returns.append(episode.total_reward)
+        rounds.append([float(r) for r in episode.rewards])
         yes_no += env.yes_no_answers
-    return returns, yes_no
+    return returns, yes_no, rounds
+
+
+def cumulative_by_round(rounds: list[list[float]], max_rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean ± SE over episodes of the return accumulated after each round 1..``max_rounds`` (an episode that
+    stopped earlier keeps its final return)."""
+    totals = np.array([np.cumsum((r + [0.0] * max_rounds)[:max_rounds]) for r in rounds]) if rounds else \
+        np.zeros((0, max_rounds))
+    n = max(len(totals), 1)
+    se = totals.std(axis=0, ddof=1) / np.sqrt(n) if len(totals) > 1 else np.zeros(max_rounds)
+    return totals.mean(axis=0) if len(totals) else np.zeros(max_rounds), se
+
+
+def plot_questioners(curves: dict[str, list[list[float]]], results: dict[str, dict[str, float]],
+                     path: str | os.PathLike) -> str:
+    """A PNG: return accumulated round by round per agent (± 1 SE), and the yes/no answers each agent drew."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    longest = max((len(r) for rounds in curves.values() for r in rounds), default=1)
+    fig, (ax_rounds, ax_yn) = plt.subplots(1, 2, figsize=(10, 4))
+    for name, rounds in curves.items():
+        mean, se = cumulative_by_round(rounds, longest)
+        x = np.arange(1, longest + 1)
+        ax_rounds.plot(x, mean, marker="o", label=name)
+        ax_rounds.fill_between(x, mean - se, mean + se, alpha=0.2)
+    ax_rounds.set_xlabel("round")
+    ax_rounds.set_ylabel("return so far (± 1 SE)")
+    ax_rounds.grid(alpha=0.3)
+    ax_rounds.legend()
+    names = list(results)
+    ax_yn.bar(range(len(names)), [results[n]["yes_no_answers"] for n in names], color="tab:red")
+    ax_yn.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax_yn.set_title("yes/no answers drawn")
+    ax_yn.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"Visual Dialogue questioners ({', '.join(sorted({str(int(r['episodes'])) for r in results.values()}))} "
+                 f"episodes each)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return os.fspath(path)
 
 
 def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
@@ -91,6 +138,7 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     features = FeatureStore(os.path.join(args.data, FEATURES_FILE), args.visdial_split, expected=len(dialogues))
     config = RewardConfig(args.visdial_mode, yn_kind=args.yn_kind, yn_reward=args.yn_reward)
     results: dict[str, dict[str, float]] = {}
+    curves: dict[str, list[list[float]]] = {}
     with server_url(args) as url:
         backend = HttpBackend(url)
         env = VisDialEnv(dialogues, backend, config, features=features, seed=args.seed)
@@ -101,13 +149,15 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
                                  greedy=parse_bool(options.get("greedy", "false")),
                                  temperature=float(options.get("temperature", 1.0)), seed=args.seed,
                                  max_action_tokens=args.question_tokens)
-            returns, yes_no = evaluate_questioner(policy, env, args.episodes, args.seed)
+            returns, yes_no, curves[name] = evaluate_questioner(policy, env, args.episodes, args.seed)
             mean, se = mean_and_se(returns)
             results[name] = {"mean": mean, "se": se, "episodes": len(returns), "yes_no_answers": yes_no}
             print(f"{name:16s} return {mean:+.3f} ± {se:.3f}   yes/no answers {yes_no}")
         backend.close()
     features.close()
     write_results(args.out, results)
+    if args.out:
+        print(f"wrote {args.out} and {plot_questioners(curves, results, os.path.splitext(args.out)[0] + '.png')}")
     return results
 
 
@@ -136,4 +186,5 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_visdial_tokenizer)
 
 
-__all__ = ["add_eval_arguments", "add_parser", "cmd_visdial_eval", "cmd_visdial_tokenizer", "evaluate_questioner"]
+__all__ = ["add_eval_arguments", "add_parser", "cmd_visdial_eval", "cmd_visdial_tokenizer", "cumulative_by_round",
+           "evaluate_questioner", "plot_questioners"]
