@@ -39,7 +39,8 @@ DEMO_POLICIES = (("optimal", {}), ("random_mixture", {"prob_smart": 0.8}), ("ran
                  ("random_mixture", {"prob_smart": 0.2}), ("wrong", {}))
 
 
-def _demo_reward_config() -> RewardModelConfig:
+def demo_reward_config() -> RewardModelConfig:
+    """The demonstrations' small ensemble: 3 one-layer members, 150 steps at lr 1e-3."""
     return RewardModelConfig(steps=150, lr=1e-3, hidden=32, log_every=50,
                              model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
 
@@ -69,7 +70,7 @@ class RewardDemoConfig:
     #: output folder (the reward model's run and ``reward_demo.json``).
     out: str = "runs/reward-demo"
     #: the reward model and its training.
-    reward: RewardModelConfig = dataclasses.field(default_factory=_demo_reward_config)
+    reward: RewardModelConfig = dataclasses.field(default_factory=demo_reward_config)
 
 
 def record_clips(config: RewardDemoConfig) -> list[Any]:
@@ -172,7 +173,13 @@ def add_parser(sub) -> None:
     add_dataclass_arguments(wordle, RewardDemoConfig)
     wordle.add_argument("--no-progress", dest="progress", action="store_false", help="no progress lines")
     wordle.set_defaults(func=cmd_reward_demo)
+    from trainers.preference_curves import add_curves_parser
+
+    add_curves_parser(tasks)
+    from trainers.dot_demo import add_dot_parser
+
+    add_dot_parser(tasks)
 
 
-__all__ = ["DEMO_POLICIES", "RewardDemoConfig", "record_clips", "random_pairs", "ranking_accuracy", "run_demo",
+__all__ = ["DEMO_POLICIES", "RewardDemoConfig", "demo_reward_config", "record_clips", "random_pairs", "ranking_accuracy", "run_demo",
            "cmd_reward_demo", "add_parser"]
