@@ -132,6 +132,8 @@ def test_results_table_with_paired_baseline(optimal_30):
     assert delta == pytest.approx(diff.mean()) and se == pytest.approx(diff.std(ddof=1) / math.sqrt(30))
     assert f"{delta:+.3f} ± {se:.3f}" in lines[3]
     assert lines[3].endswith(" yes |" if abs(delta) > 2 * se else " no |") and "—" in lines[2]
+    # a markdown table: every row has the header's number of cells (no bare "|" inside a cell)
+    assert len({line.count("|") for line in lines}) == 1
     assert "Δ" not in results_table([optimal_30, mix])
     with pytest.raises(ValueError, match="baseline 'nobody'"):
         results_table([mix], baseline="nobody")

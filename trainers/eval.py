@@ -343,7 +343,7 @@ def results_table(results: Sequence[EvalResult], baseline: str | None = None) ->
         raise ValueError(f"baseline {baseline!r} is not among the results {list(by_name)}")
     header = ["agent", "games", "mean reward ± SE", "win rate ± SE", "mean guesses", "invalid actions"]
     if baseline is not None:
-        header += [f"Δ vs {baseline} ± SE", "|Δ| > 2 SE"]
+        header += [f"Δ vs {baseline} ± SE", "beyond 2 SE"]
     rows = [header, ["---"] * len(header)]
     for r in results:
         row = [r.name, str(r.games), f"{r.mean_reward:.3f} ± {r.stderr:.3f}",

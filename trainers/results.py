@@ -355,7 +355,7 @@ every number here; the configs are committed in `trainers/results.py`.
 How to read the tables: every agent plays the same games (game i starts from answer i of a permutation of
 the official answers drawn from seed {args.eval_seed}, and is seeded {args.eval_seed}+i). The reward is −1 per
 guess that is not the answer: 0 for a first-guess win, −6 for a loss. ± is one standard error; Δ is the
-paired difference from BC over the same games, and "|Δ| > 2 SE" says whether it exceeds two standard errors
+paired difference from BC over the same games, and "beyond 2 SE" says whether it exceeds two standard errors
 of that difference. Language-model agents decode letter by letter, constrained to the official guess list
 (every agent alike), in each table by one rule for all of them; the optimal policy is the upper reference.
 
