@@ -73,9 +73,6 @@ def test_section_3_pipeline_tiny_writes_only_section_3(tmp_path):
              "updates": 2, "episodes": 4, "samples_per_prompt": 1, "eval_prompts": 8}
     args = argparse.Namespace(section="3", out=str(out), runs=str(tmp_path / "runs"), progress=False,
                               **{f"sentiment_{k}": v for k, v in sizes.items()})
-    import trainers.ppo_sentiment as sentiment
-
-    sentiment.SENTIMENT_OVERRIDES["checkpoint_every"] = 1
     ppo_results.run(args)
     text = out.read_text()
     assert text.startswith("# PPO\n\n## 1. one\n\nkept\n") and "Not produced yet" not in text

@@ -111,7 +111,7 @@ def write_section_3(args: argparse.Namespace) -> Path:
         raise SystemExit(f"--section 3: {out} does not exist; run `rlds-lang ppo-results` once without --section")
     text = out.read_text()
     start = text.find("\n" + SECTION_3)
-    head = (text[:start] if start >= 0 else text.rstrip("\n")) + "\n"
+    head = (text[:start] if start >= 0 else text).rstrip("\n") + "\n"
     out.write_text(head + "\n" + sentiment_section(args))
     print(f"wrote section 3 of {out}")
     return out

@@ -43,7 +43,7 @@ class BaseLMConfig:
     #: use only the first this many examples (0 = all; small for tests).
     max_examples: int = 0
     #: optimizer steps.
-    steps: int = 2000
+    steps: int = 1500
     #: examples per step.
     batch_size: int = 32
     #: Adam learning rate (a small randomly initialised model).
