@@ -80,14 +80,9 @@ def episode_tokens(episodes: Sequence[dict[str, Any]], tokenizer: Any) -> list[t
 
 def make_batch(rows: Sequence[tuple[list[int], int]], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-padded ``input_ids``, ``attention_mask`` and ``action_mask`` (the action tokens) of ``rows``."""
-    width = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    action = torch.zeros((len(rows), width), dtype=torch.bool)
-    for i, (ids, prompt) in enumerate(rows):
-        input_ids[i, :len(ids)] = torch.tensor(ids)
-        attention[i, :len(ids)] = 1
-        action[i, prompt:len(ids)] = True
+    from trainers.dpo_data import pad_rows
+
+    input_ids, attention, action = pad_rows(rows, pad_id)
     return {"input_ids": input_ids, "attention_mask": attention, "action_mask": action}
 
 
