@@ -213,8 +213,15 @@ def wordle_tokenizer() -> CharTokenizer:
     return CharTokenizer(WORDLE_LETTERS + WORDLE_SQUARES, name="wordle")
 
 
+def continuation_tokenizer() -> CharTokenizer:
+    """The continuation task's tokenizer (``rlds_lang.continuation.corpus.continuation_tokenizer``)."""
+    from rlds_lang.continuation.corpus import continuation_tokenizer as make
+
+    return make()
+
+
 #: tokenizers by the name a training config gives (``TrainConfig.tokenizer``).
-TOKENIZERS = {"wordle": wordle_tokenizer}
+TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer}
 
 
 def make_tokenizer(name: str) -> Any:

@@ -44,7 +44,11 @@ def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoi
     doc = tmp_path / "ppo.md"
     main(["ppo-results", "--bc", str(bc_checkpoint), "--runs", str(tmp_path / "runs"), "--updates", "1",
           "--games", "12", "--out", str(doc), "--no-progress", "--rlhf-updates", "2", "--rlhf-labels", "40",
-          "--rlhf-games-per-policy", "4", "--rlhf-bc-games", "4", "--rlhf-reward-steps", "3"])
+          "--rlhf-games-per-policy", "4", "--rlhf-bc-games", "4", "--rlhf-reward-steps", "3",
+          # result 3 (trainers.ppo_sentiment) at tiny sizes
+          "--sentiment-base-steps", "3", "--sentiment-base-examples", "16", "--sentiment-preference-prompts", "8",
+          "--sentiment-reward-steps", "2", "--sentiment-reward-members", "1", "--sentiment-updates", "1",
+          "--sentiment-episodes", "2", "--sentiment-eval-prompts", "4"])
     text = doc.read_text()
     assert "| bc | 12 |" in text and "| ppo | 12 |" in text
     assert "- PPO − BC = " in text and "(LMRL-Gym, GPT-2 small) | -2.63 | 84.2 |" in text
@@ -56,6 +60,8 @@ def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoi
     assert saved["reward"] == f"model:{tmp_path / 'runs' / 'reward' / 'reward'}" and saved["init"] == str(bc_checkpoint)
     rows = [json.loads(line) for line in (tmp_path / "runs" / "rlhf" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2] and all(-6 <= r["true_return"] <= 0 for r in rows)
+    sentiment = text[text.index("## 3. A sentiment-like continuation task"):]
+    assert "| ppo | 4 |" in sentiment and "- PPO − base (VADER) = " in sentiment
 
 
 def test_ppo_starts_from_an_ilql_checkpoint_with_its_lm(tmp_path):

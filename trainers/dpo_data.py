@@ -131,6 +131,20 @@ def encode_response(tokenizer: CharTokenizer, observations: Sequence[str], actio
     return prompt + tokenizer.encode(response, strict=False) + [tokenizer.eoa_id], len(prompt)
 
 
+def pad_rows(rows: Sequence[tuple[list[int], int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(input_ids, attention_mask, response_mask)`` of right-padded ``(ids, response start)`` rows: the mask is
+    true on each row's tokens from its start on."""
+    width = max((len(ids) for ids, _ in rows), default=1)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    response = torch.zeros((len(rows), width), dtype=torch.bool)
+    for row, (ids, start) in enumerate(rows):
+        input_ids[row, :len(ids)] = torch.tensor(ids)
+        attention[row, :len(ids)] = 1
+        response[row, start:len(ids)] = True
+    return input_ids, attention, response
+
+
 def encode_pairs(pairs: Sequence[PreferencePair], tokenizer: CharTokenizer, max_length: int) -> dict[str, torch.Tensor]:
     """Right-padded tensors of all pairs: ``{chosen,rejected}_{input_ids,attention_mask,response_mask}`` ``[P, T]``.
 
@@ -146,17 +160,10 @@ def encode_pairs(pairs: Sequence[PreferencePair], tokenizer: CharTokenizer, max_
                 raise ValueError(f"pair {pair.node_ids}: the {side} sequence has {len(ids)} tokens, more than "
                                  f"max_length={max_length}")
             rows.append((ids, start))
-        width = max((len(ids) for ids, _ in rows), default=1)
-        input_ids = torch.full((len(rows), width), tokenizer.pad_id, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        response = torch.zeros((len(rows), width), dtype=torch.bool)
-        for row, (ids, start) in enumerate(rows):
-            input_ids[row, :len(ids)] = torch.tensor(ids)
-            attention[row, :len(ids)] = 1
-            response[row, start:len(ids)] = True
+        input_ids, attention, response = pad_rows(rows, tokenizer.pad_id)
         out.update({f"{side}_input_ids": input_ids, f"{side}_attention_mask": attention,
                     f"{side}_response_mask": response})
     return out
 
 
-__all__ = ["PreferencePair", "encode_pairs", "encode_response", "load_tree_episodes", "tree_pairs"]
+__all__ = ["PreferencePair", "encode_pairs", "encode_response", "load_tree_episodes", "pad_rows", "tree_pairs"]

@@ -8,12 +8,15 @@ the guess-list-constrained policy. The verdict line is computed from the evaluat
 
 Result 2 (RLHF on Wordle: synthetic preferences -> reward model -> PPO against it) is ``trainers.ppo_rlhf``;
 its runs live beside result 1's under ``--runs`` (``reward/``, ``rlhf/``) and resume the same way. Result 3
-(a sentiment-like text-continuation task) is not produced by this command yet.
+(RLHF on a sentiment-like text-continuation task) is ``trainers.ppo_sentiment`` (runs under ``--runs``/
+``sentiment``); ``--section 3`` reruns only it and replaces section 3 of an existing ``--out``, leaving
+sections 1 and 2 as they are (their evaluations are not repeated).
 
 Example::
 
     rlds-lang ppo-results --bc runs/results/official/bc/checkpoint          # full: docs/ppo.md
     rlds-lang ppo-results --bc /tmp/bc/checkpoint --updates 1 --games 20 --out /tmp/ppo.md   # smoke run
+    rlds-lang ppo-results --section 3                                       # only section 3 of docs/ppo.md
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from typing import Any
 
 from trainers.build import REPO
 from trainers.ppo_rlhf import RLHFSizes, curve_rows, paired_separation, plot_curves, render_section, train_rlhf
+from trainers.ppo_sentiment import SentimentSizes
+
+#: the heading that starts section 3 (``--section 3`` replaces the document from it on).
+SECTION_3 = "## 3. "
 
 #: LMRL-Gym's Wordle rows (Abdulhai et al. 2023; ../shared/REFERENCE_TASKS.md): raw return, normalised score.
 LMRL_GYM = {"BC": (-2.81, 79.9), "online PPO": (-2.63, 84.2)}
@@ -47,7 +54,10 @@ def verdict(ppo: Any, bc: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> Path:
-    """Trains (or resumes) the committed PPO run from ``args.bc``, evaluates both agents, writes ``args.out``."""
+    """Trains (or resumes) the committed PPO run from ``args.bc``, evaluates both agents, writes ``args.out``;
+    with ``args.section == "3"`` only section 3 (``write_section_3``)."""
+    if args.section == "3":
+        return write_section_3(args)
     from trainers.checkpoint import load_policy
     from trainers.eval import EvalConfig, evaluate
     from trainers.ppo import PPOConfig, train_ppo
@@ -78,10 +88,32 @@ def run(args: argparse.Namespace) -> Path:
     rlhf_config = json.loads((rlhf_out / "config.json").read_text())["config"]
     text += "\n" + render_section(evaluated, reward, rlhf_result, rows, argparse.Namespace(**rlhf_config), eval_config,
                                   plot.name)
-    text += "\n## 3. A sentiment-like continuation task\n\nNot produced yet.\n"
+    text += "\n" + sentiment_section(args)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(f"wrote {out}")
+    return out
+
+
+def sentiment_section(args: argparse.Namespace) -> str:
+    """Section 3's markdown (``trainers.ppo_sentiment``; its sizes from the ``--sentiment-*`` options)."""
+    from trainers.ppo_sentiment import write_section
+
+    sizes = SentimentSizes(**{f.name: getattr(args, f"sentiment_{f.name}") for f in dataclasses.fields(SentimentSizes)
+                              if getattr(args, f"sentiment_{f.name}", None) is not None})
+    return write_section(Path(args.runs), Path(args.out), sizes, args.progress)
+
+
+def write_section_3(args: argparse.Namespace) -> Path:
+    """Replaces section 3 of ``args.out`` (from its ``SECTION_3`` heading on; appended when it has none)."""
+    out = Path(args.out)
+    if not out.is_file():
+        raise SystemExit(f"--section 3: {out} does not exist; run `rlds-lang ppo-results` once without --section")
+    text = out.read_text()
+    start = text.find("\n" + SECTION_3)
+    head = (text[:start] if start >= 0 else text).rstrip("\n") + "\n"
+    out.write_text(head + "\n" + sentiment_section(args))
+    print(f"wrote section 3 of {out}")
     return out
 
 
@@ -143,9 +175,15 @@ def add_parser(sub) -> None:
     for field in dataclasses.fields(RLHFSizes):
         parser.add_argument(f"--rlhf-{field.name.replace('_', '-')}", dest=f"rlhf_{field.name}", type=int, default=None,
                             help=f"result 2: {field.name} (default {field.default})")
+    for field in dataclasses.fields(SentimentSizes):
+        parser.add_argument(f"--sentiment-{field.name.replace('_', '-')}", dest=f"sentiment_{field.name}", type=int,
+                            default=None, help=f"result 3: {field.name} (default {field.default})")
+    parser.add_argument("--section", choices=("all", "3"), default="all",
+                        help="3: rerun only result 3 and replace section 3 of --out (sections 1-2 kept)")
     parser.add_argument("--out", default=str(REPO / "docs" / "ppo.md"))
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.set_defaults(func=run)
 
 
-__all__ = ["LMRL_GYM", "PPO_OVERRIDES", "verdict", "run", "render", "add_parser"]
+__all__ = ["LMRL_GYM", "PPO_OVERRIDES", "SECTION_3", "verdict", "run", "sentiment_section", "write_section_3", "render",
+           "add_parser"]

@@ -132,8 +132,12 @@ def curve_rows(metrics_path: Path) -> list[dict[str, float]]:
     return read_metrics(metrics_path)
 
 
-def plot_curves(rows: list[dict[str, float]], path: Path, window: int = 10) -> Path:
-    """True vs learned return per PPO update (and their ``window``-update moving means), and the KL, to ``path``."""
+def plot_curves(rows: list[dict[str, float]], path: Path, window: int = 10,
+                labels: tuple[str, str] = ("true game return", "learned return (reward model)"),
+                ylabel: str = "return per game", kl_label: str = "KL(π ‖ π_BC) per response, nats",
+                title: str = "RLHF on Wordle: PPO against a reward model learned from synthetic preferences") -> Path:
+    """True vs learned return per PPO update (and their ``window``-update moving means), and the KL, to ``path``
+    (``labels``: of the true and the learned curve)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -141,23 +145,22 @@ def plot_curves(rows: list[dict[str, float]], path: Path, window: int = 10) -> P
 
     steps = np.array([r["step"] for r in rows])
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
-    for key, label, colour in (("true_return", "true game return", "tab:blue"),
-                               ("episode_return", "learned return (reward model)", "tab:orange")):
+    for key, label, colour in (("true_return", labels[0], "tab:blue"), ("episode_return", labels[1], "tab:orange")):
         values = np.array([r[key] for r in rows])
         left.plot(steps, values, color=colour, alpha=0.25, lw=0.8)
         k = min(window, len(values))
         smooth = np.convolve(values, np.ones(k) / k, mode="valid")
         left.plot(steps[k - 1:], smooth, color=colour, lw=1.8, label=f"{label}, {k}-update mean")
     left.set_xlabel("PPO update")
-    left.set_ylabel("return per game")
+    left.set_ylabel(ylabel)
     left.legend(fontsize=8)
     left.grid(alpha=0.3)
-    right.plot(steps, [r["objective/kl"] for r in rows], color="tab:red", label="KL(π ‖ π_BC) per response, nats")
+    right.plot(steps, [r["objective/kl"] for r in rows], color="tab:red", label=kl_label)
     right.plot(steps, [r["objective/kl_coef"] for r in rows], color="tab:gray", label="β")
     right.set_xlabel("PPO update")
     right.legend(fontsize=8)
     right.grid(alpha=0.3)
-    fig.suptitle("RLHF on Wordle: PPO against a reward model learned from synthetic preferences", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
