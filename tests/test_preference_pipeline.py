@@ -97,6 +97,12 @@ def test_pipeline_labels_routes_trains_and_the_wrapper_reloads_its_checkpoint(tm
     assert json.loads((Path(config.out) / "pipeline.json").read_text()) == summary
 
 
+def test_a_pipeline_never_starts_over_an_earlier_run(tmp_path):
+    (tmp_path / "run" / "checkpoint").mkdir(parents=True)
+    with pytest.raises(FileExistsError, match="checkpoint exists from an earlier run"):
+        PreferencePipeline(tiny_config(tmp_path / "run"))
+
+
 def test_collect_only_stores_labels_without_training(tmp_path):
     config = tiny_config(tmp_path / "run", train=False, clip_queue_size=64)
     policy = make_policy("random_mixture", prob_smart=0.5)

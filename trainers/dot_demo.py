@@ -160,7 +160,8 @@ def predicted_reward_agent(config: DotDemoConfig, progress: bool) -> tuple[QAgen
     from rlds_lang.preferences.wrapper import PreferenceEnv
     from trainers.preference_pipeline import PipelineConfig, PreferencePipeline, stop_on_sigterm
 
-    pipeline_config = PipelineConfig(out=str(Path(config.out) / "pipeline"), clip_queue_size=64,
+    run = time.strftime("%Y%m%d-%H%M%S", time.gmtime())  # a new folder per run: earlier labels stay as they are
+    pipeline_config = PipelineConfig(out=str(Path(config.out) / f"pipeline-{run}"), clip_queue_size=64,
                                      n_initial_preferences=config.n_initial_preferences,
                                      checkpoint_every=config.checkpoint_every,
                                      max_training_steps=config.max_training_steps, seed=config.seed,

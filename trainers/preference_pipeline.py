@@ -211,6 +211,10 @@ class PreferencePipeline:
     def __init__(self, config: PipelineConfig, wait_ready: bool = True):
         self.config = config
         self.out = Path(config.out)
+        stale = [self.out / name for name in (CHECKPOINT_DIR, LOGS_DIR) if (self.out / name).exists()]
+        if stale:  # an old checkpoint would be served as if trained now; old logs would mix with new ones
+            raise FileExistsError(f"preference pipeline: {stale[0]} exists from an earlier run; give a new --out "
+                                  f"(nothing there is overwritten)")
         self.out.mkdir(parents=True, exist_ok=True)
         context = mp.get_context("spawn")
         self._clips = context.Queue(maxsize=config.clip_queue_size)
