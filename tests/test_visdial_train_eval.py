@@ -40,11 +40,11 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
     args = build_parser().parse_args([
         "eval", "--task", "visdial", "--data", dummy.OUT, "--guesser", str(guesser), "--episodes", "3",
         "--question-tokens", "6", "--agent", f"bc={runs['bc'] / 'checkpoint'}",
-        "--agent", f"ilql={runs['ilql'] / 'checkpoint'}", "--out", str(tmp_path / "eval.json")])
+        "--agent", f"ilql={runs['ilql'] / 'checkpoint'}", "--agent", "qbot=server", "--out", str(tmp_path / "eval.json")])
     results = args.func(args)
     printed = capsys.readouterr().out
     assert "3 episodes on the val split" in printed and "±" in printed and "yes/no answers" in printed
-    for name in ("bc", "ilql"):
+    for name in ("bc", "ilql", "qbot"):  # qbot: the server's question bot, a dataset-like baseline
         r = results[name]
         assert r["episodes"] == 3 and r["se"] >= 0 and r["yes_no_answers"] >= 0
         # env_stops: between 1 and 10 rounds, each -1 or 0 plus at most -2 for a yes/no answer

@@ -4,7 +4,8 @@
 questions (with ``?``) and answers of a manual folder's ``train`` split, plus ``<stop>``; training then
 uses it with ``--tokenizer file:PATH``.
 
-``eval --task visdial`` plays each ``--agent`` checkpoint as the questioner against the environment over
+``eval --task visdial`` plays each ``--agent`` checkpoint (or, with ``--agent NAME=server``, the server's
+question bot, a supervised-learning baseline) as the questioner against the environment over
 seeded episodes (episode i: seed ``--seed + i``, which draws the image of the ``--visdial-split`` split;
 the paper: val, env_stops, hard y/n with -2, 1,024 episodes, seed 0, questions up to 40 tokens) and prints
 mean return ± standard error and the number of answers that are exactly "yes" or "no", as the paper does.
@@ -16,7 +17,8 @@ Example::
 
     rlds-lang visdial-tokenizer --manual-dir DIR --out runs/visdial-tokenizer.json
     rlds-lang train bc --dataset /tmp/visdial-data/visdial/yn/1.0.0 --tokenizer file:runs/visdial-tokenizer.json
-    rlds-lang eval --task visdial --data DIR --guesser runs/guesser --agent bc=runs/train/checkpoint --episodes 64
+    rlds-lang eval --task visdial --data DIR --guesser runs/guesser --agent bc=runs/train/checkpoint \\
+        --agent qbot=server --episodes 64
 """
 
 from __future__ import annotations
@@ -32,10 +34,13 @@ from rlds_lang.env import run_episode
 from rlds_lang.subword import SubwordTokenizer
 from rlds_lang.visdial.backend import build_local_backend
 from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, read_split
-from rlds_lang.visdial.env import VisDialEnv, as_question
+from rlds_lang.visdial.env import BotQuestionPolicy, VisDialEnv, as_question
 from rlds_lang.visdial.http import HttpBackend
 from rlds_lang.visdial.rewards import MODES, STOP, YN_KINDS, RewardConfig
 from trainers.reddit_eval import mean_and_se, write_results
+
+#: ``--agent NAME=server`` plays the server's question bot (``/fetch_q_bot_response``) as a baseline.
+SERVER_AGENT = "server"
 
 
 def cmd_visdial_tokenizer(args: argparse.Namespace) -> SubwordTokenizer:
@@ -63,7 +68,7 @@ def server_url(args: argparse.Namespace) -> Iterator[str]:
     from trainers.visdial_guesser import load_guesser
 
     backend = build_local_backend(args.data, load_guesser(args.guesser), args.visdial_version,
-                                  published_pool=args.published_pool)
+                                  published_pool=args.published_pool, unk_below=args.unk_below)
     with BackendServer(backend) as server:
         yield server.url
 
@@ -145,10 +150,13 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         print(f"{args.episodes} episodes on the {args.visdial_split} split of {args.data}, mode {config.mode}, "
               f"yes/no {config.yn_kind} ({config.yn_reward:g}), seed {args.seed}, server {url}")
         for name, path, options in args.agent:
-            policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
-                                 greedy=parse_bool(options.get("greedy", "false")),
-                                 temperature=float(options.get("temperature", 1.0)), seed=args.seed,
-                                 max_action_tokens=args.question_tokens)
+            if path == SERVER_AGENT:
+                policy = BotQuestionPolicy(backend.question)
+            else:
+                    policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
+                                     greedy=parse_bool(options.get("greedy", "false")),
+                                     temperature=float(options.get("temperature", 1.0)), seed=args.seed,
+                                     max_action_tokens=args.question_tokens)
             returns, yes_no, curves[name] = evaluate_questioner(policy, env, args.episodes, args.seed)
             mean, se = mean_and_se(returns)
             results[name] = {"mean": mean, "se": se, "episodes": len(returns), "yes_no_answers": yes_no}
@@ -173,6 +181,9 @@ def add_eval_arguments(ev: argparse.ArgumentParser) -> None:
     group.add_argument("--yn-reward", type=float, default=-2.0, help="visdial: the yes/no penalty")
     group.add_argument("--published-pool", action="store_true",
                        help="visdial: our server ranks as the reference one (true image prepended to the val pool)")
+    group.add_argument("--unk-below", type=int, default=0,
+                       help="visdial: our server answers in the vocabulary of words seen this often (the published "
+                            "bots: 5; rarer words become UNK); 0 keeps the dataset answers, lower-cased")
     group.add_argument("--question-tokens", type=int, default=40, help="visdial: longest question in tokens")
 
 

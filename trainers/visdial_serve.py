@@ -1,7 +1,7 @@
 """``rlds-lang visdial-serve``: our Visual Dialogue answer/reward server on the published protocol.
 
 Loads the dialogues and features of a manual folder (answerer: the images of train and val; ranking
-pool: val) and a guesser trained by ``rlds-lang visdial-guesser``, then serves
+pool: val; question bot: train) and a guesser trained by ``rlds-lang visdial-guesser``, then serves
 ``rlds_lang.visdial.server.create_app`` with uvicorn on ``--host`` (127.0.0.1 by default, this machine
 only) and ``--port`` until interrupted. Clients: ``rlds_lang.visdial.http.HttpBackend(url)``.
 
@@ -27,7 +27,8 @@ def cmd_visdial_serve(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(1)
     backend = build_local_backend(args.manual_dir, load_guesser(args.guesser), args.version,
-                                  normalize=not args.no_normalize, published_pool=args.published_pool)
+                                  normalize=not args.no_normalize, published_pool=args.published_pool,
+                                  unk_below=args.unk_below)
     print(f"Visual Dialogue server on http://{args.host}:{args.port} (pool of {len(backend.pool)} val images)",
           flush=True)
     uvicorn.run(create_app(backend), host=args.host, port=args.port, log_level="info")
@@ -43,6 +44,9 @@ def add_parser(sub) -> None:
     p.add_argument("--published-pool", action="store_true",
                    help="rank the true image as the reference server does (prepended to the whole val pool, so a "
                         "val image counts twice); default: every image once")
+    p.add_argument("--unk-below", type=int, default=0,
+                   help="answer in the vocabulary of words seen this often in train/val questions and answers (the "
+                        "published bots: 5; rarer words become UNK); 0 keeps the dataset answers, lower-cased")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     p.add_argument("--port", type=int, default=8766)
     p.set_defaults(func=cmd_visdial_serve)

@@ -66,6 +66,8 @@ CONFIGS = [
             reward=RewardConfig("10_stop")),
     _config("ten_stop_distance", "10_stop: 10 rounds, reward = feature-distance decrease per answer.",
             reward=RewardConfig("10_stop", reward_kind="distance")),
+    _config("yn_v1", "as yn, over VisDial v1.0 files (visdial_1.0_<split>.json) with the same feature file and "
+            "reward-cache layout.", reward=RewardConfig(yn_kind="hard"), visdial_version="1.0"),
     _config("agent_stops", "agent_stops: every prefix of 0..9 rounds ending with <stop> (reward 0) and the whole "
             "dialogue; answers earn the percentile-rank change.", reward=RewardConfig("agent_stops")),
 ]

@@ -2,7 +2,7 @@
 
 Beyond the harness's checks (features, split sizes), every build is checked episode by episode against the
 manual folder: caption, questions and answers byte for byte, and the published rewards of the config.
-One config is built here (agent_stops, the one with most episodes); ``tests/test_visdial_train_eval.py``
+Two configs are built here (agent_stops, the one with most episodes, and yn_v1, the v1.0 files); ``tests/test_visdial_train_eval.py``
 builds ``yn`` with the same checks (``check_build``) before training on it.
 """
 
@@ -37,7 +37,7 @@ def check_build(builder, manual_dir: str) -> None:
     """Asserts every built episode replays its dialogue of ``manual_dir`` with the config's published rewards."""
     config = builder.builder_config.reward_config()
     for split in SIZES:
-        dialogues = list(read_split(manual_dir, split))
+        dialogues = list(read_split(manual_dir, split, builder.builder_config.visdial_version))
         rows = load_reward_cache(os.path.join(manual_dir, cache_file(split, config.score_kind)))
         for episode in builder.as_dataset(split=split):
             d = dialogues[int(episode["dialogue_index"])]
@@ -59,3 +59,11 @@ class AgentStopsTest(_Base):
     BUILDER_CONFIG_NAMES_TO_TEST = ["agent_stops"]
     SPLITS = {split: 11 * n for split, n in SIZES.items()}  # every prefix of 0..10 rounds (0..9 end with <stop>)
 
+
+
+class YnV1Test(_Base):
+    """The v1.0 layout (strings by index): the same dialogues as the v0.5 files, so the same checks hold."""
+
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["yn_v1"]
+    SPLITS = dict(SIZES)

@@ -6,7 +6,10 @@ A ``Backend`` answers the question that ends a dialogue history and reports the 
 - ``CachedBackend`` (dataset mode, no server): the dialogue's own answer of the round and the published
   reward-cache entry; the question asked is not looked at, so it replays human dialogues exactly.
 - ``LocalBackend``: a TF-IDF answerer (``TfidfAnswerer``, scikit-learn) that returns, for the image, the
-  dataset answer to the most similar dataset question, and an injected guesser (any callable
+  dataset answer to the most similar dataset question (optionally in the published bots' vocabulary,
+  ``vocabulary.AnswerVocabulary``), a TF-IDF questioner (``TfidfQuestioner``, the published server's
+  question bot, ``/fetch_q_bot_response``) that asks the question a similar training dialogue asked at
+  that round, and an injected guesser (any callable
   ``(caption, history) -> predicted feature``, e.g. the PyTorch model ``rlds-lang visdial-guesser``
   trains) scored against a pool of val features. They stand in for the paper's pretrained answer and
   guesser bots (visdial-rl), which are not available here.
@@ -117,11 +120,13 @@ class TfidfAnswerer:
 
     The image is the dialogue whose feature is nearest to the given one (an exact match for dataset
     images). Similarity is cosine over TF-IDF word 1-2 grams (scikit-learn) fitted on every question.
-    Answers come back lower-cased, as the published bots answer. A question sharing no word with the
-    image's questions scores 0 everywhere and gets the earliest round's answer (ties go to the earliest).
+    Answers come back lower-cased, as the published bots answer, or through ``normalize`` (e.g.
+    ``AnswerVocabulary.normalize``: rare words as ``UNK``). A question sharing no word with the image's
+    questions scores 0 everywhere and gets the earliest round's answer (ties go to the earliest).
     """
 
-    def __init__(self, dialogues: Sequence[Dialogue], features: np.ndarray):
+    def __init__(self, dialogues: Sequence[Dialogue], features: np.ndarray,
+                 normalize: Callable[[str], str] | None = None):
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         if len(dialogues) != len(features) or not dialogues:
@@ -129,7 +134,7 @@ class TfidfAnswerer:
                              f"and {len(features)} rows")
         self.features = SquaredDistances(features)
         self.questions = [list(d.questions) for d in dialogues]
-        self.answers = [[a.lower() for a in d.answers] for d in dialogues]
+        self.answers = [[(normalize or str.lower)(a) for a in d.answers] for d in dialogues]
         self.vectorizer = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")
         self.vectorizer.fit([q for qs in self.questions for q in qs] or ["empty"])
         self._matrices = [self.vectorizer.transform(qs) for qs in self.questions]
@@ -148,16 +153,64 @@ class TfidfAnswerer:
         return self.answers[i][int(scores.argmax())]
 
 
+class TfidfQuestioner:
+    """The question a similar training dialogue asked at the same round: a retrieval question bot.
+
+    For a caption and ``r`` complete rounds, the ``candidates`` training dialogues with the most similar
+    captions (cosine over TF-IDF word 1-2 grams, scikit-learn) that have a round ``r + 1`` are compared
+    on their caption and first ``r`` rounds with the given ones, and the best one's question ``r + 1`` is
+    returned, lower-cased, without ``?`` (the dataset's form; ties go to the earliest dialogue). It
+    stands in for the published server's supervised question bot, so a user can evaluate a dataset-like
+    questioner against the same answerer and guesser as a trained agent.
+    """
+
+    def __init__(self, dialogues: Sequence[Dialogue], candidates: int = 50):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        if not dialogues:
+            raise ValueError("TfidfQuestioner needs at least one dialogue")
+        self.dialogues = list(dialogues)
+        self.candidates = int(candidates)
+        self.vectorizer = TfidfVectorizer(ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")
+        self.vectorizer.fit([self._context(d.caption, d.questions, d.answers) for d in self.dialogues])
+        self._captions = self.vectorizer.transform([d.caption for d in self.dialogues])
+        self._rounds = np.array([d.rounds for d in self.dialogues])
+
+    @staticmethod
+    def _context(caption: str, questions: Sequence[str], answers: Sequence[str]) -> str:
+        return " ".join([caption, *(f"{q} {a}" for q, a in zip(questions, answers))])
+
+    def question(self, caption: str, history: Sequence[Turn]) -> str:
+        """The next question after ``history`` (complete rounds) about an image captioned ``caption``."""
+        r = questions_asked(history)
+        able = np.flatnonzero(self._rounds > r)
+        if not len(able):
+            raise BackendError(f"no training dialogue has a round {r + 1}")
+        by_caption = (self._captions[able] @ self.vectorizer.transform([caption]).T).toarray().ravel()
+        keep = able[np.argsort(-by_caption, kind="stable")[:self.candidates]]
+        keep.sort()
+        asked = [t["text"].rstrip("?") for t in history if t["speaker"] == "question"]
+        told = [t["text"] for t in history if t["speaker"] == "answer"]
+        query = self.vectorizer.transform([self._context(caption, asked, told)])
+        contexts = self.vectorizer.transform([self._context(self.dialogues[i].caption, self.dialogues[i].questions[:r],
+                                                            self.dialogues[i].answers[:r]) for i in keep])
+        best = keep[int((contexts @ query.T).toarray().ravel().argmax())]
+        return self.dialogues[best].questions[r].lower().rstrip("?")
+
+
 class LocalBackend:
     """A ``TfidfAnswerer`` plus an injected guesser, scored against ``pool`` (the val image features).
 
     The true image counts once in the ranking pool: when its feature is a pool row it is ranked there,
     else it is added (``rewards.percentile_score``). ``published_pool=True`` ranks it as the reference
-    server does, prepended to the whole pool (``rewards.percentile_from_distances``).
+    server does, prepended to the whole pool (``rewards.percentile_from_distances``). ``questioner``
+    (optional) asks the questions of ``/fetch_q_bot_response``.
     """
 
-    def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray, published_pool: bool = False):
+    def __init__(self, answerer: TfidfAnswerer, guesser: Guesser, pool: np.ndarray, published_pool: bool = False,
+                 questioner: TfidfQuestioner | None = None):
         self.answerer = answerer
+        self.questioner = questioner
         self.guesser = guesser
         self.pool = SquaredDistances(pool)
         self.published_pool = bool(published_pool)
@@ -202,6 +255,12 @@ class LocalBackend:
             raise BackendError("LocalBackend needs the true image feature")
         return self.answerer.answer(scene.feature, history[-1]["text"])
 
+    def question(self, caption: str, history: Sequence[Turn]) -> str:
+        """The question bot's next question after ``history`` (complete rounds)."""
+        if self.questioner is None:
+            raise BackendError("this backend has no question bot (give LocalBackend a questioner)")
+        return self.questioner.question(caption, history)
+
     def reward(self, scene: Scene, history: Sequence[Turn], kind: str) -> float:
         """``v0`` for an empty history, else the change made by its last complete round."""
         if not history:
@@ -211,9 +270,12 @@ class LocalBackend:
 
 def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
                         answer_splits: Sequence[str] = ("train", "val"), pool_split: str = "val",
-                        normalize: bool = True, published_pool: bool = False) -> LocalBackend:
+                        normalize: bool = True, published_pool: bool = False, unk_below: int = 0) -> LocalBackend:
     """A ``LocalBackend`` from a manual folder: the answerer knows the images of ``answer_splits`` (those
-    present), the ranking pool is ``pool_split``'s features (``published_pool``: see ``LocalBackend``)."""
+    present), the ranking pool is ``pool_split``'s features (``published_pool``: see ``LocalBackend``),
+    the question bot is fitted on the first of ``answer_splits``. ``unk_below`` > 0 puts answers in the
+    vocabulary of words seen that often in the questions and answers of ``answer_splits`` (the published
+    bots: 5, ``vocabulary.PUBLISHED_MIN_COUNT``); 0 keeps the dataset answers, lower-cased."""
     import os
 
     from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, dialogue_file, read_split
@@ -232,9 +294,19 @@ def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
     pool_store = FeatureStore(path, pool_split, normalize)
     pool = pool_store.all()
     pool_store.close()
-    return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows)), guesser, pool, published_pool)
+    if not dialogues:
+        raise FileNotFoundError(f"no dialogues of {list(answer_splits)} (visdial_{version}_<split>.json) in {manual_dir}")
+    normalizer = None
+    if unk_below > 0:
+        from rlds_lang.visdial.vocabulary import AnswerVocabulary
+
+        normalizer = AnswerVocabulary.from_texts((q for d in dialogues for q in d.questions),
+                                                 (a for d in dialogues for a in d.answers), unk_below).normalize
+    first = [d for d in dialogues if d.split == dialogues[0].split]
+    return LocalBackend(TfidfAnswerer(dialogues, np.concatenate(rows), normalizer), guesser, pool, published_pool,
+                        TfidfQuestioner(first))
 
 
 __all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "SquaredDistances",
-           "TfidfAnswerer", "Turn",
+           "TfidfAnswerer", "TfidfQuestioner", "Turn",
            "build_local_backend", "questions_asked", "turn"]

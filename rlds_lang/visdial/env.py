@@ -31,7 +31,7 @@ import numpy as np
 from dm_env import specs
 
 from rlds_lang.env import LanguageEnv, Observation, text_spec
-from rlds_lang.visdial.backend import Backend, CachedBackend, Scene, turn
+from rlds_lang.visdial.backend import Backend, CachedBackend, Scene, Turn, turn
 from rlds_lang.visdial.data import Dialogue
 from rlds_lang.visdial.rewards import STOP, DialogueScorer, RewardConfig, is_yes_no
 
@@ -141,9 +141,37 @@ class DataQuestionPolicy:
         return {}
 
 
+class BotQuestionPolicy:
+    """Asks what a question bot asks: ``ask(caption, history of complete rounds) -> question``, e.g.
+    ``HttpBackend.question`` (a server's ``/fetch_q_bot_response``) or ``LocalBackend.question``.
+
+    The history is rebuilt from the episode so far (observation 0 is the caption, each later one the
+    answer to the action before it); each question gets ``?`` appended when it has none. Deterministic.
+    """
+
+    name = "visdial_question_bot"
+
+    def __init__(self, ask: Callable[[str, Sequence[Turn]], str]):
+        self.ask = ask
+
+    def reset(self, seed: int) -> None:
+        """Nothing to reset: the bot is deterministic."""
+
+    def act(self, observations, actions) -> str:
+        """The bot's next question."""
+        history: list[Turn] = []
+        for question, answer in zip(actions, observations[1:]):
+            history += [turn("question", question), turn("answer", answer["text"])]
+        return as_question(self.ask(observations[0]["text"], history))
+
+    def params(self) -> dict[str, Any]:
+        """No parameters of its own: the bot decides."""
+        return {}
+
+
 def as_question(text: str) -> str:
     """A dataset question as an action: the published questions carry no ``?``; one is appended."""
     return text if text.endswith("?") else f"{text}?"
 
 
-__all__ = ["DataQuestionPolicy", "FeatureLookup", "VisDialEnv", "as_question"]
+__all__ = ["BotQuestionPolicy", "DataQuestionPolicy", "FeatureLookup", "VisDialEnv", "as_question"]

@@ -3,7 +3,8 @@
 Point it at the authors' visdial-rl server or at ours (``rlds_lang.visdial.server``): form-encoded POSTs
 of ``history`` (JSON list of ``{"speaker", "text"}``), ``caption``, ``img_features`` (JSON list of floats)
 and ``generation_kwargs`` (``{"inference": "greedy", "beamSize": 1}``). ``/step_rank`` / ``/step`` answer
-and score a question; ``/fetch_reward_rank`` / ``/fetch_reward`` with an empty history give ``v0``.
+and score a question; ``/fetch_reward_rank`` / ``/fetch_reward`` with an empty history give ``v0``;
+``/fetch_q_bot_response`` gives the server's question bot's next question (``question``).
 
 Example::
 
@@ -33,14 +34,15 @@ class HttpBackend:
         self.url = url.rstrip("/")
         self.client = httpx.Client(timeout=timeout)
 
-    def _post(self, path: str, scene: Scene, history: Sequence[Turn]) -> Any:
+    def _post(self, path: str, scene: Scene, history: Sequence[Turn], with_feature: bool = True) -> Any:
         import httpx
 
-        if scene.feature is None:
-            raise BackendError(f"{path}: the server needs the image feature (give the environment its features)")
         form = {"history": json.dumps(list(history)), "caption": scene.caption,
-                "img_features": json.dumps([float(v) for v in scene.feature]),
                 "generation_kwargs": json.dumps(GENERATION_KWARGS)}
+        if with_feature:
+            if scene.feature is None:
+                raise BackendError(f"{path}: the server needs the image feature (give the environment its features)")
+            form["img_features"] = json.dumps([float(v) for v in scene.feature])
         try:
             response = self.client.post(self.url + path, data=form)
         except httpx.HTTPError as e:
@@ -63,6 +65,14 @@ class HttpBackend:
         if not (isinstance(result, list) and len(result) == 2 and isinstance(result[0], str)):
             raise BackendError(f"POST {self.url}{path}: expected [answer, reward_delta], got {result!r}"[:300])
         return result[0], float(result[1])
+
+    def question(self, caption: str, history: Sequence[Turn]) -> str:
+        """The server's question bot's next question after ``history`` (complete rounds), from
+        ``/fetch_q_bot_response``."""
+        result = self._post("/fetch_q_bot_response", Scene(caption), history, with_feature=False)
+        if not isinstance(result, str):
+            raise BackendError(f"POST {self.url}/fetch_q_bot_response: expected a question string, got {result!r}"[:300])
+        return result
 
     def close(self) -> None:
         """Closes the HTTP connection pool."""

@@ -10,6 +10,8 @@ retrieved, hence deterministic like the published greedy decoding):
 - ``/fetch_reward_rank``, ``/fetch_reward``: ``history`` holds complete rounds; returns ``p_0`` / ``d_0``
   for an empty history, else the change made by its last round.
 - ``/fetch_a_bot_response``: ``history`` ends with the new question; returns the answer string.
+- ``/fetch_q_bot_response``: ``history`` holds complete rounds (possibly none), no ``img_features`` (the
+  question bot does not see the image); returns the question bot's next question.
 
 Malformed input gets a 422 naming the field and the problem; the backend is called under a lock, so
 concurrent clients are served one computation at a time. ``BackendServer`` runs uvicorn in a thread
@@ -77,11 +79,14 @@ def create_app(backend: LocalBackend):
     app = FastAPI(title="rlds-lang Visual Dialogue server")
     lock = threading.Lock()
 
-    def scene_and_history(history: str, caption: str, img_features: str, ends_with: str, generation_kwargs: str):
-        """The validated request as ``(Scene, history)``; a 422 naming the field otherwise."""
+    def scene_and_history(history: str, caption: str, img_features: str | None, ends_with: str,
+                          generation_kwargs: str):
+        """The validated request as ``(Scene, history)`` (no feature when ``img_features`` is ``None``); a 422
+        naming the field otherwise."""
         try:
             turns = parse_history(history, ends_with)
-            feature = np.asarray(parse_features(img_features, backend.feature_dim), np.float32)
+            feature = None if img_features is None else \
+                np.asarray(parse_features(img_features, backend.feature_dim), np.float32)
             if generation_kwargs and not isinstance(json.loads(generation_kwargs), dict):
                 raise RequestError("generation_kwargs: must be a JSON object")
         except (RequestError, json.JSONDecodeError) as e:
@@ -130,6 +135,16 @@ def create_app(backend: LocalBackend):
         scene, turns = scene_and_history(history, caption, img_features, "question", generation_kwargs)
         with lock:
             return backend.answer(scene, turns)
+
+    @app.post("/fetch_q_bot_response")
+    def fetch_q_bot_response(history: str = Form(...), caption: str = Form(""),
+                             generation_kwargs: str = Form("")) -> str:
+        """The question bot's next question after the history's complete rounds."""
+        scene, turns = scene_and_history(history, caption, None, "answer", generation_kwargs)
+        if backend.questioner is None:
+            raise HTTPException(status_code=404, detail="this server has no question bot")
+        with lock:
+            return backend.question(scene.caption, turns)
 
     return app
 
