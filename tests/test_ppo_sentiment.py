@@ -69,7 +69,7 @@ def test_section_3_pipeline_tiny_writes_only_section_3(tmp_path):
     out = tmp_path / "docs" / "ppo.md"
     out.parent.mkdir()
     out.write_text("# PPO\n\n## 1. one\n\nkept\n\n## 3. old\n\nNot produced yet.\n")
-    sizes = {"base_steps": 30, "base_examples": 64, "preference_prompts": 24, "reward_steps": 4, "reward_members": 1,
+    sizes = {"base_steps": 30, "base_examples": 64, "preference_prompts": 24, "candidates": 4, "reward_epochs": 1, "reward_members": 1,
              "updates": 2, "episodes": 4, "samples_per_prompt": 1, "eval_prompts": 8}
     args = argparse.Namespace(section="3", out=str(out), runs=str(tmp_path / "runs"), progress=False,
                               **{f"sentiment_{k}": v for k, v in sizes.items()})
@@ -81,6 +81,7 @@ def test_section_3_pipeline_tiny_writes_only_section_3(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "runs" / "sentiment" / "ppo" / "metrics.jsonl").open()]
     assert len(rows) == SentimentSizes(updates=2).updates and all(-1 <= r["true_return"] <= 1 for r in rows)
     reward = json.loads((tmp_path / "runs" / "sentiment" / "reward" / "sentiment_reward.json").read_text())
-    assert reward["labels"] == 24 and reward["gain"] > 0
+    assert reward["comparisons"] + reward["ties"] == 24 and reward["candidates"] == 4 and reward["gain"] > 0
+    assert reward["steps"] == -(-reward["train_labels"] // 8) and 0.0 <= reward["val_accuracy"] <= 1.0
     ppo_results.run(args)  # resumes every step: the same numbers again
     assert out.read_text().split("## 3. ")[1].split("Verdicts")[1] == text.split("## 3. ")[1].split("Verdicts")[1]

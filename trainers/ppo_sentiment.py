@@ -2,14 +2,14 @@
 sentiment task scaled down for CPU. Every step resumes from its folder under ``runs`` (``sentiment/...``).
 
 1. ``base/``: a base LM pretrained by BC on the shipped BSD-licensed corpus (``trainers.sentiment_base``).
-2. ``preferences/``: the base LM continues every train prompt twice (seeds ``s`` and ``s + prompts``; fixed-length
-   sampling at PPO's temperature through ``trainers.ppo_rollout.RolloutPolicy``, recorded as RLDS episodes by
-   ``ContinuationEnv``, reward = VADER compound of the continuation); each pair of continuations of one prompt
-   is labelled by the synthetic labeller (``rlds_lang.preferences.labellers.SyntheticLabeller``: the higher
-   VADER score wins, equal scores are ``equal``) -- the recipe's pairwise special case.
-3. ``reward/``: a reward-model ensemble on text (``trainers.reward_training.train_reward``; each member reads
-   ``[BOS] prompt [EOO] continuation [EOA]``), then the gain that gives the base LM's continuations learned
-   scores of standard deviation 1 (``trainers.reward_scorer.fit_gain``, the recipe's normalisation).
+2. ``preferences/``: the base LM continues every train prompt ``candidates`` (4) times (seeds ``s + j * prompts``;
+   fixed-length sampling at PPO's temperature through ``trainers.ppo_rollout.RolloutPolicy``, recorded as RLDS
+   episodes by ``ContinuationEnv``, reward = VADER compound of the continuation); the synthetic labeller picks
+   the best of each prompt's continuations (``trainers.comparison_reward.best_of``; a tied top is skipped).
+3. ``reward/``: the recipe's reward model (``trainers.comparison_reward``: the base LM's transformer with a
+   linear head on ``[BOS] prompt [EOO] continuation [EOA]``, one epoch of cross-entropy over the candidates with
+   the learning rate annealed to 0), then the gain that gives the base LM's continuations learned scores of
+   standard deviation 1 (``trainers.reward_scorer.fit_gain``, the recipe's normalisation).
 4. ``ppo/``: ``train_ppo`` from the base LM with ``--reward model:<runs>/sentiment/reward`` on the train prompts:
    PPO never sees VADER; each update logs the learned score it optimised (``episode_return``) and VADER's
    (``true_return``), and the KL to the base LM.
@@ -39,6 +39,13 @@ SENTIMENT_OVERRIDES: dict[str, Any] = {"task": "continuation", "episodes": 32, "
                                        "checkpoint_every": 10}
 
 
+#: reward training on top of ``ComparisonConfig``'s recipe defaults: lr 3e-4 (the recipe's 5e-5 is for GPT-2
+#: 124M; our 2-layer model, its trunk copied from the base LM, needs a larger step), batch 8.
+SENTIMENT_REWARD: dict[str, Any] = {"lr": 3e-4, "batch_size": 8}
+#: every this-many-th comparison is held out for validation.
+VAL_EVERY = 5
+
+
 @dataclasses.dataclass
 class SentimentSizes:
     """Sizes of the pipeline (the committed defaults; smaller for tests)."""
@@ -47,10 +54,12 @@ class SentimentSizes:
     base_steps: int = 1500
     #: base-LM examples (0 = all).
     base_examples: int = 0
-    #: train prompts continued twice for the preferences (0 = all).
-    preference_prompts: int = 600
-    #: reward-model training steps.
-    reward_steps: int = 200
+    #: train prompts continued ``candidates`` times for the labels (0 = all).
+    preference_prompts: int = 1500
+    #: continuations per prompt shown to the labeller, who picks the best (recipe: 4; 2 = pairwise).
+    candidates: int = 4
+    #: passes of reward training over the labels (recipe: 1).
+    reward_epochs: int = 1
     #: reward-model ensemble members.
     reward_members: int = 3
     #: PPO updates.
@@ -87,22 +96,24 @@ def vader_scores(episodes: Sequence[dict]) -> np.ndarray:
     return np.array([float(ep["steps"][0]["reward"]) for ep in episodes])
 
 
-def preference_judgements(episodes: Sequence[dict], prompts: int) -> list[Any]:
-    """Synthetic-labeller judgements of the pairs ``(seed s, seed s + prompts)`` (two continuations of one prompt)."""
-    from rlds_lang.preferences.labellers import SyntheticLabeller, judge
+def candidate_groups(episodes: Sequence[dict], prompts: int, candidates: int) -> tuple[list[list[Any]], list[list[float]]]:
+    """The ``candidates`` continuations of each prompt as one-step clips (episode ``i + j * prompts`` is candidate
+    ``j`` of prompt ``i``) and their VADER scores."""
     from rlds_lang.preferences.segments import clips_from_episode
 
     clips = [clips_from_episode(ep, segment_length=1)[0] for ep in episodes]
-    labeller = SyntheticLabeller()
-    return [judge(labeller, clips[i], clips[i + prompts]) for i in range(prompts)]
+    scores = vader_scores(episodes)
+    index = [[i + j * prompts for j in range(candidates)] for i in range(prompts)]
+    return [[clips[k] for k in row] for row in index], [[float(scores[k]) for k in row] for row in index]
 
 
 def train_sentiment_reward(base: Path, runs: Path, sizes: SentimentSizes, progress: bool) -> dict[str, Any]:
     """Steps 2-3 (module docstring): the reward model and its summary (``reward/sentiment_reward.json``); resumes."""
     from rlds_lang.continuation.corpus import corpus_examples
-    from trainers.reward_model import RewardModel, RewardModelConfig
+    from trainers.comparison_reward import (ComparisonConfig, build_comparison_model, comparison_accuracy,
+                                            label_groups, train_on_comparisons)
+    from trainers.reward_model import RewardModelConfig
     from trainers.reward_scorer import RewardModelScorer, fit_gain, save_gain
-    from trainers.reward_training import split_validation, train_reward
 
     out = runs / "reward"
     summary_path = out / "sentiment_reward.json"
@@ -110,21 +121,27 @@ def train_sentiment_reward(base: Path, runs: Path, sizes: SentimentSizes, progre
         return json.loads(summary_path.read_text())
     examples = corpus_examples("train")
     prompts = min(sizes.preference_prompts or len(examples), len(examples))
-    episodes = sample_episodes(base, examples[:prompts], 2 * prompts, runs / "preferences", "base-preferences")
-    judgements = preference_judgements(episodes, prompts)
-    train, val = split_validation(judgements, 0.2)
-    if not val:  # a handful of labels (smoke runs) can all hash into train
-        train, val = train[:-1], train[-1:]
-    config = RewardModelConfig(out=str(out), steps=sizes.reward_steps, members=sizes.reward_members,
-                               tokenizer="continuation", max_tokens=64, log_every=max(1, sizes.reward_steps // 10))
-    result = train_reward(config, train, val, progress=progress)
-    model = RewardModel.load(out / "checkpoint")
-    clips = [j.left for j in judgements] + [j.right for j in judgements]
-    gain = fit_gain(RewardModelScorer(model), clips)
-    save_gain(out, gain, f"{len(clips)} continuations of the base LM {base}")
-    labels = [j.label.value for j in judgements]
-    summary = {**result.metrics, "gain": gain, "prompts": prompts, "labels": len(judgements),
-               "equal_labels": labels.count("equal"), "members": sizes.reward_members, "steps": sizes.reward_steps}
+    k = sizes.candidates
+    episodes = sample_episodes(base, examples[:prompts], k * prompts, runs / "preferences", "base-preferences")
+    groups, scores = candidate_groups(episodes, prompts, k)
+    comparisons, ties = label_groups(groups, scores)
+    val, train = comparisons[::VAL_EVERY], [c for i, c in enumerate(comparisons) if i % VAL_EVERY]
+    if not train:
+        raise ValueError(f"{len(comparisons)} comparisons of {prompts} prompts: too few to train on ({ties} ties)")
+    config = ComparisonConfig(candidates=k, epochs=sizes.reward_epochs, init_from=str(base), **SENTIMENT_REWARD)
+    model = build_comparison_model(train[0].candidates[0], RewardModelConfig(
+        out=str(out), members=sizes.reward_members, tokenizer="continuation", max_tokens=64), config)
+    metrics = train_on_comparisons(model, train, config, progress=progress)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "metrics.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row, sort_keys=True) + "\n" for row in metrics)
+    model.save(out / "checkpoint")
+    gain = fit_gain(RewardModelScorer(model), [clip for group in groups for clip in group])
+    save_gain(out, gain, f"{k * prompts} continuations of the base LM {base}")
+    summary = {"prompts": prompts, "candidates": k, "comparisons": len(comparisons), "ties": ties,
+               "train_labels": len(train), "val_labels": len(val), "epochs": config.epochs, "steps": len(metrics),
+               "lr": config.lr, "members": sizes.reward_members, "gain": gain,
+               "train_accuracy": comparison_accuracy(model, train), "val_accuracy": comparison_accuracy(model, val)}
     summary_path.write_text(json.dumps(summary, sort_keys=True, indent=2))
     return summary
 
@@ -223,11 +240,17 @@ sentiment in [-1, 1] (`vaderSentiment`, a lexicon inside its PyPI wheel) -- the 
 - Base LM: character-level GPT-2 ({config.model.n_layer} layers, {config.model.n_embd} wide; the recipe: GPT-2
   124M pretrained on WebText) trained by BC for {base_state['step']} steps on {base_state['examples']:,} recorded
   corpus continuations of train sentences (final NLL {base_state['final_nll']:.3f} nats per character).
-- Preferences: the base LM continues each of {reward['prompts']} train prompts twice; the synthetic labeller
-  prefers the higher VADER score ({reward['labels']} labels, {reward['equal_labels']} of them `equal`; the recipe:
-  comparisons of 4 by humans). Reward model: ensemble of {reward['members']} text transformers,
-  {reward['steps']} steps, validation accuracy {reward['val_accuracy']:.3f} on {reward['val_labels']} held-out
-  labels; gain {reward['gain']:.4g} gives the base LM's continuations learned scores of standard deviation 1.
+- Labels: the base LM continues each of {reward['prompts']:,} train prompts {reward['candidates']} times; the
+  synthetic labeller picks the continuation with the highest VADER score (`trainers.comparison_reward.best_of`;
+  the recipe: humans pick the best of 4). {reward['ties']:,} prompts whose best score was tied carry no choice and
+  are skipped, leaving {reward['comparisons']:,} comparisons ({reward['val_labels']:,} held out).
+- Reward model as in the recipe (`trainers.comparison_reward`): {reward['members']} member(s), each the base LM's
+  transformer with a linear head initialised N(0, 1/√(d+1)) reading prompt + continuation, trained
+  {reward['epochs']} epoch(s) ({reward['steps']} steps of 8) with cross-entropy over the {reward['candidates']}
+  candidates, lr {reward['lr']:g} annealed linearly to 0 (recipe: 5e-5 for GPT-2 124M); best-of-{reward['candidates']}
+  accuracy {reward['train_accuracy']:.3f} on the training comparisons, {reward['val_accuracy']:.3f} held out
+  (chance {1 / reward['candidates']:.2f}); gain {reward['gain']:.4g} gives the base LM's continuations learned
+  scores of standard deviation 1.
 - PPO from the base LM with `--reward model:<dir>`: {config.updates} updates × {config.episodes} continuations
   ({config.updates * config.episodes:,}; the recipe: 1M episodes in batches of 512), query {config.query_length} and
   response {config.response_length} characters (recipe: 64 and 24 BPE tokens), temperature {config.temperature},
@@ -283,6 +306,6 @@ def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool) 
     return render_section(results, reward, base_state, rows, config, sizes, plot.name)
 
 
-__all__ = ["SENTIMENT_OVERRIDES", "SentimentSizes", "sample_episodes", "vader_scores", "preference_judgements",
+__all__ = ["SENTIMENT_OVERRIDES", "SENTIMENT_REWARD", "VAL_EVERY", "SentimentSizes", "sample_episodes", "vader_scores", "candidate_groups",
            "train_sentiment_reward", "train_sentiment_ppo", "learned_scores", "paired", "evaluate_agents",
            "plot_sentiment", "render_section", "write_section"]

@@ -109,6 +109,9 @@ class RewardModelConfig:
     layers: int = 2
     #: filters of each convolution for image observations (the paper's 16).
     filters: int = 16
+    #: head on a text step's last token: ``mlp`` (the anchor's) or ``linear`` (lm-human-preferences: one
+    #: linear layer initialised N(0, 1/sqrt(d+1)); ``trainers.comparison_reward`` uses it).
+    head: str = "mlp"
     #: a text step keeps its last ``max_tokens`` tokens of ``[BOS] o [EOO] a [EOA]``.
     max_tokens: int = 64
     #: the transformer of each member for text observations (small: 2 CPU cores).

@@ -181,17 +181,26 @@ def reward_head(in_dim: int, hidden: int, dropout: float, batch_norm: bool) -> n
     return nn.Sequential(*layers)
 
 
+#: heads of a text step's last token: the anchor's MLP (``reward_head``), or the lm-human-preferences
+#: recipe's single linear layer initialised ``N(0, 1/sqrt(d + 1))`` (``ppo_losses.reward_head_init_``).
+TEXT_HEADS = ("mlp", "linear")
+
+
 class TextStepReward(nn.Module):
     """``r_hat`` of a text step: a small GPT-2 trunk over ``[BOS] o [EOO] a [EOA]``, a head on the last token."""
 
-    def __init__(self, model_config, tokenizer, hidden: int, dropout: float, batch_norm: bool):
+    def __init__(self, model_config, tokenizer, hidden: int, dropout: float, batch_norm: bool, head: str = "mlp"):
         super().__init__()
         from trainers.model import build_language_model
+        from trainers.ppo_losses import reward_head_init_
 
+        if head not in TEXT_HEADS:
+            raise ValueError(f"head must be one of {TEXT_HEADS}, got {head!r}")
         lm = build_language_model(model_config, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
                                   bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
         self.trunk = lm.transformer
-        self.head = reward_head(lm.config.n_embd, hidden, dropout, batch_norm)
+        self.head = reward_head(lm.config.n_embd, hidden, dropout, batch_norm) if head == "mlp" else \
+            reward_head_init_(nn.Linear(lm.config.n_embd, 1))
 
     def forward(self, steps: dict[str, torch.Tensor]) -> torch.Tensor:
         """Rewards ``[steps]`` of a text batch from ``encode_steps``."""
@@ -249,7 +258,8 @@ class ImageStepReward(nn.Module):
 def build_predictor(inputs: StepInputs, config, tokenizer=None) -> nn.Module:
     """One ensemble member for ``inputs``, sized by a ``RewardModelConfig``."""
     if inputs.kind == "text":
-        return TextStepReward(config.model, tokenizer, config.hidden, config.dropout, config.batch_norm)
+        return TextStepReward(config.model, tokenizer, config.hidden, config.dropout, config.batch_norm,
+                              getattr(config, "head", "mlp"))
     if inputs.kind == "vector":
         return VectorStepReward(inputs.obs_shape[0] + inputs.action_dim, config.hidden, config.layers,
                                 config.dropout, config.batch_norm)
@@ -268,5 +278,5 @@ def clip_returns(step_rewards: torch.Tensor, owner: torch.Tensor, n_clips: int) 
     return torch.zeros(n_clips, dtype=step_rewards.dtype).index_add(0, owner, step_rewards)
 
 
-__all__ = ["StepInputs", "step_text", "infer_inputs", "encode_steps", "reward_head", "TextStepReward",
+__all__ = ["TEXT_HEADS", "StepInputs", "step_text", "infer_inputs", "encode_steps", "reward_head", "TextStepReward",
            "VectorStepReward", "ImageStepReward", "build_predictor", "clip_returns", "LEAKY_SLOPE"]
