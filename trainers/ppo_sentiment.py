@@ -246,7 +246,7 @@ sentiment in [-1, 1] (`vaderSentiment`, a lexicon inside its PyPI wheel) -- the 
   are skipped, leaving {reward['comparisons']:,} comparisons ({reward['val_labels']:,} held out).
 - Reward model as in the recipe (`trainers.comparison_reward`): {reward['members']} member(s), each the base LM's
   transformer with a linear head initialised N(0, 1/√(d+1)) reading prompt + continuation, trained
-  {reward['epochs']} epoch(s) ({reward['steps']} steps of 8) with cross-entropy over the {reward['candidates']}
+  {reward['epochs']} epoch(s) ({reward['steps']} steps of {SENTIMENT_REWARD['batch_size']}) with cross-entropy over the {reward['candidates']}
   candidates, lr {reward['lr']:g} annealed linearly to 0 (recipe: 5e-5 for GPT-2 124M); best-of-{reward['candidates']}
   accuracy {reward['train_accuracy']:.3f} on the training comparisons, {reward['val_accuracy']:.3f} held out
   (chance {1 / reward['candidates']:.2f}); gain {reward['gain']:.4g} gives the base LM's continuations learned
