@@ -33,7 +33,7 @@ import numpy as np
 from trainers.sentiment_base import BaseLMConfig
 
 #: PPO on top of ``PPOConfig``'s recipe defaults for this task (the recipe's sentiment run: query 64 and
-#: response 24 tokens, temperature 0.7, truncation on a token; here characters, and lr 1e-4 for the small model).
+#: response 24 tokens, temperature 0.7, truncation on a token; here tokens of the base LM's tokenizer, and lr 1e-4 for the small model).
 SENTIMENT_OVERRIDES: dict[str, Any] = {"task": "continuation", "episodes": 32, "query_length": 48,
                                        "response_length": 24, "lr": 1e-4, "constrain_actions": False,
                                        "checkpoint_every": 10}
@@ -214,6 +214,7 @@ def render_section(results: dict[str, dict[str, Any]], reward: dict[str, Any], b
     from trainers.ppo_rlhf import kl_verdict
 
     base, ppo = results["base"], results["ppo"]
+    unit = "character" if base_state.get("tokenizer", "char") == "char" else "BPE token"
     diff, se, side = paired(ppo["vader"], base["vader"])
     said = {1: "PPO's continuations are more positive (VADER) than the base LM's by more than two paired SEs.",
             -1: "PPO's continuations are less positive (VADER) than the base LM's by more than two paired SEs.",
@@ -237,9 +238,10 @@ needs no apt), cut into sentences; a prompt is a sentence's first words, the env
 (`rlds_lang.continuation.env.ContinuationEnv`) takes one continuation and rewards it with VADER's compound
 sentiment in [-1, 1] (`vaderSentiment`, a lexicon inside its PyPI wheel) -- the true score, never shown to PPO.
 
-- Base LM: character-level GPT-2 ({config.model.n_layer} layers, {config.model.n_embd} wide; the recipe: GPT-2
-  124M pretrained on WebText) trained by BC for {base_state['step']} steps on {base_state['examples']:,} recorded
-  corpus continuations of train sentences (final NLL {base_state['final_nll']:.3f} nats per character).
+- Base LM: GPT-2 ({config.model.n_layer} layers, {config.model.n_embd} wide) over {unit}s
+  ({base_state.get('vocab_size', '?')} ids; the recipe: GPT-2 124M pretrained on WebText) trained by BC for
+  {base_state['step']} steps on {base_state['examples']:,} recorded corpus continuations of train sentences (final
+  NLL {base_state['final_nll']:.3f} nats per {unit}).
 - Labels: the base LM continues each of {reward['prompts']:,} train prompts {reward['candidates']} times; the
   synthetic labeller picks the continuation with the highest VADER score (`trainers.comparison_reward.best_of`;
   the recipe: humans pick the best of 4). {reward['ties']:,} prompts whose best score was tied carry no choice and
@@ -253,7 +255,7 @@ sentiment in [-1, 1] (`vaderSentiment`, a lexicon inside its PyPI wheel) -- the 
   scores of standard deviation 1.
 - PPO from the base LM with `--reward model:<dir>`: {config.updates} updates × {config.episodes} continuations
   ({config.updates * config.episodes:,}; the recipe: 1M episodes in batches of 512), query {config.query_length} and
-  response {config.response_length} characters (recipe: 64 and 24 BPE tokens), temperature {config.temperature},
+  response {config.response_length} {unit}s (recipe: 64 and 24 BPE tokens), temperature {config.temperature},
   lr {config.lr:g} (recipe 1e-5 for GPT-2 124M), adaptive β from {config.kl_coef:g} with target
   {config.kl_target:g}; other settings are `PPOConfig`'s recipe defaults.
 

@@ -243,7 +243,7 @@ class RewardModel:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RewardModel":
         """The reward model saved in the checkpoint folder ``path``; errors name the folder or the bad file."""
-        from rlds_lang.tokenizers import CharTokenizer
+        from rlds_lang.tokenizers import load_tokenizer
         from trainers.config import config_from_dict
 
         path = Path(path)
@@ -269,7 +269,7 @@ class RewardModel:
         missing = [name for name in needed if not (path / name).is_file()]
         if missing:
             raise FileNotFoundError(f"{path}: reward-model checkpoint is missing {', '.join(missing)}")
-        tokenizer = CharTokenizer.load(path / "tokenizer.json") if inputs.kind == "text" else None
+        tokenizer = load_tokenizer(path / "tokenizer.json") if inputs.kind == "text" else None
         members = build_members(inputs, config, tokenizer)
         try:
             members.load_state_dict(torch.load(path / "weights.pt", map_location="cpu", weights_only=True))

@@ -48,6 +48,11 @@ class BaseLMConfig:
     batch_size: int = 32
     #: Adam learning rate (a small randomly initialised model).
     lr: float = 1e-3
+    #: ``bpe``: a byte-level BPE (``rlds_lang.subword.SubwordTokenizer``) trained on the corpus texts, so the LM
+    #: samples whole corpus words (the recipe's GPT-2 reads BPE tokens too); ``char``: the task's characters.
+    tokenizer: str = "bpe"
+    #: BPE vocabulary size (with ``tokenizer="bpe"``).
+    bpe_vocab: int = 1000
     #: seed of the weights and the batch order.
     seed: int = 0
     #: the transformer.
@@ -86,17 +91,31 @@ def make_batch(rows: Sequence[tuple[list[int], int]], pad_id: int) -> dict[str, 
     return {"input_ids": input_ids, "attention_mask": attention, "action_mask": action}
 
 
+def base_tokenizer(config: BaseLMConfig, episodes: Sequence[dict[str, Any]]) -> Any:
+    """The base LM's tokenizer: the task's characters, or a BPE trained on the prompts and continuations of
+    ``episodes`` (``config.tokenizer``)."""
+    from rlds_lang.continuation.corpus import continuation_tokenizer
+    from rlds_lang.subword import SubwordTokenizer
+
+    if config.tokenizer == "char":
+        return continuation_tokenizer()
+    if config.tokenizer != "bpe":
+        raise ValueError(f"BaseLMConfig.tokenizer must be 'bpe' or 'char', got {config.tokenizer!r}")
+    texts = [str(t) for ep in episodes for t in (ep["steps"][0]["observation"]["text"], ep["steps"][0]["action"])]
+    return SubwordTokenizer.train(texts, vocab_size=config.bpe_vocab, name=f"continuation-bpe-{config.bpe_vocab}")
+
+
 def pretrain_base(config: BaseLMConfig, progress: bool = False) -> Path:
     """Trains (or reuses) the base LM; returns its checkpoint folder."""
-    from rlds_lang.continuation.corpus import continuation_tokenizer
     from trainers.bc import BCConfig, BCModel
     from trainers.checkpoint import checkpoint_dir, save_checkpoint
 
     out = Path(config.out)
     if (checkpoint_dir(out) / "trainer_state.pt").is_file():
         return checkpoint_dir(out)
-    tokenizer = continuation_tokenizer()
-    rows = episode_tokens(corpus_episodes(config), tokenizer)
+    episodes = corpus_episodes(config)
+    tokenizer = base_tokenizer(config, episodes)
+    rows = episode_tokens(episodes, tokenizer)
     torch.manual_seed(config.seed)
     bc_config = BCConfig(out=str(out), steps=config.steps, batch_size=config.batch_size, lr=config.lr,
                          seed=config.seed, model=config.model, tokenizer="continuation")
@@ -114,7 +133,8 @@ def pretrain_base(config: BaseLMConfig, progress: bool = False) -> Path:
         losses.append(loss.item())
         if progress and step % 200 == 0:
             print(f"base LM step {step}/{config.steps}: nll {np.mean(losses[-200:]):.3f}", flush=True)
-    state = {"step": config.steps, "final_nll": float(np.mean(losses[-50:])), "examples": len(rows)}
+    state = {"step": config.steps, "final_nll": float(np.mean(losses[-50:])), "examples": len(rows),
+             "tokenizer": config.tokenizer, "vocab_size": tokenizer.vocab_size}
     return save_checkpoint(out, "bc", bc_config, model, tokenizer, state)
 
 
