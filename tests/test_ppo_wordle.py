@@ -45,9 +45,10 @@ def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoi
     main(["ppo-results", "--bc", str(bc_checkpoint), "--runs", str(tmp_path / "runs"), "--updates", "1",
           "--games", "12", "--out", str(doc), "--no-progress", "--rlhf-updates", "2", "--rlhf-labels", "40",
           "--rlhf-games-per-policy", "4", "--rlhf-bc-games", "4", "--rlhf-reward-steps", "3",
-          # result 3 (trainers.ppo_sentiment) at tiny sizes
-          "--sentiment-base-steps", "3", "--sentiment-base-examples", "16", "--sentiment-preference-prompts", "8",
-          "--sentiment-reward-steps", "2", "--sentiment-reward-members", "1", "--sentiment-updates", "1",
+          # result 3 (trainers.ppo_sentiment) at small sizes: a base LM of 3 steps writes continuations that VADER
+          # scores all alike, so every best-of-4 group would be a tie and nothing would be left to train on
+          "--sentiment-base-steps", "30", "--sentiment-base-examples", "64", "--sentiment-preference-prompts", "24",
+          "--sentiment-reward-epochs", "1", "--sentiment-reward-members", "1", "--sentiment-updates", "1",
           "--sentiment-episodes", "2", "--sentiment-eval-prompts", "4"])
     text = doc.read_text()
     assert "| bc | 12 |" in text and "| ppo | 12 |" in text

@@ -49,9 +49,11 @@
     try {
       const out = await api("POST", base, {pair_id: pair.pair_id, label, seconds: (performance.now() - shownAt) / 1000});
       judged = out.judged;
-      say(`Recorded “${label}”.`);
       await load();
-      say(`Recorded “${label}”.`);
+      // Said only once the next pair is shown and keys are taken again: a person (or a test) who reacts to
+      // the message must not have the next key dropped while the pair is still loading.
+      busy = false;
+      if (pair) say(`Recorded “${label}”.`);
     } catch (e) { say(e.message, true); }
     busy = false;
   }
