@@ -58,3 +58,13 @@ def test_verdicts_and_normalised_scores_are_computed():
     assert "is not separated from BC by 2 SE" in lines[2]
     table = render_table([by_name["ILQL"]], dataset_mean=-4.12, scripted_mean=-1.94)
     assert "| ILQL | -2.000 ± 0.041 | 98.6 | -2.04 | 97.7 |" in table
+
+
+def test_the_diagnosis_compares_bc_with_the_data_policy():
+    from trainers.lmrl_gym_results import _diagnosis
+
+    far = _result("BC", [-6.0] * 19 + [-3.0])  # wins 1 of 20 (the -6 games lost)
+    text = _diagnosis({"BC": far}, {"success_rate": 0.70})
+    assert text.startswith("BC wins 5.0% ± 5.0% of games, the data policy it imitates 70.0%: BC has not learned")
+    close = _result("BC", [-6.0] * 3 + [-3.0] * 7)
+    assert "BC has learned the behaviour policy" in _diagnosis({"BC": close}, {"success_rate": 0.70})

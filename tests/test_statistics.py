@@ -274,3 +274,15 @@ def test_cli_stats(built, tmp_path, capsys):
     main(["stats", "replay_roundtrip", "--config", "default", "--data_dir", tfds_root, "--split", "train[:1]",
           "--win-reward", "-1"])
     assert "episodes 1" in capsys.readouterr().out
+
+
+def test_returns_and_lengths_read_from_the_record_files_agree_with_compute_statistics(built):
+    from transforms.loading import load
+    from transforms.statistics import returns_and_lengths
+
+    stats = compute_statistics(load(built[0]))
+    for batch_size in (1, 4096):
+        returns, lengths = returns_and_lengths(built[0], batch_size=batch_size)
+        assert sorted(zip(returns.tolist(), lengths.tolist())) == sorted(zip(stats.returns.tolist(),
+                                                                             stats.episode_lengths.tolist()))
+    assert sorted(returns.tolist()) == [-3.0, -1.0] and returns.dtype == np.float64
