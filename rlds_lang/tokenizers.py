@@ -220,8 +220,44 @@ def continuation_tokenizer() -> CharTokenizer:
     return make()
 
 
+def word_tokenizer(words: Sequence[str], name: str = "words") -> Any:
+    """Word-as-token Wordle: a ``rlds_lang.subword.SubwordTokenizer`` whose merges make every word of ``words``
+    and every feedback pattern of squares (3^5 of them) a single id, so a guess is one action token and a
+    feedback one observation token (the choice LMRL-Gym's issue asks to compare with letter-as-token).
+
+    Byte-level BPE trained until no merge is left, so any other text still encodes (in several ids) and
+    decodes byte for byte. Raises ``ValueError`` naming a word that did not become one id.
+
+    >>> tok = word_tokenizer(["crane", "slate"])
+    >>> len(tok.encode("crane")), len(tok.encode("⬛🟨⬛⬛🟩")), tok.decode(tok.encode("slate🟩"))
+    (1, 1, 'slate🟩')
+    """
+    from itertools import product
+
+    from rlds_lang.subword import SubwordTokenizer
+    from rlds_lang.wordle.game import SQUARES, WORD_LENGTH
+
+    patterns = ["".join(p) for p in product(sorted(SQUARES.values()), repeat=WORD_LENGTH)]
+    units = sorted(set(words)) + patterns
+    # every unit needs at most (bytes - 1) merges; this bound is never reached (training stops when none is left)
+    bound = len(SubwordTokenizer.SPECIALS) + 256 + sum(len(u.encode()) for u in units)
+    tok = SubwordTokenizer.train([u for u in units for _ in range(2)], vocab_size=bound, name=name)
+    split = [u for u in units if len(tok.encode(u)) != 1]
+    if split:
+        raise ValueError(f"word_tokenizer {name!r}: {len(split)} words or patterns are not one id, e.g. {split[:3]}")
+    return tok
+
+
+def lmrl_gym_word_tokenizer() -> Any:
+    """``word_tokenizer`` of LMRL-Gym's 431-word list (``rlds_lang.wordle.words.lmrl_gym_words``)."""
+    from rlds_lang.wordle.words import lmrl_gym_words
+
+    return word_tokenizer(lmrl_gym_words().words, name="lmrl_gym_words")
+
+
 #: tokenizers by the name a training config gives (``TrainConfig.tokenizer``).
-TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer}
+TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer,
+              "lmrl_gym_words": lmrl_gym_word_tokenizer}
 
 
 def make_tokenizer(name: str) -> Any:

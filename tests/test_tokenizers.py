@@ -119,3 +119,28 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(tokenizers, extraglobs={"tf": tf, "np": np})
     assert result.failed == 0 and result.attempted >= 10
+
+
+def test_lmrl_gym_word_tokenizer_makes_each_word_and_feedback_one_id(tmp_path):
+    import itertools
+
+    from rlds_lang.wordle.words import lmrl_gym_words
+
+    tok = tokenizers.make_tokenizer("lmrl_gym_words")
+    words = lmrl_gym_words().words
+    ids = [tok.encode(w) for w in words]
+    assert all(len(i) == 1 for i in ids) and len({i[0] for i in ids}) == 431
+    patterns = ["".join(p) for p in itertools.product("⬛🟨🟩", repeat=5)]
+    assert all(len(tok.encode(p)) == 1 for p in patterns) and len({tok.encode(p)[0] for p in patterns}) == 243
+    assert tok == tokenizers.make_tokenizer("lmrl_gym_words")  # the same ids every time it is made
+    prompt = tok.encode_prompt(["", patterns[5]], [words[0]])
+    assert prompt == [tok.bos_id, tok.eoo_id, ids[0][0], tok.eoa_id, tok.encode(patterns[5])[0], tok.eoo_id]
+    for text in ("zzzzz", "crane 🟧\r\n", "<eoa>"):  # anything else still round-trips, in several ids
+        assert tok.decode(tok.encode(text)) == text
+    tok.save(tmp_path / "tokenizer.json")
+    assert tokenizers.load_tokenizer(tmp_path / "tokenizer.json") == tok
+
+
+def test_word_tokenizer_names_a_word_that_cannot_be_one_id():
+    with pytest.raises(ValueError, match="not one id"):
+        tokenizers.word_tokenizer(["crane", "crane crane"], name="bad")  # a space splits before BPE merges
