@@ -76,3 +76,25 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(lmrl_gym)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_behaviour_probability_sums_to_one_and_sets_the_floor_of_bc():
+    import math
+
+    from trainers.lmrl_gym import behaviour_nats_per_guess
+
+    env, policy = lmrl_gym.make_env(seed=3), lmrl_gym.behaviour_policy()
+    policy.reset(3)
+    step = env.reset()
+    observations, actions = [step.observation], []
+    for _ in range(2):  # at the start and after two guesses: a distribution over the list
+        words = lmrl_gym_words().words
+        probabilities = [policy.probability(observations, actions, w) for w in words]
+        assert math.isclose(sum(probabilities), 1.0, rel_tol=1e-9) and min(probabilities) >= 0.66 / 431 - 1e-12
+        action = policy.act(observations, actions)
+        step = env.step(action)
+        observations.append(step.observation)
+        actions.append(action)
+    assert policy.probability(observations, actions, "zzzzz") == 0.0
+    nats = behaviour_nats_per_guess(games=40, seed=7)
+    assert 4.0 < nats < math.log(431)  # below uniform guessing: the consistent-word part carries information

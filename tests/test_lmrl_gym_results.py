@@ -68,3 +68,12 @@ def test_the_diagnosis_compares_bc_with_the_data_policy():
     assert text.startswith("BC wins 5.0% ± 5.0% of games, the data policy it imitates 70.0%: BC has not learned")
     close = _result("BC", [-6.0] * 3 + [-3.0] * 7)
     assert "BC has learned the behaviour policy" in _diagnosis({"BC": close}, {"success_rate": 0.70})
+
+
+def test_the_diagnosis_states_how_much_of_the_data_bc_learned():
+    from trainers.lmrl_gym_results import _diagnosis
+
+    bc = _result("BC", [-6.0] * 19 + [-3.0])
+    text = _diagnosis({"BC": bc}, {"success_rate": 0.70}, {"bc": 5.94, "behaviour": 5.25, "uniform": 6.07})
+    assert "BC's training loss is 5.940 nats per guess" in text and "5.250" in text and "6.070" in text
+    assert "BC has learned 16% of what the data holds" in text  # (6.07 - 5.94) / (6.07 - 5.25)

@@ -221,7 +221,8 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path
     (None with ``--train-only``, which stops after training the rows named)."""
     from trainers.eval import evaluate, save_results
-    from trainers.lmrl_gym import setting_config
+    from rlds_lang.wordle.words import lmrl_gym_words
+    from trainers.lmrl_gym import behaviour_nats_per_guess, setting_config
     from trainers.results import DECODINGS
 
     started = time.perf_counter()
@@ -244,6 +245,8 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     save_results(results, out.with_suffix(".json"))
     by_name = {r.name: r for r in results}
     data = _dataset_figures(dataset)
+    nats = {"bc": bc_nats_per_guess(runs["BC"]), "behaviour": behaviour_nats_per_guess(args.calibration_games),
+            "uniform": float(np.log(len(lmrl_gym_words().words)))}
     scripted_mean = by_name[SCRIPTED].mean_reward
     curves = []
     for name, run in runs.items():
@@ -254,7 +257,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
             curves.append(f"[{name}]({target.name})")
     document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
                                args.calibration_games, out), minutes, steps, curves, args,
-                               time.perf_counter() - started)
+                               time.perf_counter() - started, nats)
     out.write_text(document)
     print(document)
     return out
@@ -270,17 +273,36 @@ def _command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def _diagnosis(by_name: dict, data: dict) -> str:
-    """BC's success rate beside the data policy's: how much of the behaviour policy BC learned (computed)."""
+def bc_nats_per_guess(run: Path) -> float:
+    """A BC run's last logged training NLL per action token times the action tokens of a guess (a list word's ids
+    and the end-of-action id, averaged over the list, by the run's own tokenizer): nats per guess."""
+    from rlds_lang.tokenizers import load_tokenizer
+    from rlds_lang.wordle.words import lmrl_gym_words
+
+    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+    tokenizer = load_tokenizer(run / "checkpoint" / "tokenizer.json")
+    return float(last["nll"]) * float(np.mean([len(tokenizer.encode(w)) + 1 for w in lmrl_gym_words().words]))
+
+
+def _diagnosis(by_name: dict, data: dict, nats: dict | None = None) -> str:
+    """BC's success rate beside the data policy's, and (``nats``: ``bc``, ``behaviour``, ``uniform``) BC's training
+    loss per guess beside the lowest one it can reach and uniform guessing's: how much of the data BC learned."""
     bc = by_name["BC"]
     learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
-    return (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
+    text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
             f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC-like "
             "logits (β·(Q − V) added to them).")
+    if nats:
+        share = (nats["uniform"] - nats["bc"]) / (nats["uniform"] - nats["behaviour"])
+        text += (f" BC's training loss is {nats['bc']:.3f} nats per guess; the behaviour policy's own entropy (the "
+                 f"lowest loss BC can reach) is {nats['behaviour']:.3f} and uniform guessing's {nats['uniform']:.3f}, "
+                 f"so BC has learned {share:.0%} of what the data holds beyond the word list.")
+    return text
 
 
 def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
-                    minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float) -> str:
+                    minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float,
+                    nats: dict | None = None) -> str:
     """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
     lines, met = comparison_lines(by_name)
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
@@ -291,7 +313,7 @@ def render_document(results: list, by_name: dict, data: dict, scripted_mean: flo
     status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
               f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
               "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              _diagnosis(by_name, data) + " What was trained (and so tried) is listed under *What was trained*.")
+              _diagnosis(by_name, data, nats) + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
     return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table

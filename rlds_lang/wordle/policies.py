@@ -267,6 +267,16 @@ class RandomMixturePolicy(_WordlePolicy):
             return self.knowledge.answers.words[int(self._rng.choice(view.candidates))]
         return self._random_guess()
 
+    def probability(self, observations: Sequence[Observation], actions: Sequence[str], action: str) -> float:
+        """The probability that ``act`` returns ``action`` in this state: ``(1 - prob_smart) / |guesses|`` for a
+        guess-list word, plus ``prob_smart / |candidates|`` if it is a consistent answer. Its mean ``-log`` over a
+        policy's own games is the lowest loss behaviour cloning of its data can reach."""
+        view = self.view(observations, actions)
+        guesses, answers = self.knowledge.guesses.words, self.knowledge.answers.words
+        p = (1.0 - self.prob_smart) / len(guesses) if action in guesses else 0.0
+        candidates = [answers[int(i)] for i in view.candidates]
+        return p + (self.prob_smart / len(candidates) if action in candidates else 0.0)
+
 
 class WrongPolicy(_WordlePolicy):
     """A suboptimal policy: a random word of the guess list that is *not* consistent with the feedback.
