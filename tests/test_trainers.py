@@ -106,6 +106,11 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_data
     final_b = load_agent_model(tmp_path / "resumed" / "checkpoint").model.state_dict()
     for key in final_a:
         torch.testing.assert_close(final_b[key], final_a[key], rtol=1e-5, atol=1e-7, msg=key)
+    # reloading a finished run reads no data (its dataset may even be gone) and changes nothing
+    weights = (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes()
+    again = train(algorithm, dataclasses.replace(interrupted, steps=4, dataset=str(tmp_path / "no-such-dataset"),
+                                                 top_p=0.5), progress=False)
+    assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
 def test_ilql_prefers_a_rare_rewarded_action_that_bc_rarely_takes(tmp_path):

@@ -208,7 +208,10 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
     step = _maybe_resume(config, module, optimizer, scheduler)
     model: nn.Module = nn.parallel.DistributedDataParallel(module) if info.world_size > 1 else module
-    batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum)
+    # a finished run (reloaded to regenerate a document) reads no data: %BC's top-p pass alone over a 1M-episode
+    # dataset takes most of an hour
+    batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum) if step < config.steps \
+        else iter(())
     logs = _Logs(out, info.is_main)
     if info.is_main:
         _truncate_metrics_after(logs.path, step)
