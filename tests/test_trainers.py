@@ -113,6 +113,18 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_data
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
+def test_a_row_logged_after_a_resume_averages_only_the_steps_since(wordle_dataset, tmp_path):
+    """Resumed at step 3 with ``log_every=4``, the row of step 4 is step 4's own loss (it was divided by 4)."""
+    train("bc", config("bc", wordle_dataset, tmp_path / "straight", steps=4), progress=False)
+    part = config("bc", wordle_dataset, tmp_path / "resumed", steps=3, log_every=4)
+    train("bc", part, progress=False)
+    train("bc", dataclasses.replace(part, steps=4), progress=False)
+    per_step, rows = metrics(tmp_path / "straight"), metrics(tmp_path / "resumed")
+    assert [r["step"] for r in rows] == [3, 4]
+    assert rows[0]["loss"] == pytest.approx(sum(r["loss"] for r in per_step[:3]) / 3, rel=1e-5)
+    assert rows[1]["loss"] == pytest.approx(per_step[3]["loss"], rel=1e-5)
+
+
 def test_ilql_prefers_a_rare_rewarded_action_that_bc_rarely_takes(tmp_path):
     """Data: 10% of episodes take ``ab`` (reward 0), 90% ``ba`` (reward -1). BC imitates the data; ILQL's
     perturbed policy should take ``ab``. Compared by each policy's exact expected reward."""

@@ -227,6 +227,7 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
     # pipeline (opening files, filling the shuffle buffer) and for the first forward pass
     clock = _Throughput()
     window: dict[str, float] = {}
+    in_window = 0
     last: dict[str, float] = {}
     module.train()
     while step < config.steps:
@@ -239,15 +240,15 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
         clock.step_done(sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size)
         for key, value in metrics.items():
             window[key] = window.get(key, 0.0) + value
+        in_window += 1
         if bar is not None:
             bar.update(1)
             bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.4f}")
         if step % config.log_every == 0 or step == config.steps:
-            n = config.log_every if step % config.log_every == 0 else step % config.log_every
-            last = {k: v / n for k, v in window.items()}
+            last = {k: v / in_window for k, v in window.items()}  # the steps summed (fewer after a resume)
             last.update(lr=scheduler.get_last_lr()[0], **clock.window())
             logs.write(step, last)
-            window = {}
+            window, in_window = {}, 0
         if step % config.checkpoint_every == 0 or step == config.steps:
             _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, info)
     if bar is not None:
