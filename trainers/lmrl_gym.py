@@ -37,22 +37,17 @@ def measure_setting(games: int = 20_000, scripted_games: int = lmrl_gym.PUBLISHE
 
 def behaviour_nats_per_guess(games: int = 2000, seed: int = 100_000) -> float:
     """The behaviour policy's mean ``-log p(guess | history)`` (nats) over its own seeded games of the setting:
-    the lowest loss per guess that behaviour cloning of the data can reach (uniform guesses: ``log 431``)."""
+    the lowest loss per guess that behaviour cloning of the data can reach (uniform guessing: ``log 431``)."""
     import math
+
+    from rlds_lang.env import run_episode
 
     env, policy = lmrl_gym.make_env(), lmrl_gym.behaviour_policy()
     nats: list[float] = []
     for game in range(games):
-        env.seed(seed + game)
-        policy.reset(seed + game)
-        step = env.reset()
-        observations, actions = [step.observation], []
-        while not step.last():
-            action = policy.act(observations, actions)
-            nats.append(-math.log(policy.probability(observations, actions, action)))
-            step = env.step(action)
-            observations.append(step.observation)
-            actions.append(action)
+        episode = run_episode(env, policy, seed=seed + game)
+        nats += [-math.log(policy.probability(episode.observations[:t + 1], episode.actions[:t], action))
+                 for t, action in enumerate(episode.actions)]
     return sum(nats) / len(nats)
 
 

@@ -278,9 +278,11 @@ def bc_nats_per_guess(run: Path) -> float:
     and the end-of-action id, averaged over the list, by the run's own tokenizer): nats per guess."""
     from rlds_lang.tokenizers import load_tokenizer
     from rlds_lang.wordle.words import lmrl_gym_words
+    from trainers.checkpoint import checkpoint_dir
+    from trainers.plots import read_metrics
 
-    last = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
-    tokenizer = load_tokenizer(run / "checkpoint" / "tokenizer.json")
+    last = read_metrics(run / "metrics.jsonl")[-1]
+    tokenizer = load_tokenizer(checkpoint_dir(run) / "tokenizer.json")
     return float(last["nll"]) * float(np.mean([len(tokenizer.encode(w)) + 1 for w in lmrl_gym_words().words]))
 
 
