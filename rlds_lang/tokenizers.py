@@ -255,6 +255,16 @@ def lmrl_gym_word_tokenizer() -> Any:
     return word_tokenizer(lmrl_gym_words().words, name="lmrl_gym_words")
 
 
+def token_spellings(tokenizer: Any) -> list[str]:
+    """The text of every id of ``tokenizer`` (``""`` for the specials): what a model with spelled embeddings
+    (``trainers.model.SpelledEmbedding``) spells each token with.
+
+    >>> token_spellings(CharTokenizer("ab"))
+    ['', '', '', '', '', '', 'a', 'b']
+    """
+    return [tokenizer.decode([token]) for token in range(tokenizer.vocab_size)]
+
+
 #: tokenizers by the name a training config gives (``TrainConfig.tokenizer``).
 TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer,
               "lmrl_gym_words": lmrl_gym_word_tokenizer}

@@ -23,7 +23,7 @@ from torch import nn
 
 from trainers.config import TrainConfig
 from trainers.ilql_losses import bc_loss
-from trainers.model import action_targets, build_language_model
+from trainers.model import action_targets, language_model_for
 from trainers.objective import LossOutput
 
 
@@ -40,8 +40,7 @@ class BCModel(nn.Module):
 
     def __init__(self, config: BCConfig, tokenizer):
         super().__init__()
-        self.lm = build_language_model(config.model, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
-                                       bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+        self.lm = language_model_for(config.model, tokenizer)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """Mean negative log-likelihood of the batch's action tokens (and how many there are)."""

@@ -4,7 +4,7 @@ Layout of ``<out>/checkpoint/``:
 
 | file | what |
 | --- | --- |
-| ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers) |
+| ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers; spelled embeddings are saved as the plain table they sum to) |
 | ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads) |
 | ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs) |
 | ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}}`` |
@@ -45,13 +45,14 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
                     trainer_state: dict[str, Any]) -> Path:
     """Writes ``out/checkpoint`` atomically (temporary folder, then rename) and returns its path."""
     from trainers.config import config_to_dict
+    from trainers.model import plain_language_model
 
     final = checkpoint_dir(out)
     tmp = final.with_name(CHECKPOINT + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    model.lm.save_pretrained(tmp / "lm")
+    plain_language_model(model.lm).save_pretrained(tmp / "lm")
     torch.save(model.state_dict(), tmp / "model.pt")
     torch.save(trainer_state, tmp / "trainer_state.pt")
     (tmp / "config.json").write_text(json.dumps({"algorithm": algorithm, "config": config_to_dict(config)},

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainers.config import TrainConfig
-from trainers.model import build_language_model
+from trainers.model import language_model_for
 from trainers.objective import LossOutput
 
 LOSS_TYPES = ("sigmoid", "ipo")
@@ -151,8 +151,7 @@ class DPOModel(nn.Module):
         if config.nll_coef < 0:
             raise ValueError(f"DPOConfig.nll_coef must be >= 0, got {config.nll_coef}")
         self.config = config
-        self.lm = build_language_model(config.model, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
-                                       bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+        self.lm = language_model_for(config.model, tokenizer)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """Mean DPO loss over the batch's pairs (``count`` = pairs); metrics are per-pair means."""

@@ -41,7 +41,7 @@ from torch import nn
 from trainers.config import TrainConfig
 from trainers.ilql_losses import (bc_loss, cql_loss, expectile_loss, masked_mean, next_action_values, polyak_update,
                                   q_loss, td_targets)
-from trainers.model import ValueHeads, action_targets, build_language_model
+from trainers.model import ValueHeads, action_targets, language_model_for
 from trainers.objective import LossOutput
 
 
@@ -84,8 +84,7 @@ class ILQLModel(nn.Module):
     def __init__(self, config: ILQLConfig, tokenizer):
         super().__init__()
         self.config = config
-        self.lm = build_language_model(config.model, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
-                                       bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+        self.lm = language_model_for(config.model, tokenizer)
         self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:

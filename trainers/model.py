@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from typing import Any, Sequence
 
 import torch
 from torch import nn
@@ -39,11 +40,19 @@ class ModelConfig:
     dropout: float = 0.0
     #: a local folder with ``config.json`` + weights (``save_pretrained``) to start from; None = random init.
     checkpoint: str | None = None
+    #: add to each token's embedding learned (position, character) embeddings of the token's text
+    #: (``SpelledEmbedding``), with the output layer tied to the sum: a word-as-token model then shares what it
+    #: learns about a letter in a place across the words that have it, instead of learning each word alone.
+    #: Off: GPT-2's plain embedding table. It changes the parametrisation only; the saved ``lm/`` is plain GPT-2.
+    spelled_embeddings: bool = False
 
 
 def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int | None = None,
-                         eos_id: int | None = None) -> nn.Module:
+                         eos_id: int | None = None, spellings: Sequence[str] | None = None) -> nn.Module:
     """A ``GPT2LMHeadModel`` for the task's vocabulary, randomly initialised or loaded from ``checkpoint``.
+
+    ``spellings`` (the text of every id, ``rlds_lang.tokenizers.token_spellings``) is needed with
+    ``config.spelled_embeddings``, which then wraps the embedding table in ``SpelledEmbedding``.
 
     >>> lm = build_language_model(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=8), 10, pad_id=0)
     >>> lm(input_ids=torch.zeros(1, 3, dtype=torch.long)).logits.shape
@@ -58,14 +67,123 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
         if model.config.vocab_size != vocab_size:
             raise ValueError(f"checkpoint {config.checkpoint!r} has vocab_size {model.config.vocab_size}, "
                              f"the tokenizer {vocab_size}")
-        return model
-    if config.n_embd % config.n_head:
-        raise ValueError(f"ModelConfig: n_head={config.n_head} must divide n_embd={config.n_embd}")
-    gpt2 = GPT2Config(vocab_size=vocab_size, n_positions=config.n_positions, n_embd=config.n_embd,
-                      n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=config.dropout,
-                      embd_pdrop=config.dropout, attn_pdrop=config.dropout, pad_token_id=pad_id,
-                      bos_token_id=bos_id, eos_token_id=eos_id)
-    return GPT2LMHeadModel(gpt2)
+    else:
+        if config.n_embd % config.n_head:
+            raise ValueError(f"ModelConfig: n_head={config.n_head} must divide n_embd={config.n_embd}")
+        gpt2 = GPT2Config(vocab_size=vocab_size, n_positions=config.n_positions, n_embd=config.n_embd,
+                          n_layer=config.n_layer, n_head=config.n_head, resid_pdrop=config.dropout,
+                          embd_pdrop=config.dropout, attn_pdrop=config.dropout, pad_token_id=pad_id,
+                          bos_token_id=bos_id, eos_token_id=eos_id)
+        model = GPT2LMHeadModel(gpt2)
+    if config.spelled_embeddings:
+        if spellings is None:
+            raise ValueError("ModelConfig.spelled_embeddings needs the text of every token id (spellings=...)")
+        spell_embeddings(model, spellings)
+    return model
+
+
+def language_model_for(config: ModelConfig, tokenizer: Any) -> nn.Module:
+    """``build_language_model`` for ``tokenizer``: its vocabulary, special ids and (when asked) spellings."""
+    from rlds_lang.tokenizers import token_spellings
+
+    return build_language_model(config, tokenizer.vocab_size, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
+                                eos_id=tokenizer.eos_id,
+                                spellings=token_spellings(tokenizer) if config.spelled_embeddings else None)
+
+
+#: how many leading characters of a token's text get their own (position, character) embedding.
+SPELLING_LENGTH = 8
+
+
+class SpelledEmbedding(nn.Module):
+    """A token embedding table that is a free table plus the sum of its spelling's (position, character)
+    embeddings: ``weight[t] = free[t] + sum_p letters[p, text(t)[p]]`` over the first ``length`` characters.
+
+    With word-as-token Wordle, ``crane`` and ``crate`` share four of their five (place, letter) vectors, and a
+    feedback pattern is the sum of its five (place, colour) vectors, so what a model learns about one word
+    or pattern reaches the others (LMRL-Gym's GPT-2 brings that knowledge from pretraining; ours starts from
+    random weights). ``letters`` starts at zero: at initialisation the table equals the plain one. Tokens
+    with an empty text (the specials) keep their free row only. The spellings are rebuilt from the
+    tokenizer, so they are not in the ``state_dict`` (``free`` and ``letters`` are).
+
+    >>> table = SpelledEmbedding(nn.Embedding(3, 4), ["", "ab", "b"])
+    >>> table.letters.shape, table(torch.tensor([[1, 2]])).shape
+    (torch.Size([16, 4]), torch.Size([1, 2, 4]))
+    """
+
+    def __init__(self, table: nn.Embedding, spellings: Sequence[str], length: int = SPELLING_LENGTH):
+        super().__init__()
+        if len(spellings) != table.num_embeddings:
+            raise ValueError(f"SpelledEmbedding: {len(spellings)} spellings for {table.num_embeddings} token ids")
+        symbols = sorted({char for text in spellings for char in text[:length]})
+        if not symbols:
+            raise ValueError("SpelledEmbedding: every spelling is empty; there is nothing to spell tokens with")
+        index = {char: i for i, char in enumerate(symbols)}
+        slots = torch.full((len(spellings), length), -1, dtype=torch.long)
+        for token, text in enumerate(spellings):
+            for place, char in enumerate(text[:length]):
+                slots[token, place] = place * len(symbols) + index[char]
+        self.free = table.weight
+        self.letters = nn.Parameter(torch.zeros(length * len(symbols), table.embedding_dim,
+                                                dtype=table.weight.dtype, device=table.weight.device))
+        self.register_buffer("slots", slots.clamp(min=0), persistent=False)
+        self.register_buffer("spelled", (slots >= 0).to(table.weight.dtype), persistent=False)
+        self.symbols = "".join(symbols)
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The effective ``[vocab, n_embd]`` table (what a plain GPT-2 with the same outputs would hold)."""
+        return self.free + (self.letters[self.slots] * self.spelled.unsqueeze(-1)).sum(1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """The embeddings of ``ids``: ``[..., n_embd]``."""
+        return nn.functional.embedding(ids, self.weight)
+
+
+class TiedOutput(nn.Module):
+    """GPT-2's output layer tied to a ``SpelledEmbedding``: logits are ``hidden @ embedding.weight.T``."""
+
+    def __init__(self, embedding: SpelledEmbedding):
+        super().__init__()
+        object.__setattr__(self, "embedding", embedding)  # not a submodule: its parameters are the input table's
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The effective table (shared with the input embedding)."""
+        return self.embedding.weight
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits over the vocabulary: ``[..., vocab]``."""
+        return hidden @ self.embedding.weight.T
+
+
+def spell_embeddings(lm: nn.Module, spellings: Sequence[str]) -> nn.Module:
+    """Wraps a GPT-2 LM's embedding table in ``SpelledEmbedding`` and ties its output layer to it, in place."""
+    spelled = SpelledEmbedding(lm.transformer.wte, spellings)
+    lm.transformer.wte = spelled
+    lm.lm_head = TiedOutput(spelled)
+    return lm
+
+
+def plain_language_model(lm: nn.Module) -> nn.Module:
+    """``lm`` as an ordinary ``transformers`` GPT-2 (for ``save_pretrained``): itself, or for spelled embeddings
+    a copy whose embedding table holds the effective weights, so it computes the same logits.
+
+    >>> lm = build_language_model(ModelConfig(n_layer=1, n_embd=8, n_head=2, spelled_embeddings=True), 3, pad_id=0,
+    ...                           spellings=["", "ab", "b"])
+    >>> type(plain_language_model(lm).transformer.wte).__name__
+    'Embedding'
+    """
+    embedding = lm.transformer.wte
+    if not isinstance(embedding, SpelledEmbedding):
+        return lm
+    from transformers import GPT2LMHeadModel
+
+    plain = GPT2LMHeadModel(lm.config)
+    state = {k: v for k, v in lm.state_dict().items() if not k.startswith("transformer.wte.")}
+    state["transformer.wte.weight"] = state["lm_head.weight"] = embedding.weight.detach().clone()
+    plain.load_state_dict(state)
+    return plain.to(embedding.free.device)
 
 
 def mlp_head(hidden_size: int, out_size: int) -> nn.Sequential:
@@ -122,4 +240,5 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
     return batch["input_ids"][:, 1:], mask
 
 
-__all__ = ["ModelConfig", "build_language_model", "mlp_head", "ValueHeads", "action_targets"]
+__all__ = ["ModelConfig", "build_language_model", "language_model_for", "SPELLING_LENGTH", "SpelledEmbedding",
+           "TiedOutput", "spell_embeddings", "plain_language_model", "mlp_head", "ValueHeads", "action_targets"]

@@ -61,7 +61,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainers.model import ModelConfig, build_language_model
+from trainers.model import ModelConfig, language_model_for
 from trainers.ppo_model import PolicyWithValue, frozen_reference
 
 
@@ -156,8 +156,7 @@ class PPOModel(PolicyWithValue):
     """The trained module of a PPO checkpoint: the policy LM and its value head (``load_agent_model``)."""
 
     def __init__(self, config: PPOConfig, tokenizer: Any):
-        super().__init__(build_language_model(config.model, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
-                                              bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id),
+        super().__init__(language_model_for(config.model, tokenizer),
                          zero_init_value=config.zero_init_value)
 
 

@@ -191,13 +191,12 @@ class TextStepReward(nn.Module):
 
     def __init__(self, model_config, tokenizer, hidden: int, dropout: float, batch_norm: bool, head: str = "mlp"):
         super().__init__()
-        from trainers.model import build_language_model
+        from trainers.model import language_model_for
         from trainers.ppo_losses import reward_head_init_
 
         if head not in TEXT_HEADS:
             raise ValueError(f"head must be one of {TEXT_HEADS}, got {head!r}")
-        lm = build_language_model(model_config, tokenizer.vocab_size, pad_id=tokenizer.pad_id,
-                                  bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+        lm = language_model_for(model_config, tokenizer)
         self.trunk = lm.transformer
         self.head = reward_head(lm.config.n_embd, hidden, dropout, batch_norm) if head == "mlp" else \
             reward_head_init_(nn.Linear(lm.config.n_embd, 1))
