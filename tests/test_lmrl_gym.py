@@ -91,6 +91,7 @@ def test_behaviour_probability_sums_to_one_and_sets_the_floor_of_bc():
         words = lmrl_gym_words().words
         probabilities = [policy.probability(observations, actions, w) for w in words]
         assert math.isclose(sum(probabilities), 1.0, rel_tol=1e-9) and min(probabilities) >= 0.66 / 431 - 1e-12
+        np.testing.assert_allclose(policy.distribution(observations, actions), probabilities, rtol=1e-12)
         action = policy.act(observations, actions)
         step = env.step(action)
         observations.append(step.observation)
@@ -98,3 +99,35 @@ def test_behaviour_probability_sums_to_one_and_sets_the_floor_of_bc():
     assert policy.probability(observations, actions, "zzzzz") == 0.0
     nats = behaviour_nats_per_guess(games=40, seed=7)
     assert 4.0 < nats < math.log(431)  # below uniform guessing: the consistent-word part carries information
+
+
+def test_word_log_probs_are_the_language_models_and_consistency_of_an_untrained_model_is_uniform():
+    import dataclasses
+
+    import torch
+
+    from rlds_lang.tokenizers import lmrl_gym_word_tokenizer
+    from trainers.bc import BCConfig, BCModel
+    from trainers.checkpoint import LoadedModel
+    from trainers.diagnostics import word_log_probs
+    from trainers.lmrl_gym import consistency_learned
+    from trainers.model import ModelConfig
+
+    tokenizer = lmrl_gym_word_tokenizer()
+    torch.manual_seed(0)
+    config = BCConfig(dataset="unused", model=ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32))
+    model = BCModel(config, tokenizer).eval()
+    loaded = LoadedModel("bc", config, model, tokenizer, step=0)
+    state = (["", "⬛🟨⬛⬛🟩"], ["solar"])
+    got = word_log_probs(loaded, state, ["slate", "glade"])  # list words: one token each
+    prompt = tokenizer.encode_prompt(*state)
+    for word, value in zip(["slate", "glade"], got):
+        ids = torch.tensor([prompt + tokenizer.encode(word)])
+        with torch.no_grad():
+            logp = model.lm(input_ids=ids).logits[0, -2:].log_softmax(-1)
+        assert value == pytest.approx(float(logp[0, ids[0, -1]] + logp[1, tokenizer.eoa_id]), abs=1e-5)
+    report = consistency_learned(loaded, games=4, seed=11)
+    assert report.states > 0 and report.behaviour_mass > report.uniform_mass + 0.2
+    assert abs(report.learned) < 0.1  # random weights: about uniform over the list
+    assert report.behaviour_nats < report.model_nats <= np.log(431) + 0.1
+    assert "learned" in report.line() and dataclasses.is_dataclass(report)

@@ -136,6 +136,27 @@ def utterance_values(loaded: LoadedModel, history: tuple[Sequence[str], Sequence
     return np.asarray(values)
 
 
+@torch.no_grad()
+def word_log_probs(loaded: LoadedModel, history: tuple[Sequence[Any], Sequence[str]], words: Sequence[str]) -> np.ndarray:
+    """The language model's (the BC policy's) ``log p(word | history)`` of each word: the sum of the log-probabilities
+    of its tokens and its end-of-action token after the prompt of ``history = (observations, actions)``, all words
+    in one batch. Over a whole guess list, ``exp`` of it sums to at most 1 (the rest goes to other strings)."""
+    from trainers.agents import observation_text
+
+    tok = loaded.tokenizer
+    prompt = tok.encode_prompt([observation_text(o) for o in history[0]], list(history[1]))
+    continuations = [tok.encode(word) + [tok.eoa_id] for word in words]
+    ids = torch.full((len(words), len(prompt) + max(map(len, continuations))), tok.pad_id, dtype=torch.long)
+    scored = torch.zeros(ids.shape, dtype=torch.bool)  # the continuation's tokens
+    for row, continuation in enumerate(continuations):
+        ids[row, :len(prompt) + len(continuation)] = torch.tensor(prompt + continuation)
+        scored[row, len(prompt):len(prompt) + len(continuation)] = True
+    attention = (scored | (torch.arange(ids.shape[1]) < len(prompt))).long()
+    logp = loaded.lm(input_ids=ids, attention_mask=attention).logits.float().log_softmax(-1)
+    token_logp = logp[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)  # position t scores token t + 1
+    return (token_logp * scored[:, 1:]).sum(1).numpy()
+
+
 def ranking_fraction(loaded: LoadedModel, histories: Sequence[tuple[Sequence[str], Sequence[str]]],
                      better: Sequence[str], worse: Sequence[str]) -> float:
     """The fraction of states ``histories[i]`` where ``Q`` values ``better[i]`` above ``worse[i]``."""
@@ -175,5 +196,5 @@ def ranking_at_start(loaded: LoadedModel, better: str, worse: Sequence[str]) -> 
     return float(np.mean(values[0] > values[1:]))
 
 
-__all__ = ["Calibration", "value_calibration", "utterance_values", "ranking_fraction", "first_move_pairs",
+__all__ = ["Calibration", "value_calibration", "utterance_values", "word_log_probs", "ranking_fraction", "first_move_pairs",
            "first_move_ranking", "ranking_at_start"]

@@ -13,7 +13,10 @@ Run: ``python -m trainers.lmrl_gym [--games 20000] [--scripted-games 4096] [--se
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.eval import EvalConfig, EvalResult, evaluate
@@ -49,6 +52,71 @@ def behaviour_nats_per_guess(games: int = 2000, seed: int = 100_000) -> float:
         nats += [-math.log(policy.probability(episode.observations[:t + 1], episode.actions[:t], action))
                  for t, action in enumerate(episode.actions)]
     return sum(nats) / len(nats)
+
+
+#: first seed of data-policy games that are in neither split of ``wordle_synthetic/lmrl_gym`` (train games are
+#: seeded from ``lmrl_gym.TRAIN_SEED``, eval games from ``lmrl_gym.EVAL_SEED``, 1,000,000 and 100,000 of them).
+HELD_OUT_SEED = 20_000_000
+
+
+@dataclasses.dataclass
+class ConsistencyReport:
+    """How much of the data's one learnable regularity a model took up, on held-out games of the data policy.
+
+    The data policy guesses a uniform list word with probability 0.66, else a uniform *consistent* word (one
+    that could still be the answer), so all that behaviour cloning can learn beyond uniform guessing is to move
+    probability onto the consistent words. Over the states after the first feedback: the mean probability
+    that the model (its word distribution renormalised over the list), the data policy and uniform guessing
+    put on the consistent words; over every guess, the model's and the data policy's mean ``-log p`` of the
+    guess the data policy made (nats per guess; uniform: ``log 431``)."""
+
+    states: int
+    model_mass: float
+    behaviour_mass: float
+    uniform_mass: float
+    model_nats: float
+    behaviour_nats: float
+
+    @property
+    def learned(self) -> float:
+        """``(model - uniform) / (data policy - uniform)`` of the consistent mass: 0 = uniform, 1 = the data's."""
+        return (self.model_mass - self.uniform_mass) / (self.behaviour_mass - self.uniform_mass)
+
+    def line(self) -> str:
+        """One line for logs and notes."""
+        return (f"consistent-word mass {self.model_mass:.3f} (data policy {self.behaviour_mass:.3f}, uniform "
+                f"{self.uniform_mass:.3f}; learned {self.learned:.0%}) over {self.states} states; nats per guess "
+                f"{self.model_nats:.3f} (data policy {self.behaviour_nats:.3f})")
+
+
+def consistency_learned(loaded: Any, games: int = 100, seed: int = HELD_OUT_SEED) -> ConsistencyReport:
+    """``ConsistencyReport`` of a trained model (``trainers.checkpoint.load_agent_model``) on ``games`` games of
+    the data policy seeded from ``seed`` (by default beyond the seeds of both splits of the dataset)."""
+    from rlds_lang.env import run_episode
+    from rlds_lang.wordle.knowledge import feedback_history
+    from trainers.diagnostics import word_log_probs
+
+    env, policy = lmrl_gym.make_env(), lmrl_gym.behaviour_policy()
+    words = list(policy.knowledge.guesses.words)
+    index = {word: i for i, word in enumerate(words)}
+    mass: list[tuple[float, float, float]] = []
+    nats: list[tuple[float, float]] = []
+    for game in range(games):
+        episode = run_episode(env, policy, seed=seed + game)
+        for turn, guess in enumerate(episode.actions):
+            state = (episode.observations[:turn + 1], episode.actions[:turn])
+            model_logp = word_log_probs(loaded, state, words)
+            model_p = np.exp(model_logp - np.logaddexp.reduce(model_logp))
+            behaviour_p = policy.distribution(*state)
+            nats.append((-float(np.log(model_p[index[guess]])), -float(np.log(behaviour_p[index[guess]]))))
+            if turn:
+                consistent = policy.knowledge.consistent_guess_mask(feedback_history(*state))
+                mass.append((float(model_p[consistent].sum()), float(behaviour_p[consistent].sum()),
+                             float(consistent.mean())))
+    model_mass, behaviour_mass, uniform_mass = np.mean(mass, axis=0)
+    model_nats, behaviour_nats = np.mean(nats, axis=0)
+    return ConsistencyReport(len(mass), float(model_mass), float(behaviour_mass), float(uniform_mass),
+                             float(model_nats), float(behaviour_nats))
 
 
 def _row(what: str, ours: float, se: float, published: float) -> str:

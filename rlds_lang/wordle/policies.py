@@ -267,15 +267,24 @@ class RandomMixturePolicy(_WordlePolicy):
             return self.knowledge.answers.words[int(self._rng.choice(view.candidates))]
         return self._random_guess()
 
+    def distribution(self, observations: Sequence[Observation], actions: Sequence[str]) -> np.ndarray:
+        """The probability that ``act`` returns each word of the guess list in this state: ``(1 - prob_smart) /
+        |guesses|``, plus ``prob_smart / |candidates|`` for a consistent answer (it sums to less than 1 only when
+        consistent answers lie outside the guess list)."""
+        guesses = self.knowledge.guesses.words
+        candidates = {self.knowledge.answers.words[int(i)] for i in self.view(observations, actions).candidates}
+        p = np.full(len(guesses), (1.0 - self.prob_smart) / len(guesses))
+        p[[i for i, word in enumerate(guesses) if word in candidates]] += self.prob_smart / len(candidates)
+        return p
+
     def probability(self, observations: Sequence[Observation], actions: Sequence[str], action: str) -> float:
-        """The probability that ``act`` returns ``action`` in this state: ``(1 - prob_smart) / |guesses|`` for a
-        guess-list word, plus ``prob_smart / |candidates|`` if it is a consistent answer. Its mean ``-log`` over a
-        policy's own games is the lowest loss behaviour cloning of its data can reach."""
-        view = self.view(observations, actions)
-        guesses, answers = self.knowledge.guesses.words, self.knowledge.answers.words
-        p = (1.0 - self.prob_smart) / len(guesses) if action in guesses else 0.0
-        candidates = [answers[int(i)] for i in view.candidates]
-        return p + (self.prob_smart / len(candidates) if action in candidates else 0.0)
+        """The probability that ``act`` returns ``action`` in this state (``distribution``'s entry for a guess-list
+        word). Its mean ``-log`` over a policy's own games is the lowest loss behaviour cloning of its data can reach."""
+        guesses = list(self.knowledge.guesses.words)
+        if action in guesses:
+            return float(self.distribution(observations, actions)[guesses.index(action)])
+        candidates = [self.knowledge.answers.words[int(i)] for i in self.view(observations, actions).candidates]
+        return self.prob_smart / len(candidates) if action in candidates else 0.0
 
 
 class WrongPolicy(_WordlePolicy):
