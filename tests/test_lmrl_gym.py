@@ -101,7 +101,7 @@ def test_behaviour_probability_sums_to_one_and_sets_the_floor_of_bc():
     assert 4.0 < nats < math.log(431)  # below uniform guessing: the consistent-word part carries information
 
 
-def test_word_log_probs_are_the_language_models_and_consistency_of_an_untrained_model_is_uniform():
+def test_word_log_probs_are_the_language_models_and_consistency_of_an_untrained_model_is_uniform(tmp_path):
     import dataclasses
 
     import torch
@@ -131,3 +131,7 @@ def test_word_log_probs_are_the_language_models_and_consistency_of_an_untrained_
     assert abs(report.learned) < 0.1  # random weights: about uniform over the list
     assert report.behaviour_nats < report.model_nats <= np.log(431) + 0.1
     assert "learned" in report.line() and dataclasses.is_dataclass(report)
+    from trainers.checkpoint import save_checkpoint
+
+    path = save_checkpoint(tmp_path, "bc", config, model, tokenizer, {"step": 0})
+    assert main(["--consistency", str(path), "--consistency-games", "2"]).startswith(f"{path}: consistent-word mass")

@@ -8,6 +8,7 @@ error and its distance from the published figure in standard errors. The built d
 come from ``rlds-lang stats``.
 
 Run: ``python -m trainers.lmrl_gym [--games 20000] [--scripted-games 4096] [--seed 0]``.
+``python -m trainers.lmrl_gym --consistency runs/bc/checkpoint`` prints ``consistency_learned`` of a trained model.
 """
 
 from __future__ import annotations
@@ -147,8 +148,18 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--games", type=int, default=20_000, help="games of the data (behaviour) policy")
     parser.add_argument("--scripted-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES)
     parser.add_argument("--seed", type=int, default=0, help="game i is seeded with seed + i")
+    parser.add_argument("--consistency", action="append", default=[], metavar="CHECKPOINT",
+                        help="instead: how much of the data's consistent-word regularity a trained model learned "
+                             "(consistency_learned; repeatable)")
+    parser.add_argument("--consistency-games", type=int, default=100)
     args = parser.parse_args(argv)
-    table = setting_table(*measure_setting(args.games, args.scripted_games, args.seed, progress=True))
+    if args.consistency:
+        from trainers.checkpoint import load_agent_model
+
+        table = "\n".join(f"{path}: {consistency_learned(load_agent_model(path), args.consistency_games).line()}"
+                          for path in args.consistency)
+    else:
+        table = setting_table(*measure_setting(args.games, args.scripted_games, args.seed, progress=True))
     print(table)
     return table
 
