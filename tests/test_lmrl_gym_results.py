@@ -20,7 +20,7 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     mc_checkpoint = (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes()
     main(["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
           "--small", "12", "--steps", "2", "--games", "6", "--pbc-rounds", "1", "--pbc-games", "6", "--pbc-steps", "1",
-          "--calibration-games", "6", "--build-workers", "1", "--out", str(out)])
+          "--calibration-games", "6", "--consistency-games", "3", "--build-workers", "1", "--out", str(out)])
     document = out.read_text()
     assert (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes() == mc_checkpoint
     kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym").iterdir())
@@ -73,7 +73,12 @@ def test_the_diagnosis_compares_bc_with_the_data_policy():
 def test_the_diagnosis_states_how_much_of_the_data_bc_learned():
     from trainers.lmrl_gym_results import _diagnosis
 
+    from trainers.lmrl_gym import ConsistencyReport
+
     bc = _result("BC", [-6.0] * 19 + [-3.0])
-    text = _diagnosis({"BC": bc}, {"success_rate": 0.70}, {"bc": 5.94, "behaviour": 5.25, "uniform": 6.07})
-    assert "BC's training loss is 5.940 nats per guess" in text and "5.250" in text and "6.070" in text
-    assert "BC has learned 16% of what the data holds" in text  # (6.07 - 5.94) / (6.07 - 5.25)
+    report = ConsistencyReport(states=480, model_mass=0.10, behaviour_mass=0.40, uniform_mass=0.04, model_nats=5.94,
+                               behaviour_nats=5.25, uniform_nats=6.07)
+    text = _diagnosis({"BC": bc}, {"success_rate": 0.70}, report)
+    assert "BC puts 10.0% of its probability on the words consistent" in text and "480 held-out states" in text
+    assert "BC has learned 17% of the one regularity" in text  # (0.10 - 0.04) / (0.40 - 0.04)
+    assert "5.940 nats per guess" in text and "5.250" in text and "6.070" in text

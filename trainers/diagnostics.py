@@ -139,22 +139,25 @@ def utterance_values(loaded: LoadedModel, history: tuple[Sequence[str], Sequence
 @torch.no_grad()
 def word_log_probs(loaded: LoadedModel, history: tuple[Sequence[Any], Sequence[str]], words: Sequence[str]) -> np.ndarray:
     """The language model's (the BC policy's) ``log p(word | history)`` of each word: the sum of the log-probabilities
-    of its tokens and its end-of-action token after the prompt of ``history = (observations, actions)``, all words
-    in one batch. Over a whole guess list, ``exp`` of it sums to at most 1 (the rest goes to other strings)."""
+    of its tokens and its end-of-action token after the prompt of ``history = (observations, actions)``. Over a
+    whole guess list, ``exp`` of it sums to at most 1 (the rest goes to other strings). The prompt is run once and
+    its key/value cache shared by every word's continuation (right-padded: padding never precedes a scored token)."""
     from trainers.agents import observation_text
 
     tok = loaded.tokenizer
     prompt = tok.encode_prompt([observation_text(o) for o in history[0]], list(history[1]))
     continuations = [tok.encode(word) + [tok.eoa_id] for word in words]
-    ids = torch.full((len(words), len(prompt) + max(map(len, continuations))), tok.pad_id, dtype=torch.long)
-    scored = torch.zeros(ids.shape, dtype=torch.bool)  # the continuation's tokens
+    ids = torch.full((len(words), max(map(len, continuations))), tok.pad_id, dtype=torch.long)
     for row, continuation in enumerate(continuations):
-        ids[row, :len(prompt) + len(continuation)] = torch.tensor(prompt + continuation)
-        scored[row, len(prompt):len(prompt) + len(continuation)] = True
-    attention = (scored | (torch.arange(ids.shape[1]) < len(prompt))).long()
-    logp = loaded.lm(input_ids=ids, attention_mask=attention).logits.float().log_softmax(-1)
-    token_logp = logp[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)  # position t scores token t + 1
-    return (token_logp * scored[:, 1:]).sum(1).numpy()
+        ids[row, :len(continuation)] = torch.tensor(continuation)
+    scored = torch.arange(ids.shape[1]) < torch.tensor([len(c) for c in continuations])[:, None]
+    out = loaded.lm(input_ids=torch.tensor([prompt]), use_cache=True)
+    first = out.logits[0, -1].float().log_softmax(-1)[ids[:, 0]]  # the prompt's last position scores token 0
+    cache = out.past_key_values
+    cache.batch_repeat_interleave(len(words))
+    logp = loaded.lm(input_ids=ids, past_key_values=cache).logits.float().log_softmax(-1)
+    rest = logp[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)  # position t scores token t + 1
+    return (torch.cat([first[:, None], rest], 1) * scored).sum(1).numpy()
 
 
 def ranking_fraction(loaded: LoadedModel, histories: Sequence[tuple[Sequence[str], Sequence[str]]],

@@ -39,22 +39,6 @@ def measure_setting(games: int = 20_000, scripted_games: int = lmrl_gym.PUBLISHE
     return behaviour, scripted
 
 
-def behaviour_nats_per_guess(games: int = 2000, seed: int = 100_000) -> float:
-    """The behaviour policy's mean ``-log p(guess | history)`` (nats) over its own seeded games of the setting:
-    the lowest loss per guess that behaviour cloning of the data can reach (uniform guessing: ``log 431``)."""
-    import math
-
-    from rlds_lang.env import run_episode
-
-    env, policy = lmrl_gym.make_env(), lmrl_gym.behaviour_policy()
-    nats: list[float] = []
-    for game in range(games):
-        episode = run_episode(env, policy, seed=seed + game)
-        nats += [-math.log(policy.probability(episode.observations[:t + 1], episode.actions[:t], action))
-                 for t, action in enumerate(episode.actions)]
-    return sum(nats) / len(nats)
-
-
 #: first seed of data-policy games that are in neither split of ``wordle_synthetic/lmrl_gym`` (train games are
 #: seeded from ``lmrl_gym.TRAIN_SEED``, eval games from ``lmrl_gym.EVAL_SEED``, 1,000,000 and 100,000 of them).
 HELD_OUT_SEED = 20_000_000
@@ -77,6 +61,7 @@ class ConsistencyReport:
     uniform_mass: float
     model_nats: float
     behaviour_nats: float
+    uniform_nats: float
 
     @property
     def learned(self) -> float:
@@ -87,7 +72,7 @@ class ConsistencyReport:
         """One line for logs and notes."""
         return (f"consistent-word mass {self.model_mass:.3f} (data policy {self.behaviour_mass:.3f}, uniform "
                 f"{self.uniform_mass:.3f}; learned {self.learned:.0%}) over {self.states} states; nats per guess "
-                f"{self.model_nats:.3f} (data policy {self.behaviour_nats:.3f})")
+                f"{self.model_nats:.3f} (data policy {self.behaviour_nats:.3f}, uniform {self.uniform_nats:.3f})")
 
 
 def consistency_learned(loaded: Any, games: int = 100, seed: int = HELD_OUT_SEED) -> ConsistencyReport:
@@ -117,7 +102,7 @@ def consistency_learned(loaded: Any, games: int = 100, seed: int = HELD_OUT_SEED
     model_mass, behaviour_mass, uniform_mass = np.mean(mass, axis=0)
     model_nats, behaviour_nats = np.mean(nats, axis=0)
     return ConsistencyReport(len(mass), float(model_mass), float(behaviour_mass), float(uniform_mass),
-                             float(model_nats), float(behaviour_nats))
+                             float(model_nats), float(behaviour_nats), float(np.log(len(words))))
 
 
 def _row(what: str, ours: float, se: float, published: float) -> str:

@@ -27,6 +27,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +55,7 @@ DOC = REPO / "docs" / "lmrl_gym.md"
 SAMPLE = "sample"
 
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``--setting lmrl_gym`` (the others are ``rlds-lang results``' own)."""
     parser.add_argument("--setting", choices=["lmrl_gym"], default=None,
@@ -72,6 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
                         help=f"lmrl_gym: online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
+    parser.add_argument("--consistency-games", type=int, default=100,
+                        help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; ~480 states)")
     parser.add_argument("--calibration-games", type=int, default=1000,
                         help="lmrl_gym: held-out (eval split) games of the value calibration")
 
@@ -221,8 +225,8 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path
     (None with ``--train-only``, which stops after training the rows named)."""
     from trainers.eval import evaluate, save_results
-    from rlds_lang.wordle.words import lmrl_gym_words
-    from trainers.lmrl_gym import behaviour_nats_per_guess, setting_config
+    from trainers.checkpoint import load_agent_model
+    from trainers.lmrl_gym import consistency_learned, setting_config
     from trainers.results import DECODINGS
 
     started = time.perf_counter()
@@ -245,8 +249,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     save_results(results, out.with_suffix(".json"))
     by_name = {r.name: r for r in results}
     data = _dataset_figures(dataset)
-    nats = {"bc": bc_nats_per_guess(runs["BC"]), "behaviour": behaviour_nats_per_guess(args.calibration_games),
-            "uniform": float(np.log(len(lmrl_gym_words().words)))}
+    consistency = consistency_learned(load_agent_model(runs["BC"] / "checkpoint"), args.consistency_games)
     scripted_mean = by_name[SCRIPTED].mean_reward
     curves = []
     for name, run in runs.items():
@@ -257,7 +260,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
             curves.append(f"[{name}]({target.name})")
     document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
                                args.calibration_games, out), minutes, steps, curves, args,
-                               time.perf_counter() - started, nats)
+                               time.perf_counter() - started, consistency)
     out.write_text(document)
     print(document)
     return out
@@ -267,44 +270,34 @@ def _command(args: argparse.Namespace) -> str:
     parts = ["rlds-lang results --setting lmrl_gym"]
     for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
                         ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
-                        ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games)):
+                        ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games),
+                        ("--consistency-games", args.consistency_games)):
         if value is not None:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
 
 
-def bc_nats_per_guess(run: Path) -> float:
-    """A BC run's last logged training NLL per action token times the action tokens of a guess (a list word's ids
-    and the end-of-action id, averaged over the list, by the run's own tokenizer): nats per guess."""
-    from rlds_lang.tokenizers import load_tokenizer
-    from rlds_lang.wordle.words import lmrl_gym_words
-    from trainers.checkpoint import checkpoint_dir
-    from trainers.plots import read_metrics
-
-    last = read_metrics(run / "metrics.jsonl")[-1]
-    tokenizer = load_tokenizer(checkpoint_dir(run) / "tokenizer.json")
-    return float(last["nll"]) * float(np.mean([len(tokenizer.encode(w)) + 1 for w in lmrl_gym_words().words]))
-
-
-def _diagnosis(by_name: dict, data: dict, nats: dict | None = None) -> str:
-    """BC's success rate beside the data policy's, and (``nats``: ``bc``, ``behaviour``, ``uniform``) BC's training
-    loss per guess beside the lowest one it can reach and uniform guessing's: how much of the data BC learned."""
+def _diagnosis(by_name: dict, data: dict, consistency: Any = None) -> str:
+    """BC's success rate beside the data policy's, and (``consistency``: ``trainers.lmrl_gym.ConsistencyReport`` of
+    the BC model) how much of the data's one learnable regularity BC took up, on held-out games."""
     bc = by_name["BC"]
     learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
     text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
             f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC-like "
             "logits (β·(Q − V) added to them).")
-    if nats:
-        share = (nats["uniform"] - nats["bc"]) / (nats["uniform"] - nats["behaviour"])
-        text += (f" BC's training loss is {nats['bc']:.3f} nats per guess; the behaviour policy's own entropy (the "
-                 f"lowest loss BC can reach) is {nats['behaviour']:.3f} and uniform guessing's {nats['uniform']:.3f}, "
-                 f"so BC has learned {share:.0%} of what the data holds beyond the word list.")
+    if consistency is not None:
+        c = consistency
+        text += (f" On {c.states} held-out states of the data policy, BC puts {c.model_mass:.1%} of its probability "
+                 f"on the words consistent with the feedback, the data policy {c.behaviour_mass:.1%} and uniform "
+                 f"guessing {c.uniform_mass:.1%}: BC has learned {c.learned:.0%} of the one regularity of the data "
+                 f"beyond the word list (held-out loss {c.model_nats:.3f} nats per guess; the data policy's own, the "
+                 f"lowest BC can reach, {c.behaviour_nats:.3f}; uniform guessing {c.uniform_nats:.3f}).")
     return text
 
 
 def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
                     minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float,
-                    nats: dict | None = None) -> str:
+                    consistency: Any = None) -> str:
     """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
     lines, met = comparison_lines(by_name)
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
@@ -315,7 +308,7 @@ def render_document(results: list, by_name: dict, data: dict, scripted_mean: flo
     status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
               f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
               "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              _diagnosis(by_name, data, nats) + " What was trained (and so tried) is listed under *What was trained*.")
+              _diagnosis(by_name, data, consistency) + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
     return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
