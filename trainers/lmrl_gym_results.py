@@ -27,13 +27,16 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.build import REPO, tfds_build
 from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluate_run, _slug, experiment_config
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from trainers.lmrl_gym import ConsistencyReport
 
 #: the offline rows (LMRL-Gym's names) and their overrides of ``SHARED``; ILQL's alpha as in docs/results.md.
 ROWS: tuple[Experiment, ...] = (
@@ -53,7 +56,6 @@ PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
 DOC = REPO / "docs" / "lmrl_gym.md"
 #: the Decoding of every row (LMRL-Gym samples its policies; ``trainers.results.DECODINGS["sample"]``).
 SAMPLE = "sample"
-
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -277,7 +279,7 @@ def _command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def _diagnosis(by_name: dict, data: dict, consistency: Any = None) -> str:
+def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None) -> str:
     """BC's success rate beside the data policy's, and (``consistency``: ``trainers.lmrl_gym.ConsistencyReport`` of
     the BC model) how much of the data's one learnable regularity BC took up, on held-out games."""
     bc = by_name["BC"]
@@ -297,7 +299,7 @@ def _diagnosis(by_name: dict, data: dict, consistency: Any = None) -> str:
 
 def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
                     minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float,
-                    consistency: Any = None) -> str:
+                    consistency: ConsistencyReport | None = None) -> str:
     """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
     lines, met = comparison_lines(by_name)
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)

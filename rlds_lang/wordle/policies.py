@@ -272,7 +272,7 @@ class RandomMixturePolicy(_WordlePolicy):
         |guesses|``, plus ``prob_smart / |candidates|`` for a consistent answer (it sums to less than 1 only when
         consistent answers lie outside the guess list)."""
         guesses = self.knowledge.guesses.words
-        candidates = {self.knowledge.answers.words[int(i)] for i in self.view(observations, actions).candidates}
+        candidates = self._candidate_words(observations, actions)
         p = np.full(len(guesses), (1.0 - self.prob_smart) / len(guesses))
         p[[i for i, word in enumerate(guesses) if word in candidates]] += self.prob_smart / len(candidates)
         return p
@@ -283,8 +283,12 @@ class RandomMixturePolicy(_WordlePolicy):
         guesses = list(self.knowledge.guesses.words)
         if action in guesses:
             return float(self.distribution(observations, actions)[guesses.index(action)])
-        candidates = [self.knowledge.answers.words[int(i)] for i in self.view(observations, actions).candidates]
+        candidates = self._candidate_words(observations, actions)
         return self.prob_smart / len(candidates) if action in candidates else 0.0
+
+    def _candidate_words(self, observations: Sequence[Observation], actions: Sequence[str]) -> set[str]:
+        """The answers consistent with the feedback so far: what the smart half of ``act`` draws from."""
+        return {self.knowledge.answers.words[int(i)] for i in self.view(observations, actions).candidates}
 
 
 class WrongPolicy(_WordlePolicy):
