@@ -8,7 +8,8 @@ error and its distance from the published figure in standard errors. The built d
 come from ``rlds-lang stats``.
 
 Run: ``python -m trainers.lmrl_gym [--games 20000] [--scripted-games 4096] [--seed 0]``.
-``python -m trainers.lmrl_gym --consistency runs/bc/checkpoint`` prints ``consistency_learned`` of a trained model.
+``python -m trainers.lmrl_gym --consistency runs/bc/checkpoint`` prints ``consistency_learned`` of a trained model;
+``--linear-reference`` prints what a linear model of the board learns of the data (``trainers.lmrl_gym_linear``).
 """
 
 from __future__ import annotations
@@ -137,8 +138,18 @@ def main(argv: Sequence[str] | None = None) -> str:
                         help="instead: how much of the data's consistent-word regularity a trained model learned "
                              "(consistency_learned; repeatable)")
     parser.add_argument("--consistency-games", type=int, default=100)
+    parser.add_argument("--linear-reference", action="store_true",
+                        help="instead: held-out nats per guess of a softmax bilinear in the board and the word's spelling "
+                             "(linear_reference)")
+    parser.add_argument("--linear-train-games", type=int, default=200_000)
+    parser.add_argument("--linear-held-out-games", type=int, default=500)
+    parser.add_argument("--linear-steps", type=int, default=4096)
     args = parser.parse_args(argv)
-    if args.consistency:
+    if args.linear_reference:
+        from trainers.lmrl_gym_linear import linear_reference
+
+        table = linear_reference(args.linear_train_games, args.linear_held_out_games, args.linear_steps).line()
+    elif args.consistency:
         from trainers.checkpoint import load_agent_model
 
         table = "\n".join(f"{path}: {consistency_learned(load_agent_model(path), args.consistency_games).line()}"
