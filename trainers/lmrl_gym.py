@@ -139,8 +139,8 @@ def main(argv: Sequence[str] | None = None) -> str:
                              "(consistency_learned; repeatable)")
     parser.add_argument("--consistency-games", type=int, default=100)
     parser.add_argument("--linear-reference", action="store_true",
-                        help="instead: held-out nats per guess of a softmax bilinear in the board and the word's spelling "
-                             "(linear_reference)")
+                        help="instead: held-out nats per guess of a softmax bilinear in the board and the "
+                             "word's spelling (linear_reference)")
     parser.add_argument("--linear-train-games", type=int, default=200_000)
     parser.add_argument("--linear-held-out-games", type=int, default=500)
     parser.add_argument("--linear-steps", type=int, default=4096)
