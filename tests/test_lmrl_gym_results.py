@@ -3,6 +3,7 @@ every row is trained and evaluated, the published numbers stand beside ours, and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -20,7 +21,8 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     mc_checkpoint = (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes()
     main(["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
           "--small", "12", "--steps", "2", "--games", "6", "--pbc-rounds", "1", "--pbc-games", "6", "--pbc-steps", "1",
-          "--calibration-games", "6", "--consistency-games", "3", "--build-workers", "1", "--out", str(out)])
+          "--calibration-games", "6", "--consistency-games", "3", "--linear-train-games", "30",
+          "--linear-held-out-games", "4", "--linear-steps", "16", "--build-workers", "1", "--out", str(out)])
     document = out.read_text()
     assert (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes() == mc_checkpoint
     kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym").iterdir())
@@ -33,6 +35,8 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
         assert any(line.startswith(f"| {row} |") and line.endswith(published) for line in document.splitlines()), row
     verdicts = document.split("## Verdicts")[1].split("##")[0]
     assert verdicts.count(" SE): ") == 4 and ("All targets met" in document or "Targets not reached" in document)
+    if "Targets not reached" in document:  # the diagnosis: BC beside the data policy and the linear reference
+        assert "held-out states of the data policy" in document and "what a linear model of the board" in document
     assert "| training games | 12 | 1,000,000 |" in document and "| V(s_0) vs game return | 6 |" in document
     ranking = document.split("### Section-5 ranking at the first move")[1]
     assert all(re.search(rf"\| {name} \| [01]\.\d{{3}} \|", ranking) for name in ("MC returns", "ILQL"))
@@ -82,3 +86,10 @@ def test_the_diagnosis_states_how_much_of_the_data_bc_learned():
     assert "BC puts 10.0% of its probability on the words consistent" in text and "480 held-out states" in text
     assert "BC has learned 17% of the one regularity" in text  # (0.10 - 0.04) / (0.40 - 0.04)
     assert "5.940 nats per guess" in text and "5.250" in text and "6.070" in text
+    from trainers.lmrl_gym_linear import LinearReport
+
+    linear = LinearReport(steps=[16, 32], nats=[5.90, 5.95], behaviour_nats=5.25, uniform_nats=6.07, states=2400)
+    text = _diagnosis({"BC": bc}, {"success_rate": 0.70}, report, linear)
+    assert "gets to 5.900 nats per guess on 2400 held-out guesses: BC has not reached" in text  # 5.94 > 5.90
+    better = dataclasses.replace(report, model_nats=5.80)
+    assert "BC has reached what a linear model" in _diagnosis({"BC": bc}, {"success_rate": 0.70}, better, linear)

@@ -22,6 +22,7 @@ import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.eval import EvalConfig, EvalResult, evaluate
+from trainers.lmrl_gym_linear import add_linear_arguments, linear_reference_from_args
 
 
 def setting_config(games: int, seed: int) -> EvalConfig:
@@ -141,14 +142,10 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--linear-reference", action="store_true",
                         help="instead: held-out nats per guess of a softmax bilinear in the board and the "
                              "word's spelling (linear_reference)")
-    parser.add_argument("--linear-train-games", type=int, default=200_000)
-    parser.add_argument("--linear-held-out-games", type=int, default=500)
-    parser.add_argument("--linear-steps", type=int, default=4096)
+    add_linear_arguments(parser)
     args = parser.parse_args(argv)
     if args.linear_reference:
-        from trainers.lmrl_gym_linear import linear_reference
-
-        table = linear_reference(args.linear_train_games, args.linear_held_out_games, args.linear_steps).line()
+        table = linear_reference_from_args(args).line()
     elif args.consistency:
         from trainers.checkpoint import load_agent_model
 

@@ -17,6 +17,7 @@ Run: ``python -m trainers.lmrl_gym --linear-reference``.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from typing import Sequence
 
@@ -95,10 +96,15 @@ class LinearReport:
         """The share of the learnable nats (uniform − data policy) that a model at ``nats`` per guess took up."""
         return (self.uniform_nats - nats) / (self.uniform_nats - self.behaviour_nats)
 
+    @property
+    def lowest(self) -> float:
+        """The lowest held-out nats per guess along the fit."""
+        return min(self.nats)
+
     def line(self) -> str:
         """One line for logs and notes."""
         curve = ", ".join(f"{s}: {n:.3f}" for s, n in zip(self.steps, self.nats))
-        lowest = min(self.nats)
+        lowest = self.lowest
         return (f"linear reference, held-out nats per guess by Adam step ({curve}; learned "
                 f"{self.learned(self.nats[-1]):.0%} at the end, {self.learned(lowest):.0%} at the lowest, "
                 f"{lowest:.3f}) over {self.states} guesses; data policy {self.behaviour_nats:.3f}, uniform "
@@ -142,4 +148,18 @@ def linear_reference(train_games: int = 200_000, held_out_games: int = 500, step
     return report
 
 
-__all__ = ["COLOURS", "FEATURES", "board_features", "word_spellings", "LinearReport", "linear_reference"]
+def add_linear_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--linear-train-games``, ``--linear-held-out-games`` and ``--linear-steps``: the sizes of ``linear_reference``."""
+    parser.add_argument("--linear-train-games", type=int, default=200_000,
+                        help="linear reference: data-policy games it is fitted on")
+    parser.add_argument("--linear-held-out-games", type=int, default=500,
+                        help="linear reference: held-out data-policy games it is measured on")
+    parser.add_argument("--linear-steps", type=int, default=4096, help="linear reference: Adam steps")
+
+
+def linear_reference_from_args(args: argparse.Namespace) -> LinearReport:
+    """``linear_reference`` at the sizes ``add_linear_arguments`` parsed."""
+    return linear_reference(args.linear_train_games, args.linear_held_out_games, args.linear_steps)
+
+
+__all__ = ["add_linear_arguments", "linear_reference_from_args", "COLOURS", "FEATURES", "board_features", "word_spellings", "LinearReport", "linear_reference"]

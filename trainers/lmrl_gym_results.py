@@ -33,6 +33,7 @@ import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.build import REPO, tfds_build
+from trainers.lmrl_gym_linear import LinearReport, add_linear_arguments, linear_reference_from_args
 from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluate_run, _slug, experiment_config
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
@@ -80,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; ~480 states)")
     parser.add_argument("--calibration-games", type=int, default=1000,
                         help="lmrl_gym: held-out (eval split) games of the value calibration")
+    add_linear_arguments(parser)
 
 
 def build_dataset(data_dir: str | Path, small: int | None, workers: int) -> str:
@@ -252,6 +254,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     by_name = {r.name: r for r in results}
     data = _dataset_figures(dataset)
     consistency = consistency_learned(load_agent_model(runs["BC"] / "checkpoint"), args.consistency_games)
+    linear = linear_reference_from_args(args)
     scripted_mean = by_name[SCRIPTED].mean_reward
     curves = []
     for name, run in runs.items():
@@ -262,7 +265,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
             curves.append(f"[{name}]({target.name})")
     document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
                                args.calibration_games, out), minutes, steps, curves, args,
-                               time.perf_counter() - started, consistency)
+                               time.perf_counter() - started, consistency, linear)
     out.write_text(document)
     print(document)
     return out
@@ -273,15 +276,19 @@ def _command(args: argparse.Namespace) -> str:
     for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
                         ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
                         ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games),
-                        ("--consistency-games", args.consistency_games)):
+                        ("--consistency-games", args.consistency_games),
+                        ("--linear-train-games", args.linear_train_games),
+                        ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps)):
         if value is not None:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
 
 
-def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None) -> str:
+def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None,
+               linear: LinearReport | None = None) -> str:
     """BC's success rate beside the data policy's, and (``consistency``: ``trainers.lmrl_gym.ConsistencyReport`` of
-    the BC model) how much of the data's one learnable regularity BC took up, on held-out games."""
+    the BC model) how much of the data's one learnable regularity BC took up, on held-out games, beside (``linear``)
+    what a linear model of the board takes up."""
     bc = by_name["BC"]
     learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
     text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
@@ -294,12 +301,18 @@ def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None 
                  f"guessing {c.uniform_mass:.1%}: BC has learned {c.learned:.0%} of the one regularity of the data "
                  f"beyond the word list (held-out loss {c.model_nats:.3f} nats per guess; the data policy's own, the "
                  f"lowest BC can reach, {c.behaviour_nats:.3f}; uniform guessing {c.uniform_nats:.3f}).")
+        if linear is not None:
+            reached = "has reached" if c.model_nats <= linear.lowest else "has not reached"
+            text += (f" A linear model of the board (`trainers.lmrl_gym_linear`: a softmax bilinear in the board's "
+                     f"(place, letter, colour) indicators and the word's spelling, no conjunction of constraints) "
+                     f"gets to {linear.lowest:.3f} nats per guess on {linear.states} held-out guesses: BC {reached} "
+                     "what a linear model of the board learns.")
     return text
 
 
 def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
                     minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float,
-                    consistency: ConsistencyReport | None = None) -> str:
+                    consistency: ConsistencyReport | None = None, linear: LinearReport | None = None) -> str:
     """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
     lines, met = comparison_lines(by_name)
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
@@ -310,7 +323,7 @@ def render_document(results: list, by_name: dict, data: dict, scripted_mean: flo
     status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
               f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
               "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              _diagnosis(by_name, data, consistency) + " What was trained (and so tried) is listed under *What was trained*.")
+              _diagnosis(by_name, data, consistency, linear) + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
     return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
