@@ -375,6 +375,10 @@ Training curves: {", ".join(curves) or "—"}.
 
 Differences from LMRL-Gym: its policies are a pretrained GPT-2 small trained on a GPU; ours are a small randomly
 initialised GPT-2-architecture transformer (character tokens) trained on 2 CPU cores.
+
+Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
+learning rate, each read with `python -m trainers.lmrl_gym --consistency` on held-out games): the README, section
+*LMRL-Gym's Wordle setting (issue 18)*.
 """
 
 
