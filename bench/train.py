@@ -46,7 +46,7 @@ def main() -> None:
     dataset = args.dataset or small_branch_dataset(args.games)
     model = ModelConfig(n_layer=args.layers, n_embd=args.width, n_head=4)
     print(f"dataset {dataset}\nmodel GPT-2 {args.layers} layers x {args.width}, batch {args.batch_size} episodes "
-          f"(96 tokens each), {args.steps} steps")
+          f"(padded to 96 tokens, each batch cut to its longest), {args.steps} steps")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, cls in (("bc", BCConfig), ("ilql", ILQLConfig)):
@@ -60,6 +60,36 @@ def main() -> None:
         print(f"{name:<10} {result.tokens_per_second:>22,.0f} {100 * result.data_wait_share:>9.2f}%  {verdict}")
     bc, ilql = rows[0][1], rows[1][1]
     print(f"ILQL / BC tokens/s: {ilql.tokens_per_second / bc.tokens_per_second:.2f}")
+    padded, trimmed = padding_cost(BCConfig(dataset=dataset, batch_size=args.batch_size, model=model))
+    print(f"BC step on batches cut to their longest sequence (trim_padding) vs padded to max_length 96: "
+          f"{trimmed * 1e3:.0f} ms vs {padded * 1e3:.0f} ms, {padded / trimmed:.2f}x faster")
+
+
+def padding_cost(config: BCConfig, batches: int = 20) -> tuple[float, float]:
+    """Mean seconds of a BC forward and backward pass on the same batches, padded to ``max_length`` and as
+    ``training_batches`` yields them (cut by ``transforms.torch_bridge.trim_padding``), interleaved."""
+    import time
+
+    import torch
+
+    from rlds_lang.tokenizers import make_tokenizer
+    from trainers.bc import BCModel
+    from trainers.loop import DistInfo, training_batches
+
+    tokenizer = make_tokenizer(config.tokenizer)
+    model = BCModel(config, tokenizer)
+    stream = training_batches(config, tokenizer, DistInfo())
+    seconds = {"padded": 0.0, "trimmed": 0.0}
+    for _ in range(batches):
+        trimmed = next(stream)
+        width = config.max_length - trimmed["attention_mask"].shape[1]
+        padded = {k: torch.nn.functional.pad(v, (0, 0) * (v.dim() - 2) + (0, width))
+                  if isinstance(v, torch.Tensor) and v.dim() >= 2 else v for k, v in trimmed.items()}
+        for name, batch in (("padded", padded), ("trimmed", trimmed)):
+            start = time.perf_counter()
+            model(batch).loss.backward()
+            seconds[name] += time.perf_counter() - start
+    return seconds["padded"] / batches, seconds["trimmed"] / batches
 
 
 if __name__ == "__main__":

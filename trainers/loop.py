@@ -64,7 +64,8 @@ def init_distributed() -> DistInfo:
 
 
 def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0) -> Iterator[dict[str, Any]]:
-    """Torch batches for this process: load -> (top-p) -> shard -> token MDP -> padded batches, repeated.
+    """Torch batches for this process: load -> (top-p) -> shard -> token MDP -> padded batches, repeated, each cut
+    to its longest sequence (``transforms.torch_bridge.trim_padding``).
 
     ``skip`` micro-batches are dropped first (a resumed run continues where it stopped; the stream is a
     pure function of the dataset, the config and the seed).
@@ -72,7 +73,7 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
     from transforms.loading import load
     from transforms.selection import filter_min_return, filter_top_p
     from transforms.token_mdp import TokenMDPConfig, token_batches
-    from transforms.torch_bridge import TensorBatches
+    from transforms.torch_bridge import TensorBatches, trim_padding
 
     if not config.dataset:
         raise ValueError("config.dataset is empty: give a folder written by `tfds build` or a dataset name")
@@ -88,7 +89,7 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
                          gamma=getattr(config, "gamma", 1.0))
     batches = token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
                             seed=config.seed, repeat=True, drop_remainder=True)
-    return iter(TensorBatches(batches.skip(skip)))
+    return map(trim_padding, TensorBatches(batches.skip(skip)))
 
 
 @dataclasses.dataclass
