@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.eval import EvalConfig, EvalResult, evaluate
-from trainers.lmrl_gym_linear import add_linear_arguments, linear_reference_from_args
 
 
 def setting_config(games: int, seed: int) -> EvalConfig:
@@ -44,6 +43,19 @@ def measure_setting(games: int = 20_000, scripted_games: int = lmrl_gym.PUBLISHE
 #: first seed of data-policy games that are in neither split of ``wordle_synthetic/lmrl_gym`` (train games are
 #: seeded from ``lmrl_gym.TRAIN_SEED``, eval games from ``lmrl_gym.EVAL_SEED``, 1,000,000 and 100,000 of them).
 HELD_OUT_SEED = 20_000_000
+
+
+def data_policy_turns(policy: Any, games: int, seed: int) -> Iterator[tuple[tuple[list, list], str]]:
+    """Every turn of ``games`` games of the setting played by ``policy`` (the data policy,
+    ``lmrl_gym.behaviour_policy()``), game ``i`` seeded ``seed + i``: ``((observations, actions) before the guess,
+    the guess)``."""
+    from rlds_lang.env import run_episode
+
+    env = lmrl_gym.make_env()
+    for game in range(games):
+        episode = run_episode(env, policy, seed=seed + game)
+        for turn, guess in enumerate(episode.actions):
+            yield (episode.observations[:turn + 1], episode.actions[:turn]), guess
 
 
 @dataclasses.dataclass
@@ -80,27 +92,23 @@ class ConsistencyReport:
 def consistency_learned(loaded: Any, games: int = 100, seed: int = HELD_OUT_SEED) -> ConsistencyReport:
     """``ConsistencyReport`` of a trained model (``trainers.checkpoint.load_agent_model``) on ``games`` games of
     the data policy seeded from ``seed`` (by default beyond the seeds of both splits of the dataset)."""
-    from rlds_lang.env import run_episode
     from rlds_lang.wordle.knowledge import feedback_history
     from trainers.diagnostics import word_log_probs
 
-    env, policy = lmrl_gym.make_env(), lmrl_gym.behaviour_policy()
+    policy = lmrl_gym.behaviour_policy()
     words = list(policy.knowledge.guesses.words)
     index = {word: i for i, word in enumerate(words)}
     mass: list[tuple[float, float, float]] = []
     nats: list[tuple[float, float]] = []
-    for game in range(games):
-        episode = run_episode(env, policy, seed=seed + game)
-        for turn, guess in enumerate(episode.actions):
-            state = (episode.observations[:turn + 1], episode.actions[:turn])
-            model_logp = word_log_probs(loaded, state, words)
-            model_p = np.exp(model_logp - np.logaddexp.reduce(model_logp))
-            behaviour_p = policy.distribution(*state)
-            nats.append((-float(np.log(model_p[index[guess]])), -float(np.log(behaviour_p[index[guess]]))))
-            if turn:
-                consistent = policy.knowledge.consistent_guess_mask(feedback_history(*state))
-                mass.append((float(model_p[consistent].sum()), float(behaviour_p[consistent].sum()),
-                             float(consistent.mean())))
+    for state, guess in data_policy_turns(policy, games, seed):
+        model_logp = word_log_probs(loaded, state, words)
+        model_p = np.exp(model_logp - np.logaddexp.reduce(model_logp))
+        behaviour_p = policy.distribution(*state)
+        nats.append((-float(np.log(model_p[index[guess]])), -float(np.log(behaviour_p[index[guess]]))))
+        if state[1]:  # after the first feedback
+            consistent = policy.knowledge.consistent_guess_mask(feedback_history(*state))
+            mass.append((float(model_p[consistent].sum()), float(behaviour_p[consistent].sum()),
+                         float(consistent.mean())))
     model_mass, behaviour_mass, uniform_mass = np.mean(mass, axis=0)
     model_nats, behaviour_nats = np.mean(nats, axis=0)
     return ConsistencyReport(len(mass), float(model_mass), float(behaviour_mass), float(uniform_mass),
@@ -131,6 +139,8 @@ def setting_table(behaviour: EvalResult, scripted: EvalResult) -> str:
 
 def main(argv: Sequence[str] | None = None) -> str:
     """Measures the setting and prints (and returns) the table."""
+    from trainers.lmrl_gym_linear import add_linear_arguments, linear_reference_from_args  # it imports this module
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=20_000, help="games of the data (behaviour) policy")
     parser.add_argument("--scripted-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES)

@@ -23,9 +23,10 @@ from typing import Sequence
 
 import numpy as np
 
-from rlds_lang.env import Observation, run_episode
+from rlds_lang.env import Observation
 from rlds_lang.wordle import lmrl_gym
 from rlds_lang.wordle.words import WORD_LENGTH
+from trainers.lmrl_gym import HELD_OUT_SEED, data_policy_turns
 
 #: colours of the ``feedback`` observation (``rlds_lang.wordle.game``: black 0, yellow 1, green 2).
 COLOURS = 3
@@ -68,17 +69,14 @@ def word_spellings(words: Sequence[str]) -> np.ndarray:
 def _states(games: int, seed: int, nats: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """Every state of ``games`` data-policy games: (features, index of the guess made, the data policy's mean nats
     per guess when ``nats``, else nan)."""
-    env, policy = lmrl_gym.make_env(), lmrl_gym.behaviour_policy()
+    policy = lmrl_gym.behaviour_policy()
     index = {word: i for i, word in enumerate(policy.knowledge.guesses.words)}
     features, targets, losses = [], [], []
-    for game in range(games):
-        episode = run_episode(env, policy, seed=seed + game)
-        for turn, guess in enumerate(episode.actions):
-            state = (episode.observations[:turn + 1], episode.actions[:turn])
-            features.append(board_features(*state))
-            targets.append(index[guess])
-            if nats:
-                losses.append(-float(np.log(policy.distribution(*state)[index[guess]])))
+    for state, guess in data_policy_turns(policy, games, seed):
+        features.append(board_features(*state))
+        targets.append(index[guess])
+        if nats:
+            losses.append(-float(np.log(policy.distribution(*state)[index[guess]])))
     return np.stack(features), np.asarray(targets), float(np.mean(losses)) if nats else float("nan")
 
 
@@ -118,8 +116,6 @@ def linear_reference(train_games: int = 200_000, held_out_games: int = 500, step
     ``held_out_games`` games seeded beyond both splits (``trainers.lmrl_gym.HELD_OUT_SEED``); ``batch`` states
     per Adam step at ``lr``, measured at doubling steps up to ``steps``."""
     import torch
-
-    from trainers.lmrl_gym import HELD_OUT_SEED
 
     x, y, _ = _states(train_games, lmrl_gym.TRAIN_SEED)
     hx, hy, behaviour_nats = _states(held_out_games, HELD_OUT_SEED if held_out_seed is None else held_out_seed,
