@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pbc-steps", type=int, default=None,
                         help=f"lmrl_gym: online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
     parser.add_argument("--consistency-games", type=int, default=100,
-                        help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; ~480 states)")
+                        help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
     parser.add_argument("--calibration-games", type=int, default=1000,
                         help="lmrl_gym: held-out (eval split) games of the value calibration")
     add_linear_arguments(parser)
