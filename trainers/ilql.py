@@ -21,7 +21,8 @@ ILQL authors' Wordle configuration (config/wordle/train_iql.yaml and eval_policy
 Sea-Snell/Implicit-Language-Q-Learning). Differences, all to train on 2 CPU cores: the paper fine-tunes
 three pretrained GPT-2 small models (policy, value, target value); here one small randomly initialised
 transformer carries the LM head and the value heads (the authors' ``seperate_policy: false`` variant), and the
-target network is the pair of target Q heads on the shared trunk.
+target network is the pair of target Q heads on the shared trunk. ``separate_value_trunk=True`` gives the value
+heads their own transformer (their ``seperate_policy: true``), still with target heads, not a target trunk.
 
 Example (the CLI: ``rlds-lang train ilql --dataset DIR --steps 500``)::
 
@@ -41,7 +42,7 @@ from torch import nn
 from trainers.config import TrainConfig
 from trainers.ilql_losses import (bc_loss, cql_loss, expectile_loss, masked_mean, next_action_values, polyak_update,
                                   q_loss, td_targets)
-from trainers.model import ValueHeads, action_targets, language_model_for
+from trainers.model import PolicyValueLM, ValueHeads, action_targets, language_model_for
 from trainers.objective import LossOutput
 
 
@@ -66,6 +67,10 @@ class ValueLearningConfig(TrainConfig):
     awac_beta: float = 0.0
     #: inference default: ``beta`` of the perturbed logits ``logits + beta * (Q - V)`` (recorded in the checkpoint).
     beta: float = 16.0
+    #: put the value heads on a second transformer of the same size (``trainers.model.PolicyValueLM``; the
+    #: authors' ``seperate_policy: true``) instead of on the policy's: the value losses then do not shape the
+    #: policy's features, nor BC the values', at about twice the compute per step. Off: one shared trunk.
+    separate_value_trunk: bool = False
 
 
 @dataclasses.dataclass
@@ -85,6 +90,8 @@ class ILQLModel(nn.Module):
         super().__init__()
         self.config = config
         self.lm = language_model_for(config.model, tokenizer)
+        if config.separate_value_trunk:
+            self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
         self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:

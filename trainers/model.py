@@ -1,5 +1,6 @@
 """Shared model code of the trainers: a causal transformer (``transformers``' GPT-2 architecture) and the
-value heads that ILQL puts on its hidden states.
+value heads that ILQL puts on its hidden states (on the policy's own, or on a separate value trunk:
+``PolicyValueLM``).
 
 The language model starts from random weights by default (nothing can be downloaded on the machines this
 project targets); ``ModelConfig.checkpoint`` loads any local folder written by ``save_pretrained`` (or a
@@ -165,15 +166,64 @@ def spell_embeddings(lm: nn.Module, spellings: Sequence[str]) -> nn.Module:
     return lm
 
 
+class PolicyValueLM(nn.Module):
+    """Two transformers of one size behind one causal-LM call: the policy (a GPT-2 LM, whose logits are returned)
+    and a separate value trunk (a GPT-2 body, whose last hidden states are returned for the value heads) -- the
+    ILQL authors' ``seperate_policy: true``, where neither loss shapes the other's features.
+
+    ``forward`` takes and returns what the trainers and agents use of a ``transformers`` LM (``logits``,
+    ``hidden_states[-1]``, one ``past_key_values`` cache), so they need no second code path: the value trunk's
+    layers are numbered after the policy's and write into the same cache, and run first, so that both see the
+    same past length in it.
+
+    >>> config = ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=8)
+    >>> lm = PolicyValueLM(build_language_model(config, 10, pad_id=0), build_language_model(config, 10, pad_id=0))
+    >>> out = lm(input_ids=torch.zeros(1, 3, dtype=torch.long), output_hidden_states=True)
+    >>> out.logits.shape, out.hidden_states[-1].shape
+    (torch.Size([1, 3, 10]), torch.Size([1, 3, 16]))
+    """
+
+    def __init__(self, policy: nn.Module, value: nn.Module):
+        super().__init__()
+        self.policy = policy
+        #: the value trunk: the body of a GPT-2 LM (its output layer is not needed).
+        self.value = value.transformer
+        self.config = policy.config
+        if getattr(self.value.config, "scale_attn_by_inverse_layer_idx", False):
+            raise ValueError("PolicyValueLM: renumbered layers would change scale_attn_by_inverse_layer_idx")
+        for index, block in enumerate(self.value.h):
+            block.attn.layer_idx = policy.config.n_layer + index
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None, past_key_values: Any = None, use_cache: bool | None = None,
+                output_hidden_states: bool = False) -> Any:
+        """``logits`` of the policy, ``hidden_states == (value trunk's last hidden states,)`` and the shared cache."""
+        from transformers import DynamicCache
+        from transformers.modeling_outputs import CausalLMOutputWithPast
+
+        use_cache = past_key_values is not None if use_cache is None else use_cache
+        if use_cache and past_key_values is None:
+            past_key_values = DynamicCache()
+        inputs = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                      past_key_values=past_key_values, use_cache=use_cache)
+        hidden = self.value(**inputs).last_hidden_state
+        logits = self.policy(**inputs).logits
+        return CausalLMOutputWithPast(logits=logits, hidden_states=(hidden,) if output_hidden_states else None,
+                                      past_key_values=past_key_values if use_cache else None)
+
+
 def plain_language_model(lm: nn.Module) -> nn.Module:
-    """``lm`` as an ordinary ``transformers`` GPT-2 (for ``save_pretrained``): itself, or for spelled embeddings
-    a copy whose embedding table holds the effective weights, so it computes the same logits.
+    """``lm`` as an ordinary ``transformers`` GPT-2 (for ``save_pretrained``): itself (a ``PolicyValueLM``'s
+    policy), or for spelled embeddings a copy whose embedding table holds the effective weights, so it computes
+    the same logits.
 
     >>> lm = build_language_model(ModelConfig(n_layer=1, n_embd=8, n_head=2, spelled_embeddings=True), 3, pad_id=0,
     ...                           spellings=["", "ab", "b"])
     >>> type(plain_language_model(lm).transformer.wte).__name__
     'Embedding'
     """
+    if isinstance(lm, PolicyValueLM):  # the policy alone: a separate value trunk is part of model.pt only
+        lm = lm.policy
     embedding = lm.transformer.wte
     if not isinstance(embedding, SpelledEmbedding):
         return lm
@@ -241,4 +291,4 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
 
 
 __all__ = ["ModelConfig", "build_language_model", "language_model_for", "SPELLING_LENGTH", "SpelledEmbedding",
-           "TiedOutput", "spell_embeddings", "plain_language_model", "mlp_head", "ValueHeads", "action_targets"]
+           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "ValueHeads", "action_targets"]

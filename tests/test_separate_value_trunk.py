@@ -1,0 +1,127 @@
+"""ILQL's value heads on their own transformer (``separate_value_trunk``, ``trainers.model.PolicyValueLM``): the
+value losses reach only the value trunk and BC only the policy, the shared cache decodes exactly like a full
+recomputation, checkpoints save the policy as ``lm/`` and reload both, and training changes both trunks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rlds_lang.tokenizers import make_tokenizer
+from tests.test_agents import game_histories
+from tests.test_trainers import config
+from tests.toy_data import build_dataset, wordle_like
+from trainers.agents import LanguageModelPolicy
+from trainers.checkpoint import load_agent_model, load_policy, save_checkpoint
+from trainers.eval import EvalConfig, evaluate
+from trainers.ilql import ILQLConfig, ILQLModel
+from trainers.loop import DistInfo, train, training_batches
+from trainers.model import ModelConfig, PolicyValueLM
+from rlds_lang.wordle.words import official_guesses
+
+TINY = ModelConfig(n_layer=2, n_embd=32, n_head=2, n_positions=128)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def wordle_dataset(tmp_path_factory) -> str:
+    return build_dataset(wordle_like(32, seed=5), tmp_path_factory.mktemp("wordle_like"))
+
+
+def separate_model(seed: int = 0) -> ILQLModel:
+    torch.manual_seed(seed)
+    return ILQLModel(ILQLConfig(dataset="unused", model=TINY, separate_value_trunk=True), make_tokenizer("wordle"))
+
+
+def test_the_value_trunk_is_a_second_transformer_with_its_own_cache_layers():
+    model = separate_model()
+    assert isinstance(model.lm, PolicyValueLM)
+    policy_ids = {id(p) for p in model.lm.policy.parameters()}
+    assert not policy_ids & {id(p) for p in model.lm.value.parameters()}
+    assert [block.attn.layer_idx for block in model.lm.value.h] == [2, 3]
+    shared = ILQLModel(ILQLConfig(dataset="unused", model=TINY), make_tokenizer("wordle"))
+    assert sum(p.numel() for p in model.lm.parameters()) > 1.8 * sum(p.numel() for p in shared.lm.parameters())
+
+
+@pytest.mark.parametrize("weights, trained, untouched", [
+    ({"awac_weight": 0.0}, "value", "policy"),                                            # Q, V, CQL: values only
+    ({"q_weight": 0.0, "v_weight": 0.0, "cql_weight": 0.0}, "policy", "value"),           # BC: the policy only
+])
+def test_each_loss_reaches_only_its_own_trunk(wordle_dataset, weights, trained, untouched):
+    cfg = config("ilql", wordle_dataset, "unused", separate_value_trunk=True, model=TINY, **weights)
+    tokenizer = make_tokenizer("wordle")
+    torch.manual_seed(0)
+    model = ILQLModel(cfg, tokenizer)
+    model(next(training_batches(cfg, tokenizer, DistInfo()))).loss.backward()
+
+    def gradient_norm(module):
+        return sum(float(p.grad.abs().sum()) for p in module.parameters() if p.grad is not None)
+
+    assert gradient_norm(getattr(model.lm, trained)) > 0
+    assert gradient_norm(getattr(model.lm, untouched)) == 0
+
+
+def test_cached_decoding_equals_a_full_recomputation():
+    lm = separate_model().lm.eval()
+    ids = torch.randint(3, 30, (2, 12))
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # a left-padded row
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    full = lm(input_ids=ids, attention_mask=mask, position_ids=positions, output_hidden_states=True)
+    out = lm(input_ids=ids[:, :7], attention_mask=mask[:, :7], position_ids=positions[:, :7], use_cache=True,
+             output_hidden_states=True)
+    cache = out.past_key_values
+    assert len(cache.layers) == 4  # the policy's two layers, then the value trunk's
+    for t in range(7, 12):
+        out = lm(input_ids=ids[:, t:t + 1], attention_mask=mask[:, :t + 1], position_ids=positions[:, t:t + 1],
+                 past_key_values=cache, output_hidden_states=True)
+        torch.testing.assert_close(out.logits[:, -1], full.logits[:, t], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(out.hidden_states[-1][:, -1], full.hidden_states[-1][:, t], atol=1e-5, rtol=1e-5)
+
+
+def test_agents_decode_the_same_with_and_without_kept_states_and_batching():
+    model = separate_model()
+    tok, words = make_tokenizer("wordle"), official_guesses().words
+    results = [evaluate(LanguageModelPolicy(model.lm, tok, heads=model.heads, beta=16.0, allowed_actions=words,
+                                            reuse_states=reuse), EvalConfig(games=12, batch_games=4), progress=False)
+               for reuse in (True, False)]
+    assert results[0].actions == results[1].actions
+    agent = LanguageModelPolicy(model.lm, tok, heads=model.heads, beta=16.0, greedy=True, allowed_actions=words)
+    histories = game_histories(["crane", "tolls", "pleat"])
+    assert agent.act_batch(histories) == [agent.act_batch([h])[0] for h in histories]
+
+
+def test_checkpoint_keeps_the_policy_as_lm_and_both_trunks_in_model_pt(tmp_path):
+    from transformers import GPT2LMHeadModel
+
+    model = separate_model(seed=1)
+    cfg, tok = model.config, make_tokenizer("wordle")
+    path = save_checkpoint(tmp_path / "run", "ilql", cfg, model, tok, {"step": 1})
+    plain = GPT2LMHeadModel.from_pretrained(path / "lm")
+    assert torch.equal(plain.transformer.h[0].attn.c_attn.weight, model.lm.policy.transformer.h[0].attn.c_attn.weight)
+    loaded = load_agent_model(path)
+    assert loaded.config.separate_value_trunk and isinstance(loaded.lm, PolicyValueLM)
+    assert all(torch.equal(a, b) for a, b in zip(loaded.model.state_dict().values(), model.state_dict().values()))
+    agent = load_policy(path, allowed_actions=official_guesses().words, greedy=True)
+    direct = LanguageModelPolicy(model.lm, tok, heads=model.heads, beta=16.0, greedy=True,
+                                 allowed_actions=official_guesses().words)
+    histories = game_histories(["crane", "tolls"])
+    assert agent.act_batch(histories) == direct.act_batch(histories)
+
+
+def test_training_changes_both_trunks(wordle_dataset, tmp_path):
+    cfg = config("ilql", wordle_dataset, tmp_path / "ilql", steps=6, separate_value_trunk=True, model=TINY)
+    torch.manual_seed(cfg.seed)
+    before = {k: v.clone() for k, v in ILQLModel(cfg, make_tokenizer("wordle")).state_dict().items()}
+    train("ilql", cfg, progress=False)
+    after = load_agent_model(tmp_path / "ilql" / "checkpoint").model.state_dict()
+    for prefix in ("lm.policy.transformer.h.0.", "lm.value.h.0.", "heads.q1."):
+        changed = [k for k in after if k.startswith(prefix) and not torch.equal(after[k], before[k])]
+        assert changed, prefix
