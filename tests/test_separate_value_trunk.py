@@ -125,3 +125,22 @@ def test_training_changes_both_trunks(wordle_dataset, tmp_path):
     for prefix in ("lm.policy.transformer.h.0.", "lm.value.h.0.", "heads.q1."):
         changed = [k for k in after if k.startswith(prefix) and not torch.equal(after[k], before[k])]
         assert changed, prefix
+
+
+def test_a_fixed_bc_policy_stays_exactly_bc_while_the_values_learn(wordle_dataset, tmp_path):
+    """LMRL-Gym's value-based agents: the BC model's logits perturbed by a separately trained value model."""
+    from transformers import GPT2LMHeadModel
+
+    from trainers.model import language_model_for
+
+    torch.manual_seed(3)
+    language_model_for(TINY, make_tokenizer("wordle")).save_pretrained(tmp_path / "bc_lm")
+    start = GPT2LMHeadModel.from_pretrained(tmp_path / "bc_lm").state_dict()
+    model = dict(TINY.__dict__, checkpoint=str(tmp_path / "bc_lm"))
+    cfg = config("mc", wordle_dataset, tmp_path / "mc", steps=4, separate_value_trunk=True, awac_weight=0.0,
+                 model=ModelConfig(**model))
+    train("mc", cfg, progress=False)
+    lm = load_agent_model(tmp_path / "mc" / "checkpoint").lm
+    assert all(torch.equal(value, start[name]) for name, value in lm.policy.state_dict().items())
+    value_start = {k[len("transformer."):]: v for k, v in start.items() if k.startswith("transformer.")}
+    assert any(not torch.equal(v, value_start[k]) for k, v in lm.value.state_dict().items())

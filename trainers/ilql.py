@@ -70,6 +70,8 @@ class ValueLearningConfig(TrainConfig):
     #: put the value heads on a second transformer of the same size (``trainers.model.PolicyValueLM``; the
     #: authors' ``seperate_policy: true``) instead of on the policy's: the value losses then do not shape the
     #: policy's features, nor BC the values', at about twice the compute per step. Off: one shared trunk.
+    #: With ``awac_weight=0`` the policy is not trained at all and not run in training: with ``model.checkpoint``
+    #: set to a BC run's ``lm/`` it stays that BC policy, which the values perturb (LMRL-Gym's MC and ILQL agents).
     separate_value_trunk: bool = False
 
 
@@ -97,9 +99,13 @@ class ILQLModel(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The weighted sum of the TD, expectile, CQL and BC/AWAC terms on the batch's action tokens."""
         c = self.config
-        out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
-        logits, hidden = out.logits[:, :-1], out.hidden_states[-1][:, :-1]
         actions, mask = action_targets(batch)
+        if c.awac_weight == 0 and isinstance(self.lm, PolicyValueLM):  # a fixed policy: only the value trunk runs
+            logits, hidden = None, self.lm.value_hidden(batch["input_ids"], batch["attention_mask"])[:, :-1]
+        else:
+            out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                          output_hidden_states=True)
+            logits, hidden = out.logits[:, :-1], out.hidden_states[-1][:, :-1]
 
         q1, q2, v = self.heads(hidden)
         taken = actions.unsqueeze(-1)
@@ -114,7 +120,7 @@ class ILQLModel(nn.Module):
         }
         advantage = (target_q - v).detach()
         weights = torch.exp(c.awac_beta * advantage) if c.awac_beta else None
-        losses["awac_loss"] = bc_loss(logits, actions, mask, weights)
+        losses["awac_loss"] = bc_loss(logits, actions, mask, weights) if logits is not None else q1.new_zeros(())
         total = (c.q_weight * losses["q_loss"] + c.v_weight * losses["v_loss"] + c.cql_weight * losses["cql_loss"]
                  + c.awac_weight * losses["awac_loss"])
         metrics = {k: val.detach() for k, val in losses.items()}

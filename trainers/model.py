@@ -193,6 +193,11 @@ class PolicyValueLM(nn.Module):
             raise ValueError("PolicyValueLM: renumbered layers would change scale_attn_by_inverse_layer_idx")
         for index, block in enumerate(self.value.h):
             block.attn.layer_idx = policy.config.n_layer + index
+        self.value.config.use_cache = False  # its own cache would have too few layers: it uses the shared one
+
+    def value_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The value trunk's last hidden states alone, without a cache (training with a fixed policy)."""
+        return self.value(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, past_key_values: Any = None, use_cache: bool | None = None,
