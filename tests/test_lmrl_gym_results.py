@@ -7,22 +7,30 @@ import dataclasses
 import json
 import re
 
+import pytest
+import torch
+
+from trainers.checkpoint import load_agent_model
 from trainers.cli import main
 from trainers.eval import EvalResult, load_results
-from trainers.lmrl_gym_results import comparison_lines, render_table
+from trainers.lmrl_gym_linear import LinearReport
+from trainers.lmrl_gym_results import TRAINING, cached_report, comparison_lines, render_table
 
 
 def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     out = tmp_path / "lmrl_gym.md"
     common = ["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
               "--small", "12", "--steps", "2", "--build-workers", "1"]
-    main([*common, "--train-only", "MC returns", "--out", str(out)])  # one row alone, as two side-by-side jobs do
+    with pytest.raises(ValueError, match=r"train BC first \(--train-only BC\)"):  # MC keeps BC as its policy
+        main([*common, "--train-only", "MC returns", "--out", str(out)])
+    main([*common, "--train-only", "BC", "--train-only", "MC returns", "--out", str(out)])  # as side-by-side jobs do
     assert "trained MC returns" in capsys.readouterr().out and not out.exists()
     mc_checkpoint = (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes()
     main(["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
           "--small", "12", "--steps", "2", "--games", "6", "--pbc-rounds", "1", "--pbc-games", "6", "--pbc-steps", "1",
           "--calibration-games", "6", "--consistency-games", "3", "--linear-train-games", "30",
-          "--linear-held-out-games", "4", "--linear-steps", "16", "--build-workers", "1", "--out", str(out)])
+          "--linear-held-out-games", "4", "--linear-steps", "16", "--build-workers", "1", "--beta-games", "4",
+          "--beta-grid", "0,16", "--out", str(out)])
     document = out.read_text()
     assert (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes() == mc_checkpoint
     kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym").iterdir())
@@ -33,6 +41,11 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
                            ("MC returns", "| -2.16 | 94.9 |"), ("ILQL", "| -2.04 | 97.7 |"),
                            ("online %BC", "| -2.15 | 95.2 |"), ("scripted", "| -1.94 | 100.0 |")):
         assert any(line.startswith(f"| {row} |") and line.endswith(published) for line in document.splitlines()), row
+    betas = document.split("## β of MC returns and ILQL")[1].split("##")[0]
+    assert "4 held-out games seeded from 10000000" in betas and "| row | β=0 | β=16 | β chosen |" in betas
+    chosen = {line.split(" | ")[0][2:]: float(line.rstrip(" |").split(" | ")[-1]) for line in betas.splitlines()
+              if line.startswith(("| MC returns |", "| ILQL |"))}
+    assert set(chosen) == {"MC returns", "ILQL"} and set(chosen.values()) <= {0.0, 16.0}
     verdicts = document.split("## Verdicts")[1].split("##")[0]
     assert verdicts.count(" SE): ") == 4 and ("All targets met" in document or "Targets not reached" in document)
     if "Targets not reached" in document:  # the diagnosis: BC beside the data policy and the linear reference
@@ -47,6 +60,34 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
         assert (tmp_path / f"lmrl_gym-calibration-{name}.png").stat().st_size > 1000
     timing = json.loads((tmp_path / "runs" / "lmrl_gym" / "online__BC" / "train_seconds.json").read_text())
     assert timing["step"] == 1
+    for name in ("BC", "BC__top_30", "MC_returns", "ILQL", "online__BC"):  # every row on this setting's TRAINING
+        run = tmp_path / "runs" / "lmrl_gym" / name
+        run = run / "round_000" / "bc" if name == "online__BC" else run
+        config = json.loads((run / "config.json").read_text())["config"]
+        assert (config["batch_size"], config["lr"]) == (TRAINING["batch_size"], TRAINING["lr"]) == (64, 1e-3), name
+    assert '"batch_size": 64, "lr": 0.001' in document.split("## What was trained")[1]
+    runs = tmp_path / "runs" / "lmrl_gym"
+    bc = load_agent_model(runs / "BC" / "checkpoint").lm.state_dict()
+    for name in ("MC_returns", "ILQL"):  # the value rows decode with the BC row's policy, unchanged
+        policy = load_agent_model(runs / name / "checkpoint").lm.policy.state_dict()
+        assert policy.keys() == bc.keys() and all(torch.equal(policy[k], bc[k]) for k in bc), name
+    diagnostics = tmp_path / "runs" / "lmrl_gym" / "diagnostics"
+    assert json.loads((diagnostics / "linear_reference.json").read_text())["key"]["train_games"] == 30
+    assert json.loads((diagnostics / "bc_consistency.json").read_text())["report"]["states"] > 0
+
+
+def test_diagnostic_reports_are_reused_only_under_the_same_key(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return LinearReport([1, 2], [6.0, float(len(calls))], 5.2, 6.07, 10)
+
+    path = tmp_path / "diagnostics" / "linear.json"
+    first = cached_report(path, {"steps": 2}, compute, LinearReport)
+    assert cached_report(path, {"steps": 2}, compute, LinearReport) == first and len(calls) == 1
+    assert cached_report(path, {"steps": 3}, compute, LinearReport).nats[1] == 2.0  # another key: recomputed
+    assert cached_report(path, {"steps": 3}, compute, LinearReport, fresh=True).nats[1] == 3.0
 
 
 def _result(name, rewards):

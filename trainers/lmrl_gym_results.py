@@ -1,8 +1,9 @@
 """``rlds-lang results --setting lmrl_gym``: our trainers in LMRL-Gym's Wordle setting, beside its published table.
 
 Builds ``wordle_synthetic/lmrl_gym`` (``--small N`` caps each split at N games for smoke runs), trains BC,
-%BC (top 30%), MC returns and ILQL on its ``train`` split with the committed configs (``trainers.results``'
-``SHARED`` plus ``ROWS``' overrides; resumable), runs online %BC from the BC model, evaluates every agent
+%BC (top 30%), MC returns and ILQL on its ``train`` split with the committed configs (``TRAINING``:
+``trainers.results.SHARED`` with this setting's batch, learning rate and steps; plus ``ROWS``' overrides;
+resumable; MC returns and ILQL keep the finished BC policy and learn Q and V on a second transformer), runs online %BC from the BC model, evaluates every agent
 and the scripted policy on the same seeded games of the setting (sampling at temperature 1), and writes
 ``docs/lmrl_gym.md``: one table with our raw mean return ± standard error, our normalised score by
 LMRL-Gym's formula (min -6, our dataset's mean return, our scripted policy's mean return) and LMRL-Gym's
@@ -23,15 +24,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import hashlib
 import json
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
+from trainers.beta_choice import BETA_GRID, choose_beta, parse_grid, render_beta_choices, tuning_config
 from trainers.build import REPO, tfds_build
 from trainers.lmrl_gym_linear import LinearReport, add_linear_arguments, linear_reference_from_args
 from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluate_run, _slug, experiment_config
@@ -39,12 +42,25 @@ from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluat
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from trainers.lmrl_gym import ConsistencyReport
 
-#: the offline rows (LMRL-Gym's names) and their overrides of ``SHARED``; ILQL's alpha as in docs/results.md.
+#: this setting's optimisation on top of ``SHARED`` (same model): batch 64 x lr 1e-3 for 16,000 steps, about one
+#: pass over the 1M training games. Chosen on held-out data-policy games, never on the evaluation games: on a
+#: 100k-game build, with ``SHARED``'s 32 x 3e-4 BC had learned 4% of the data's consistency regularity after
+#: 6,000 steps, with this one 26% after 8,000 and 36% after 12,000, still rising (``python -m trainers.lmrl_gym
+#: --consistency``; README, issue-18 section).
+TRAINING: dict[str, Any] = {**SHARED, "batch_size": 64, "lr": 1e-3, "steps": 16000, "checkpoint_every": 250}
+#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``; ILQL's alpha as in docs/results.md.
+#: the value-based rows' overrides. LMRL-Gym's MC and ILQL agents decode with its trained BC model (``pi_beta``,
+#: fixed) perturbed by beta * (Q - V) of a value model trained apart from it (its evaluation scripts load both),
+#: so ours put Q and V on their own transformer and leave the policy untrained (``awac_weight`` 0); both trunks
+#: start from the finished BC row's transformer (``model.checkpoint``, set by ``_train``), our nearest to
+#: LMRL-Gym's pretrained GPT-2.
+#: Half of BC's steps: the value trunk starts from BC's features and learns only Q and V.
+ON_BC_POLICY: dict[str, Any] = {"separate_value_trunk": True, "awac_weight": 0.0, "steps": 8000}
 ROWS: tuple[Experiment, ...] = (
     Experiment("BC", "bc"),
     Experiment("%BC (top 30%)", "bc", {"top_p": lmrl_gym.PCT_BC_FRACTION}),
-    Experiment("MC returns", "mc", {}, beta=16.0),
-    Experiment("ILQL", "ilql", {"alpha": 0.01}, beta=16.0),
+    Experiment("MC returns", "mc", ON_BC_POLICY, beta=16.0),
+    Experiment("ILQL", "ilql", {**ON_BC_POLICY, "alpha": 0.01}, beta=16.0),
 )
 ONLINE, SCRIPTED = "online %BC", "scripted"
 #: the published row each of ours is compared with.
@@ -77,6 +93,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
                         help=f"lmrl_gym: online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
+    parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID),
+                        help="lmrl_gym: the β values MC returns and ILQL play on held-out games before the table "
+                             "(LMRL-Gym's scripts sweep 1..128)")
+    parser.add_argument("--beta-games", type=int, default=500,
+                        help="lmrl_gym: held-out games per β of that choice (0: play each row's committed β)")
     parser.add_argument("--consistency-games", type=int, default=100,
                         help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
     parser.add_argument("--calibration-games", type=int, default=1000,
@@ -102,11 +123,31 @@ def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) 
     """Trains (or resumes) one offline row; ``(run folder, steps, training minutes)``."""
     from trainers.loop import train
 
-    config = experiment_config(experiment, dataset, runs, steps)
+    shared = TRAINING
+    if experiment.overrides.get("separate_value_trunk"):
+        shared = {**TRAINING, "model": {**TRAINING["model"], "checkpoint": str(finished_bc_lm(runs, steps))}}
+    config = experiment_config(experiment, dataset, runs, steps, shared)
     started = time.perf_counter()
     result = train(experiment.algorithm, config)
     return Path(config.out), config.steps, _add_training_seconds(Path(config.out), time.perf_counter() - started,
                                                                  result.steps) / 60
+
+
+def finished_bc_lm(runs: Path, steps: int | None) -> Path:
+    """The BC row's trained transformer (``runs/BC/checkpoint/lm``) that the value rows start from and keep as
+    their policy; a clear error unless BC has trained all its ``steps`` (default ``TRAINING``'s)."""
+    import torch
+
+    from trainers.checkpoint import checkpoint_dir
+
+    checkpoint = checkpoint_dir(runs / _slug("BC"))
+    wanted = steps if steps is not None else TRAINING["steps"]
+    state = checkpoint / "trainer_state.pt"
+    reached = int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
+    if reached < wanted:
+        raise ValueError(f"the MC returns and ILQL rows start from the finished BC row, but {checkpoint} has "
+                         f"{reached} of its {wanted} steps: train BC first (--train-only BC)")
+    return checkpoint / "lm"
 
 
 def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, int, float]:
@@ -115,7 +156,7 @@ def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, i
     from trainers.online_pbc import OnlinePBCConfig, run_online_pbc
 
     steps = args.pbc_steps or args.steps or PBC_STEPS
-    values = {**SHARED, "steps": steps, "out": str(runs / _slug(ONLINE)), "rounds": args.pbc_rounds,
+    values = {**TRAINING, "steps": steps, "out": str(runs / _slug(ONLINE)), "rounds": args.pbc_rounds,
               "games_per_round": args.pbc_games, "init_checkpoint": str(bc_run / "checkpoint")}
     config = config_from_dict(OnlinePBCConfig, values)
     started = time.perf_counter()
@@ -229,8 +270,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path
     (None with ``--train-only``, which stops after training the rows named)."""
     from trainers.eval import evaluate, save_results
-    from trainers.checkpoint import load_agent_model
-    from trainers.lmrl_gym import consistency_learned, setting_config
+    from trainers.lmrl_gym import setting_config
     from trainers.results import DECODINGS
 
     started = time.perf_counter()
@@ -246,15 +286,22 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
         runs[experiment.name], steps[experiment.name], minutes[experiment.name] = _train(
             experiment, dataset, runs_root, args.steps)
     runs[ONLINE], steps[ONLINE], minutes[ONLINE] = _online(runs["BC"], runs_root, args)
+    choices = []
     for experiment in (*ROWS, Experiment(ONLINE, "bc")):
-        results.append(_evaluate_run(experiment, runs[experiment.name], steps[experiment.name], eval_config,
-                                     DECODINGS[SAMPLE], args.fresh))
+        beta = None
+        if experiment.beta is not None and args.beta_games > 0:
+            choices.append(choose_beta(experiment, runs[experiment.name], steps[experiment.name],
+                                       tuning_config(eval_config, args.beta_games), DECODINGS[SAMPLE], args.fresh,
+                                       parse_grid(args.beta_grid)))
+            beta = choices[-1].best
+        result = _evaluate_run(experiment, runs[experiment.name], steps[experiment.name], eval_config,
+                               DECODINGS[SAMPLE], args.fresh, beta)
+        results.append(dataclasses.replace(result, name=experiment.name))
     results.append(evaluate(lmrl_gym.scripted_policy(), eval_config, name=SCRIPTED, progress=False))
     save_results(results, out.with_suffix(".json"))
     by_name = {r.name: r for r in results}
     data = _dataset_figures(dataset)
-    consistency = consistency_learned(load_agent_model(runs["BC"] / "checkpoint"), args.consistency_games)
-    linear = linear_reference_from_args(args)
+    consistency, linear = _diagnostics(runs_root, runs["BC"], args)
     scripted_mean = by_name[SCRIPTED].mean_reward
     curves = []
     for name, run in runs.items():
@@ -265,10 +312,44 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
             curves.append(f"[{name}]({target.name})")
     document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
                                args.calibration_games, out), minutes, steps, curves, args,
-                               time.perf_counter() - started, consistency, linear)
+                               time.perf_counter() - started, consistency, linear,
+                               render_beta_choices(choices, tuning_config(eval_config, args.beta_games)) if choices
+                               else "")
     out.write_text(document)
     print(document)
     return out
+
+
+def cached_report(path: Path, key: dict[str, Any], compute: Callable[[], Any], report_class: type, fresh: bool = False):
+    """The dataclass ``report_class`` stored in ``path`` under the same ``key``, else ``compute()``'d and stored
+    there: the diagnostics depend only on their sizes and on the checkpoint, and take minutes to recompute."""
+    if path.exists() and not fresh:
+        stored = json.loads(path.read_text())
+        if stored.get("key") == key:
+            return report_class(**stored["report"])
+    report = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "report": dataclasses.asdict(report)}, indent=2))
+    return report
+
+
+def _diagnostics(runs_root: Path, bc_run: Path, args: argparse.Namespace) -> tuple[ConsistencyReport, LinearReport]:
+    """BC's ``consistency_learned`` (keyed by its games and the checkpoint's ``model.pt`` digest) and the linear
+    reference (keyed by its sizes), each reused from ``runs_root/diagnostics`` unless ``--fresh``."""
+    from trainers.checkpoint import load_agent_model
+    from trainers.lmrl_gym import ConsistencyReport, consistency_learned
+
+    checkpoint = bc_run / "checkpoint"
+    digest = hashlib.sha256((checkpoint / "model.pt").read_bytes()).hexdigest()
+    consistency = cached_report(
+        runs_root / "diagnostics" / "bc_consistency.json", {"games": args.consistency_games, "model_pt": digest},
+        lambda: consistency_learned(load_agent_model(checkpoint), args.consistency_games), ConsistencyReport,
+        args.fresh)
+    sizes = {"train_games": args.linear_train_games, "held_out_games": args.linear_held_out_games,
+             "steps": args.linear_steps}
+    linear = cached_report(runs_root / "diagnostics" / "linear_reference.json", sizes,
+                           lambda: linear_reference_from_args(args), LinearReport, args.fresh)
+    return consistency, linear
 
 
 def _command(args: argparse.Namespace) -> str:
@@ -276,6 +357,7 @@ def _command(args: argparse.Namespace) -> str:
     for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
                         ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
                         ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games),
+                        ("--beta-games", args.beta_games), ("--beta-grid", args.beta_grid),
                         ("--consistency-games", args.consistency_games),
                         ("--linear-train-games", args.linear_train_games),
                         ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps)):
@@ -292,7 +374,7 @@ def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None 
     bc = by_name["BC"]
     learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
     text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
-            f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC-like "
+            f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC's "
             "logits (β·(Q − V) added to them).")
     if consistency is not None:
         c = consistency
@@ -310,9 +392,15 @@ def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None 
     return text
 
 
+def _committed_betas() -> str:
+    committed = ", ".join(f"{e.name} {e.beta:g}" for e in ROWS if e.beta is not None)
+    return f"Not chosen in this run (`--beta-games 0`): each row played its committed β ({committed}).\n"
+
+
 def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
                     minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float,
-                    consistency: ConsistencyReport | None = None, linear: LinearReport | None = None) -> str:
+                    consistency: ConsistencyReport | None = None, linear: LinearReport | None = None,
+                    betas: str = "") -> str:
     """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
     lines, met = comparison_lines(by_name)
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
@@ -349,6 +437,10 @@ max (−1.94).
 
 {chr(10).join(lines)}
 
+## β of MC returns and ILQL, chosen on held-out games
+
+{betas or _committed_betas()}
+
 ## The data and the scripted policy
 
 | figure | ours | LMRL-Gym |
@@ -364,8 +456,11 @@ max (−1.94).
 {calibration}
 ## What was trained
 
-Model and optimisation: `trainers.results.SHARED` ({json.dumps({k: v for k, v in SHARED.items() if k != "steps"})});
+Model and optimisation: `trainers.lmrl_gym_results.TRAINING` ({json.dumps({k: v for k, v in TRAINING.items() if k != "steps"})});
 overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" + (f" β={e.beta:g}" if e.beta else "") for e in ROWS)};
+MC returns and ILQL decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) of a second
+transformer that starts from BC's and learns only Q and V (`ON_BC_POLICY`), as LMRL-Gym's value-based agents
+decode with its BC model and a separately trained value model;
 online %BC: {args.pbc_rounds} rounds × {args.pbc_games} games, top 30% kept, from the BC model.
 Training curves: {", ".join(curves) or "—"}.
 
@@ -382,5 +477,5 @@ learning rate, each read with `python -m trainers.lmrl_gym --consistency` on hel
 """
 
 
-__all__ = ["ROWS", "COMPARISONS", "add_arguments", "comparison_lines", "render_table", "render_document",
-           "run_lmrl_gym"]
+__all__ = ["TRAINING", "ON_BC_POLICY", "ROWS", "finished_bc_lm", "COMPARISONS", "add_arguments", "cached_report",
+           "comparison_lines", "render_table", "render_document", "run_lmrl_gym"]

@@ -119,12 +119,14 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
 
 
-def experiment_config(experiment: Experiment, dataset: str, out: Path, steps: int | None = None):
-    """The full config dataclass of ``experiment`` on ``dataset`` writing under ``out`` (``steps`` overrides)."""
+def experiment_config(experiment: Experiment, dataset: str, out: Path, steps: int | None = None,
+                      shared: dict[str, Any] | None = None):
+    """The full config dataclass of ``experiment`` on ``dataset`` writing under ``out``: ``shared`` (default
+    ``SHARED``), then the experiment's overrides, then ``steps`` when given."""
     from trainers.algorithms import algorithm_by_name
     from trainers.config import config_from_dict
 
-    values = {**SHARED, **experiment.overrides, "dataset": dataset, "out": str(out / _slug(experiment.name))}
+    values = {**(SHARED if shared is None else shared), **experiment.overrides, "dataset": dataset, "out": str(out / _slug(experiment.name))}
     if steps is not None:
         values["steps"] = steps
     return config_from_dict(algorithm_by_name(experiment.algorithm).config_class, values)
