@@ -45,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 #: this setting's optimisation on top of ``SHARED`` (same model): batch 64 x lr 1e-3 for 16,000 steps, about one
 #: pass over the 1M training games. Chosen on held-out data-policy games, never on the evaluation games: on a
 #: 100k-game build, with ``SHARED``'s 32 x 3e-4 BC had learned 4% of the data's consistency regularity after
-#: 6,000 steps, with this one 26% after 8,000 and 36% after 12,000, still rising (``python -m trainers.lmrl_gym
-#: --consistency``; README, issue-18 section).
+#: 6,000 steps, with this one 26% after 8,000, 36% after 12,000 and 48% after 16,000, still rising (``python -m
+#: trainers.lmrl_gym --consistency``; README, issue-18 section).
 TRAINING: dict[str, Any] = {**SHARED, "batch_size": 64, "lr": 1e-3, "steps": 16000, "checkpoint_every": 250}
 #: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``; ILQL's alpha as in docs/results.md.
 #: the value-based rows' overrides. LMRL-Gym's MC and ILQL agents decode with its trained BC model (``pi_beta``,
