@@ -3,7 +3,8 @@
 Builds ``wordle_synthetic/lmrl_gym`` (``--small N`` caps each split at N games for smoke runs), trains BC,
 %BC (top 30%), MC returns and ILQL on its ``train`` split with the committed configs (``TRAINING``:
 ``trainers.results.SHARED`` with this setting's batch, learning rate and steps; plus ``ROWS``' overrides;
-resumable; MC returns and ILQL keep the finished BC policy and learn Q and V on a second transformer), runs online %BC from the BC model, evaluates every agent
+resumable; MC returns and ILQL keep the finished BC policy and learn Q and V on a second transformer), runs
+online %BC from the BC model, chooses the β of MC returns and ILQL on held-out games, evaluates every agent
 and the scripted policy on the same seeded games of the setting (sampling at temperature 1), and writes
 ``docs/lmrl_gym.md``: one table with our raw mean return ± standard error, our normalised score by
 LMRL-Gym's formula (min -6, our dataset's mean return, our scripted policy's mean return) and LMRL-Gym's
@@ -48,7 +49,6 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 #: 6,000 steps, with this one 26% after 8,000, 36% after 12,000 and 48% after 16,000, still rising (``python -m
 #: trainers.lmrl_gym --consistency``; README, issue-18 section).
 TRAINING: dict[str, Any] = {**SHARED, "batch_size": 64, "lr": 1e-3, "steps": 16000, "checkpoint_every": 250}
-#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``; ILQL's alpha as in docs/results.md.
 #: the value-based rows' overrides. LMRL-Gym's MC and ILQL agents decode with its trained BC model (``pi_beta``,
 #: fixed) perturbed by beta * (Q - V) of a value model trained apart from it (its evaluation scripts load both),
 #: so ours put Q and V on their own transformer and leave the policy untrained (``awac_weight`` 0); both trunks
@@ -56,6 +56,7 @@ TRAINING: dict[str, Any] = {**SHARED, "batch_size": 64, "lr": 1e-3, "steps": 160
 #: LMRL-Gym's pretrained GPT-2.
 #: Half of BC's steps: the value trunk starts from BC's features and learns only Q and V.
 ON_BC_POLICY: dict[str, Any] = {"separate_value_trunk": True, "awac_weight": 0.0, "steps": 8000}
+#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``; ILQL's alpha as in docs/results.md.
 ROWS: tuple[Experiment, ...] = (
     Experiment("BC", "bc"),
     Experiment("%BC (top 30%)", "bc", {"top_p": lmrl_gym.PCT_BC_FRACTION}),

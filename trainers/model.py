@@ -296,4 +296,5 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
 
 
 __all__ = ["ModelConfig", "build_language_model", "language_model_for", "SPELLING_LENGTH", "SpelledEmbedding",
-           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "ValueHeads", "action_targets"]
+           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "ValueHeads",
+           "action_targets"]
