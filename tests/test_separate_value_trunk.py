@@ -144,3 +144,14 @@ def test_a_fixed_bc_policy_stays_exactly_bc_while_the_values_learn(wordle_datase
     assert all(torch.equal(value, start[name]) for name, value in lm.policy.state_dict().items())
     value_start = {k[len("transformer."):]: v for k, v in start.items() if k.startswith("transformer.")}
     assert any(not torch.equal(v, value_start[k]) for k, v in lm.value.state_dict().items())
+
+
+def test_heads_can_start_at_a_constant_value():
+    torch.manual_seed(0)
+    cfg = ILQLConfig(dataset="unused", model=TINY, head_init_value=-4.4)
+    model = ILQLModel(cfg, make_tokenizer("wordle"))
+    q1, q2, v = model.heads(torch.randn(2, 5, TINY.n_embd))
+    for values in (q1, q2, v, model.heads.target_q(torch.randn(3, TINY.n_embd))):
+        assert torch.allclose(values, torch.full_like(values, -4.4))
+    default = ILQLModel(ILQLConfig(dataset="unused", model=TINY), make_tokenizer("wordle"))
+    assert default.heads.v[-1].weight.abs().sum() > 0

@@ -73,6 +73,9 @@ class ValueLearningConfig(TrainConfig):
     #: With ``awac_weight=0`` the policy is not trained at all and not run in training: with ``model.checkpoint``
     #: set to a BC run's ``lm/`` it stays that BC policy, which the values perturb (LMRL-Gym's MC and ILQL agents).
     separate_value_trunk: bool = False
+    #: start Q and V as this constant (output weights zero, bias this value; ``ValueHeads.start_at``), so the
+    #: advantage starts at 0; LMRL-Gym's Wordle heads start at -4.4. None: PyTorch's default random init.
+    head_init_value: float | None = None
 
 
 @dataclasses.dataclass
@@ -95,6 +98,8 @@ class ILQLModel(nn.Module):
         if config.separate_value_trunk:
             self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
         self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size)
+        if config.head_init_value is not None:
+            self.heads.start_at(config.head_init_value)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The weighted sum of the TD, expectile, CQL and BC/AWAC terms on the batch's action tokens."""

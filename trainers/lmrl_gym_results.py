@@ -53,15 +53,18 @@ TRAINING: dict[str, Any] = {**SHARED, "batch_size": 64, "lr": 1e-3, "steps": 160
 #: fixed) perturbed by beta * (Q - V) of a value model trained apart from it (its evaluation scripts load both),
 #: so ours put Q and V on their own transformer and leave the policy untrained (``awac_weight`` 0); both trunks
 #: start from the finished BC row's transformer (``model.checkpoint``, set by ``_train``), our nearest to
-#: LMRL-Gym's pretrained GPT-2.
-#: Half of BC's steps: the value trunk starts from BC's features and learns only Q and V.
-ON_BC_POLICY: dict[str, Any] = {"separate_value_trunk": True, "awac_weight": 0.0, "steps": 8000}
-#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``; ILQL's alpha as in docs/results.md.
+#: LMRL-Gym's pretrained GPT-2. From LMRL-Gym's Wordle training scripts (``llm_rl_scripts/wordle/{mc,ilql}/
+#: train_*_gpt2.py``): ``cql_weight`` 0.01 and the heads starting at -4.4 (zero output weights, bias -4.4); its
+#: ILQL's Polyak rate 0.005 is ``ILQLConfig``'s default. Half of BC's steps: the value trunk starts from BC's
+#: features and learns only Q and V.
+ON_BC_POLICY: dict[str, Any] = {"separate_value_trunk": True, "awac_weight": 0.0, "cql_weight": 0.01,
+                                "head_init_value": -4.4, "steps": 8000}
+#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``.
 ROWS: tuple[Experiment, ...] = (
     Experiment("BC", "bc"),
     Experiment("%BC (top 30%)", "bc", {"top_p": lmrl_gym.PCT_BC_FRACTION}),
     Experiment("MC returns", "mc", ON_BC_POLICY, beta=16.0),
-    Experiment("ILQL", "ilql", {**ON_BC_POLICY, "alpha": 0.01}, beta=16.0),
+    Experiment("ILQL", "ilql", ON_BC_POLICY, beta=16.0),
 )
 ONLINE, SCRIPTED = "online %BC", "scripted"
 #: the published row each of ours is compared with.

@@ -268,6 +268,21 @@ class ValueHeads(nn.Module):
         self.target_q1 = copy.deepcopy(self.q1).requires_grad_(False)
         self.target_q2 = copy.deepcopy(self.q2).requires_grad_(False)
 
+    @torch.no_grad()
+    def start_at(self, value: float) -> "ValueHeads":
+        """Zeroes every head's output weights and sets its bias to ``value`` (the target heads too), so that Q
+        and V start as the constant ``value`` everywhere and the advantage ``Q - V`` as 0 (LMRL-Gym starts its
+        Wordle heads at -4.4, about its data's mean return). Returns ``self``.
+
+        >>> heads = ValueHeads(hidden_size=4, vocab_size=3).start_at(-4.0)
+        >>> [round(float(x), 1) for x in heads.target_q(torch.randn(1, 4))[0]]
+        [-4.0, -4.0, -4.0]
+        """
+        for head in (self.q1, self.q2, self.v, self.target_q1, self.target_q2):
+            head[-1].weight.zero_()
+            head[-1].bias.fill_(value)
+        return self
+
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(Q1, Q2, V)`` at every position: ``[batch, time, vocab]`` twice and ``[batch, time]``."""
         return self.q1(hidden), self.q2(hidden), self.v(hidden).squeeze(-1)
