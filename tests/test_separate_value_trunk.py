@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rlds_lang.tokenizers import make_tokenizer
-from tests.test_agents import game_histories
+from tests.test_agents import game_histories, one_thread  # noqa: F401  (autouse fixture)
 from tests.test_trainers import config
 from tests.toy_data import build_dataset, wordle_like
 from trainers.agents import LanguageModelPolicy
@@ -20,14 +20,6 @@ from trainers.model import ModelConfig, PolicyValueLM
 from rlds_lang.wordle.words import official_guesses
 
 TINY = ModelConfig(n_layer=2, n_embd=32, n_head=2, n_positions=128)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

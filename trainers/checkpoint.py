@@ -99,6 +99,12 @@ class LoadedModel:
         return getattr(self.model, "heads", None)
 
 
+def checkpoint_step(path: str | os.PathLike) -> int:
+    """The optimizer step a checkpoint folder was saved at (its ``trainer_state.pt``); 0 when there is none."""
+    state = Path(path) / "trainer_state.pt"
+    return int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
+
+
 def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     """Rebuilds the trained module of a checkpoint folder (see the module docstring for the layout)."""
     from rlds_lang.tokenizers import load_tokenizer
@@ -112,8 +118,7 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     model = spec.model_class(config, tokenizer)
     model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
     model.eval().requires_grad_(False)
-    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
-    return LoadedModel(algorithm, config, model, tokenizer, int(state["step"]))
+    return LoadedModel(algorithm, config, model, tokenizer, checkpoint_step(path))
 
 
 def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
@@ -140,5 +145,5 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     return policy
 
 
-__all__ = ["CHECKPOINT", "checkpoint_dir", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
+__all__ = ["CHECKPOINT", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
            "load_agent_model", "load_policy"]

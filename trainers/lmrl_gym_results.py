@@ -140,14 +140,11 @@ def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) 
 def finished_bc_lm(runs: Path, steps: int | None) -> Path:
     """The BC row's trained transformer (``runs/BC/checkpoint/lm``) that the value rows start from and keep as
     their policy; a clear error unless BC has trained all its ``steps`` (default ``TRAINING``'s)."""
-    import torch
-
-    from trainers.checkpoint import checkpoint_dir
+    from trainers.checkpoint import checkpoint_dir, checkpoint_step
 
     checkpoint = checkpoint_dir(runs / _slug("BC"))
     wanted = steps if steps is not None else TRAINING["steps"]
-    state = checkpoint / "trainer_state.pt"
-    reached = int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
+    reached = checkpoint_step(checkpoint)
     if reached < wanted:
         raise ValueError(f"the MC returns and ILQL rows start from the finished BC row, but {checkpoint} has "
                          f"{reached} of its {wanted} steps: train BC first (--train-only BC)")
@@ -290,13 +287,13 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
         runs[experiment.name], steps[experiment.name], minutes[experiment.name] = _train(
             experiment, dataset, runs_root, args.steps)
     runs[ONLINE], steps[ONLINE], minutes[ONLINE] = _online(runs["BC"], runs_root, args)
-    choices = []
+    choices, held_out = [], tuning_config(eval_config, args.beta_games)
+    grid = parse_grid(args.beta_grid) if args.beta_games > 0 else ()
     for experiment in (*ROWS, Experiment(ONLINE, "bc")):
         beta = None
         if experiment.beta is not None and args.beta_games > 0:
-            choices.append(choose_beta(experiment, runs[experiment.name], steps[experiment.name],
-                                       tuning_config(eval_config, args.beta_games), DECODINGS[SAMPLE], args.fresh,
-                                       parse_grid(args.beta_grid)))
+            choices.append(choose_beta(experiment, runs[experiment.name], steps[experiment.name], held_out,
+                                       DECODINGS[SAMPLE], args.fresh, grid))
             beta = choices[-1].best
         result = _evaluate_run(experiment, runs[experiment.name], steps[experiment.name], eval_config,
                                DECODINGS[SAMPLE], args.fresh, beta)
@@ -317,8 +314,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
                                args.calibration_games, out), minutes, steps, curves, args,
                                time.perf_counter() - started, consistency, linear,
-                               render_beta_choices(choices, tuning_config(eval_config, args.beta_games)) if choices
-                               else "")
+                               render_beta_choices(choices, held_out) if choices else "")
     out.write_text(document)
     print(document)
     return out

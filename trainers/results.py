@@ -126,7 +126,8 @@ def experiment_config(experiment: Experiment, dataset: str, out: Path, steps: in
     from trainers.algorithms import algorithm_by_name
     from trainers.config import config_from_dict
 
-    values = {**(SHARED if shared is None else shared), **experiment.overrides, "dataset": dataset, "out": str(out / _slug(experiment.name))}
+    values = {**(SHARED if shared is None else shared), **experiment.overrides, "dataset": dataset,
+              "out": str(out / _slug(experiment.name))}
     if steps is not None:
         values["steps"] = steps
     return config_from_dict(algorithm_by_name(experiment.algorithm).config_class, values)
