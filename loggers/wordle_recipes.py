@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -101,4 +102,39 @@ def record_retrofits(games: Sequence[RetrofittedGame], run_name: str, answers: W
                            before_episode=RetrofitHook(policy, games))
 
 
-__all__ = ["RetrofitHook", "play_shard", "record_retrofits"]
+def _count_shard(shard: Shard, cache_dir: str) -> int:
+    """Plays (or reads back) one shard into ``cache_dir``; the number of episodes it holds."""
+    return sum(1 for _ in play_shard(shard, cache_dir=cache_dir))
+
+
+def prefill_shard_cache(shards: Sequence[Shard], cache_dir: str | os.PathLike, workers: int = 2,
+                        progress: bool = True) -> int:
+    """Records every shard into the shard cache ``cache_dir`` on ``workers`` processes; the episodes it holds.
+
+    A build with that cache (``RLDS_LANG_SHARD_CACHE``) then only reads the shards back, so one Beam worker
+    serialises what several processes recorded: the parallel part needs no Beam multi-processing runner
+    (which lost shards of ours, see the README). Shards already complete are read, not played again, so an
+    interrupted prefill resumes; each process is started fresh (``spawn``), never forked from a parent that
+    has loaded TensorFlow or torch.
+    """
+    import multiprocessing
+
+    from tqdm.auto import tqdm
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    count = functools.partial(_count_shard, cache_dir=os.fspath(cache_dir))
+    total = 0
+    with contextlib.ExitStack() as stack:
+        bar = stack.enter_context(tqdm(total=len(shards), desc="record shards", unit="shard", disable=not progress))
+        if workers == 1:
+            results = map(count, shards)
+        else:
+            results = stack.enter_context(multiprocessing.get_context("spawn").Pool(workers)).imap_unordered(
+                count, shards)
+        for n in results:
+            total += n
+            bar.update()
+    return total
+
+__all__ = ["RetrofitHook", "play_shard", "prefill_shard_cache", "record_retrofits"]

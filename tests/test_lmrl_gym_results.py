@@ -20,7 +20,7 @@ from trainers.lmrl_gym_results import TRAINING, cached_report, comparison_lines,
 def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     out = tmp_path / "lmrl_gym.md"
     common = ["results", "--setting", "lmrl_gym", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
-              "--small", "12", "--steps", "2", "--build-workers", "1"]
+              "--small", "12", "--steps", "2", "--build-workers", "2"]  # shards recorded on 2 processes
     with pytest.raises(ValueError, match=r"train BC first \(--train-only BC\)"):  # MC keeps BC as its policy
         main([*common, "--train-only", "MC returns", "--out", str(out)])
     main([*common, "--train-only", "BC", "--train-only", "MC returns", "--out", str(out)])  # as side-by-side jobs do

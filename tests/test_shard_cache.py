@@ -59,3 +59,30 @@ def test_a_folder_recorded_for_another_shard_is_refused(tmp_path):
     list(play_shard(Shard(recipe, 0, 0, 2), cache_dir=str(tmp_path)))
     with pytest.raises(CacheMismatchError, match="cache-0000"):
         list(play_shard(Shard(recipe, 0, 0, 3), cache_dir=str(tmp_path)))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_prefill_records_every_shard_so_a_build_only_reads_them(tmp_path, monkeypatch, workers):
+    from loggers.wordle_recipes import prefill_shard_cache
+    from rlds_lang.wordle.recipes import shards
+
+    recipes = [Recipe("fill", "random_mixture", '{"prob_smart": 0.5}', episodes=5, seed=3),
+               Recipe("fill_eval", "optimal", episodes=2, seed=9)]
+    pieces = shards(recipes, shard_size=2)
+    assert prefill_shard_cache(pieces, tmp_path, workers=workers, progress=False) == 7
+    assert sorted(os.listdir(tmp_path)) == ["fill-0000", "fill-0001", "fill-0002", "fill_eval-0000"]
+    played = [_content(play_shard(piece)) for piece in pieces]
+
+    def never(*args, **kwargs):
+        raise AssertionError("a prefilled shard was played again")
+
+    monkeypatch.setattr(loggers.roundtrip, "record", never)
+    assert [_content(play_shard(piece, cache_dir=str(tmp_path))) for piece in pieces] == played
+    assert prefill_shard_cache(pieces, tmp_path, workers=1, progress=False) == 7  # complete: only read back
+
+
+def test_prefill_refuses_no_workers(tmp_path):
+    from loggers.wordle_recipes import prefill_shard_cache
+
+    with pytest.raises(ValueError, match="workers"):
+        prefill_shard_cache([], tmp_path, workers=0)

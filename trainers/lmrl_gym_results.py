@@ -36,7 +36,7 @@ import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.beta_choice import BETA_GRID, choose_beta, parse_grid, render_beta_choices, tuning_config
-from trainers.build import REPO, tfds_build
+from trainers.build import REPO, built_dataset_dir, tfds_build
 from trainers.lmrl_gym_linear import LinearReport, add_linear_arguments, linear_reference_from_args
 from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluate_run, _slug, experiment_config
 
@@ -85,10 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lmrl_gym: LMRL-Gym's Wordle table (writes docs/lmrl_gym.md); default: docs/results.md")
     parser.add_argument("--small", type=int, default=None, help="lmrl_gym: cap each split at this many games")
     parser.add_argument("--build-workers", type=int, default=1,
-                        help="lmrl_gym: Beam worker processes of the dataset build (its shards are kept under "
-                             "<data-dir>/shard_cache, so an interrupted build resumes). Default 1: a 2-process "
-                             "build of the full size once lost 3%% of the games without an error (the split sizes "
-                             "are checked since)")
+                        help="lmrl_gym: processes that record the dataset's shards into <data-dir>/shard_cache "
+                             "(so an interrupted build resumes) before one Beam worker serialises them (Beam's own "
+                             "2-process runner once lost 3%% of the games without an error)")
     parser.add_argument("--train-only", action="append", default=[], metavar="ROW",
                         help="lmrl_gym: only build and train (or resume) this row (its name, e.g. 'ILQL', or 'online "
                              "%%BC' after BC), then stop without evaluating; repeat it, and run two such commands "
@@ -110,17 +109,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_dataset(data_dir: str | Path, small: int | None, workers: int) -> str:
-    """``wordle_synthetic/lmrl_gym`` built in ``data_dir`` (unless there) on ``workers`` Beam processes, its shards
-    kept under ``data_dir/shard_cache/<full|small-N>`` so that a build stopped part-way resumes; its split sizes
-    are checked against the recipes' (``trainers.build.check_split_sizes``), also when it is found built."""
+    """``wordle_synthetic/lmrl_gym`` built in ``data_dir`` (unless there), its shards recorded on ``workers``
+    processes and kept under ``data_dir/shard_cache/<full|small-N>`` so that a build stopped part-way resumes,
+    then serialised by one Beam worker; its split sizes are checked against the recipes'
+    (``trainers.build.check_split_sizes``), also when it is found built."""
+    from loggers.wordle_recipes import prefill_shard_cache
+    from rlds_lang.wordle.recipes import shards
+
     cache = Path(data_dir) / "shard_cache" / ("full" if small is None else f"small-{small}")
-    beam = f"runner=DirectRunner,direct_num_workers={workers}"
-    if workers > 1:
-        beam += ",direct_running_mode=multi_processing"
-    sizes = {split: lmrl_gym.recipe(split).episodes for split in ("train", "eval")}
-    expected = {split: size if small is None else min(size, small) for split, size in sizes.items()}
-    return tfds_build("wordle_synthetic", "lmrl_gym", data_dir, small=small, beam_options=beam, shard_cache=cache,
-                      expected=expected)
+    recipes = [lmrl_gym.recipe(split) for split in ("train", "eval")]
+    expected = {split: r.num_episodes(small) for split, r in zip(("train", "eval"), recipes)}
+    if workers > 1 and built_dataset_dir(data_dir, "wordle_synthetic", "lmrl_gym") is None:
+        prefill_shard_cache(shards(recipes, lmrl_gym.SHARD_SIZE, small), cache / "lmrl_gym", workers)
+    return tfds_build("wordle_synthetic", "lmrl_gym", data_dir, small=small, shard_cache=cache, expected=expected)
 
 
 def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) -> tuple[Path, int, float]:

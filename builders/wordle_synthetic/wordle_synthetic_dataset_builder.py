@@ -96,7 +96,8 @@ CONFIGS = [
             recipes=(Recipe("branch_adversarial", "optimal", branch_policy="wrong", **_ADV),), branching=True),
     _config("lmrl_gym", "LMRL-Gym's Wordle setting (431-word list, ilql rule, adversarial_resample): its "
             "random-mixture behaviour policy, 1,000,000 train and 100,000 eval games.",
-            recipes=(lmrl_gym.recipe("train"),), eval_recipes=(lmrl_gym.recipe("eval"),), shard_size=1000),
+            recipes=(lmrl_gym.recipe("train"),), eval_recipes=(lmrl_gym.recipe("eval"),),
+            shard_size=lmrl_gym.SHARD_SIZE),
     _config("manual_dir", "Wordle logs written by loggers.record, read from the manual folder.",
             from_manual_dir=True),
 ]
