@@ -26,7 +26,7 @@ from loggers.roundtrip import record_and_read, record_and_read_cached
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.game import Rule
 from rlds_lang.wordle.recipes import (AnswerByIndex, BranchHook, Shard, TaggedWordleEnv, TakeoverPolicy,
-                                      check_branch_prefix, recipe_policy)
+                                      branch_plan, check_branch_prefix, recipe_policy)
 from rlds_lang.wordle.retrofit import RetrofitReplayPolicy, RetrofittedGame
 from rlds_lang.wordle.words import WordList
 
@@ -64,12 +64,12 @@ def play_shard(shard: Shard, work_dir: str | None = None, cache_dir: str | None 
         return
     parents = list(parents)
     yield from parents
-    plan = [(p, k) for p in parents for k in range(len(p["steps"]) - 1)]
+    plan = branch_plan(recipe, parents)
     if not plan:
         return
     policy = TakeoverPolicy(recipe_policy(recipe.branch_policy, recipe.branch_params, recipe))
-    branches = play(env, policy, len(plan), seeds=[int(p["seed"]) for p, _ in plan], run_name=f"{run}-branch",
-                    before_episode=BranchHook(policy, plan))
+    branches = play(env, policy, len(plan), seeds=[int(p["seed"]) for p, _, _ in plan], run_name=f"{run}-branch",
+                    before_episode=BranchHook(policy, plan, set_answer=hook is not None))
     by_id = {p["episode_id"]: p for p in parents}
     for branch in branches:
         check_branch_prefix(by_id[branch["parent_episode_id"]], branch)

@@ -135,6 +135,27 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
         ranking_fraction(loaded, [([""], [])], better=["ab"], worse=[])
 
 
+def test_branch_pairs_rank_the_parent_move_against_the_branch_move(rare_mc):
+    from trainers.diagnostics import branch_pairs, ranking_fraction, utterance_values
+
+    def step(text, action):
+        return {"observation": {"text": text.encode()}, "action": action.encode()}
+
+    parent = {"episode_id": b"p", "parent_episode_id": b"", "branch_turn": -1,
+              "steps": [step("", "ab"), step("x", "ab"), step("y", "")]}
+    branches = [{"episode_id": f"b{i}".encode(), "parent_episode_id": b"p", "branch_turn": 1,
+                 "steps": [step("", "ab"), step("x", move), step("z", "")]} for i, move in enumerate(["ba", "ab"])]
+    histories, better, worse = branch_pairs([*branches, parent])  # a branch may come before its parent
+    assert (better, worse) == (["ab"], ["ba"])  # the branch that repeated its parent's move is left out
+    assert [[o["text"] for o in histories[0][0]], histories[0][1]] == [[b"", b"x"], ["ab"]]
+    _, loaded = rare_mc
+    assert np.array_equal(utterance_values(loaded, ([{"text": b""}], []), ["ab", "ba"]),
+                          utterance_values(loaded, ([""], []), ["ab", "ba"]))  # RLDS observations read as their text
+    assert ranking_fraction(loaded, histories, better, worse) in (0.0, 1.0)
+    with pytest.raises(ValueError, match="branch b0: its parent 'p' is not among the episodes"):
+        branch_pairs(branches)
+
+
 def test_train_help_lists_mc_and_online_pbc(capsys):
     from trainers.cli import main
 

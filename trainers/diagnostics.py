@@ -121,13 +121,15 @@ def value_calibration(loaded: LoadedModel, dataset: str, split: str = "eval", ep
 
 
 @torch.no_grad()
-def utterance_values(loaded: LoadedModel, history: tuple[Sequence[str], Sequence[str]], words: Sequence[str]) -> np.ndarray:
+def utterance_values(loaded: LoadedModel, history: tuple[Sequence[Any], Sequence[str]], words: Sequence[str]) -> np.ndarray:
     """The decoding ``Q`` of each word said in the state ``history = (observations, actions)``: ``Q`` of its
-    end-of-action token, after its characters."""
+    end-of-action token, after its characters. Observations are texts or RLDS observations with a ``text``."""
     if loaded.heads is None:
         raise ValueError(f"a {loaded.algorithm!r} checkpoint has no Q heads to rank moves with")
+    from trainers.agents import observation_text
+
     tok = loaded.tokenizer
-    prompt = tok.encode_prompt(list(history[0]), list(history[1]))
+    prompt = tok.encode_prompt([observation_text(o) for o in history[0]], list(history[1]))
     values = []
     for word in words:
         ids = torch.tensor([prompt + tok.encode(word)])  # the state before the word's [EOA]
@@ -176,13 +178,45 @@ def first_move_pairs(episodes: Iterable[Mapping[str, Any]], better_policy: str =
     are the other policies' first guesses that differ from it. Returns ``(better, worse moves)``."""
     firsts: dict[bool, list[str]] = {True: [], False: []}
     for episode in episodes:
-        policy = episode["policy"].decode() if isinstance(episode["policy"], bytes) else str(episode["policy"])
         first = next(iter(episode["steps"]))["action"]
-        firsts[policy == better_policy].append(first.decode() if isinstance(first, bytes) else str(first))
+        firsts[_text(episode["policy"]) == better_policy].append(_text(first))
     if not firsts[True]:
         raise ValueError(f"no episode of policy {better_policy!r}: cannot tell the better first move")
     better = Counter(firsts[True]).most_common(1)[0][0]
     return better, [word for word in firsts[False] if word != better]
+
+
+def _text(value: Any) -> str:
+    """A tfds string field (bytes) or a str, as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def branch_pairs(episodes: Iterable[Mapping[str, Any]]) -> tuple[list[tuple[list[Any], list[str]]], list[str], list[str]]:
+    """The ILQL paper's Section-5 pairs at branch states, from the RLDS episodes of a branching dataset (episode
+    metadata ``parent_episode_id`` and ``branch_turn``; ``steps`` a sequence of step dicts): for every branch of
+    turn ``k``, the state after its parent's first ``k`` moves, the parent's move there (the better one: the
+    parent kept playing its own policy) and the branch's (the worse one: the takeover policy's). A branch whose
+    move equals its parent's is left out. Returns ``(histories, better, worse)`` for ``ranking_fraction``."""
+    parents: dict[str, Sequence[Mapping[str, Any]]] = {}
+    branches = []
+    for episode in episodes:
+        turn, steps = int(episode["branch_turn"]), list(episode["steps"])
+        if turn < 0:
+            parents[_text(episode["episode_id"])] = steps
+        else:
+            branches.append((_text(episode["episode_id"]), _text(episode["parent_episode_id"]), turn, steps))
+    histories, better, worse = [], [], []
+    for episode_id, parent_id, turn, steps in branches:
+        if parent_id not in parents:
+            raise ValueError(f"branch {episode_id}: its parent {parent_id!r} is not among the episodes")
+        parent = parents[parent_id]
+        theirs, mine = _text(parent[turn]["action"]), _text(steps[turn]["action"])
+        if theirs == mine:
+            continue
+        histories.append(([s["observation"] for s in parent[:turn + 1]], [_text(s["action"]) for s in parent[:turn]]))
+        better.append(theirs)
+        worse.append(mine)
+    return histories, better, worse
 
 
 def first_move_ranking(loaded: LoadedModel, episodes: Iterable[Mapping[str, Any]], better_policy: str = "optimal") -> float:
@@ -200,4 +234,4 @@ def ranking_at_start(loaded: LoadedModel, better: str, worse: Sequence[str]) -> 
 
 
 __all__ = ["Calibration", "value_calibration", "utterance_values", "word_log_probs", "ranking_fraction", "first_move_pairs",
-           "first_move_ranking", "ranking_at_start"]
+           "first_move_ranking", "ranking_at_start", "branch_pairs"]

@@ -81,15 +81,17 @@ SAMPLE = "sample"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``--setting lmrl_gym`` (the others are ``rlds-lang results``' own)."""
-    parser.add_argument("--setting", choices=["lmrl_gym"], default=None,
-                        help="lmrl_gym: LMRL-Gym's Wordle table (writes docs/lmrl_gym.md); default: docs/results.md")
-    parser.add_argument("--small", type=int, default=None, help="lmrl_gym: cap each split at this many games")
+    parser.add_argument("--setting", choices=["lmrl_gym", "section5"], default=None,
+                        help="lmrl_gym: LMRL-Gym's Wordle table (writes docs/lmrl_gym.md); section5: the ILQL paper's "
+                             "ranking test on its adversarial data (docs/section5.md); default: docs/results.md")
+    parser.add_argument("--small", type=int, default=None,
+                        help="lmrl_gym, section5: cap each split (each recipe) at this many games")
     parser.add_argument("--build-workers", type=int, default=1,
                         help="lmrl_gym: processes that record the dataset's shards into <data-dir>/shard_cache "
                              "(so an interrupted build resumes) before one Beam worker serialises them (Beam's own "
                              "2-process runner once lost 3%% of the games without an error)")
     parser.add_argument("--train-only", action="append", default=[], metavar="ROW",
-                        help="lmrl_gym: only build and train (or resume) this row (its name, e.g. 'ILQL', or 'online "
+                        help="lmrl_gym, section5: only build and train (or resume) this row (its name, e.g. 'ILQL', or 'online "
                              "%%BC' after BC), then stop without evaluating; repeat it, and run two such commands "
                              "side by side on 2 cores, then the plain command evaluates and writes the document")
     parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="lmrl_gym: online %%BC rounds")

@@ -264,6 +264,10 @@ def run(args: argparse.Namespace) -> Path:
         from trainers.lmrl_gym_results import run_lmrl_gym
 
         return run_lmrl_gym(args)
+    if getattr(args, "setting", None) == "section5":  # the ILQL paper's ranking test: docs/section5.md
+        from trainers.section5 import run_section5
+
+        return run_section5(args)
     started = time.perf_counter()
     out = Path(args.out or REPO / "docs" / "results.md")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -439,8 +443,10 @@ def add_parser(sub) -> None:
                                                     "with --setting lmrl_gym)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     from trainers.lmrl_gym_results import add_arguments
+    from trainers.section5 import add_arguments as add_section5_arguments
 
     add_arguments(parser)
+    add_section5_arguments(parser)
     parser.set_defaults(func=run)
 
 

@@ -42,7 +42,7 @@ from tensorflow_datasets.rlds import rlds_base
 from loggers import tfds_examples as common
 from loggers.reader import log_dirs
 from loggers.wordle_recipes import play_shard
-from rlds_lang.wordle import lmrl_gym
+from rlds_lang.wordle import ilql_adversarial, lmrl_gym
 from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, shards
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
@@ -94,6 +94,11 @@ CONFIGS = [
     _config("branch_adversarial", "The branch recipe in the ILQL section-5 MDP (adversarial_resample, ilql rule): "
             "optimal games, one per official answer as the initial answer, plus at every turn a WrongPolicy branch.",
             recipes=(Recipe("branch_adversarial", "optimal", branch_policy="wrong", **_ADV),), branching=True),
+    _config("ilql_adversarial", "The ILQL paper's Section-5 adversarial data (adversarial_resample, ilql rule): "
+            "optimal games; from each that lasted at least 4 turns, 10 branches where WrongPolicy takes over after "
+            "its first two moves; and 5 RandomMixturePolicy(prob_smart=0.5) games per optimal game "
+            "(rlds_lang.wordle.ilql_adversarial).",
+            recipes=ilql_adversarial.recipes(), branching=True),
     _config("lmrl_gym", "LMRL-Gym's Wordle setting (431-word list, ilql rule, adversarial_resample): its "
             "random-mixture behaviour policy, 1,000,000 train and 100,000 eval games.",
             recipes=(lmrl_gym.recipe("train"),), eval_recipes=(lmrl_gym.recipe("eval"),),

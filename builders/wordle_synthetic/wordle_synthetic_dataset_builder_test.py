@@ -65,6 +65,31 @@ class BranchAdversarialTest(_Base):
             self.assertNotEqual(branch["actions"][turn], parent["actions"][turn])  # WrongPolicy took over
 
 
+class IlqlAdversarialTest(_Base):
+    """The ILQL paper's Section-5 mixture: optimal games of 4+ turns branched 10 times at turn 2, suboptimal games."""
+
+    __test__ = True
+    BUILDER_CONFIG_NAMES_TO_TEST = ["ilql_adversarial"]
+    SPLITS = {"train": 26}  # 3 optimal games (3, 4 and 4 turns) + 10 branches of each 4-turn one + 3 suboptimal
+
+    def _download_and_prepare_as_dataset(self, builder):
+        super()._download_and_prepare_as_dataset(builder)
+        kinds = {}
+        for episode in builder.as_dataset(split="train"):
+            steps = list(episode["steps"].as_numpy_iterator())
+            kinds.setdefault((episode["policy"].numpy().decode(), int(episode["branch_turn"])), []).append(
+                (episode["parent_episode_id"].numpy(), [s["action"] for s in steps]))
+        self.assertEqual(sorted((k, len(v)) for k, v in kinds.items()),
+                         [(("optimal", -1), 3), (("random_mixture", -1), 3), (("wrong_takeover", 2), 20)])
+        by_parent = {}
+        for parent, actions in kinds[("wrong_takeover", 2)]:
+            by_parent.setdefault(parent, []).append(actions)
+        self.assertEqual(sorted(len(v) for v in by_parent.values()), [10, 10])
+        for copies in by_parent.values():
+            self.assertEqual(len({tuple(a[:2]) for a in copies}), 1)  # the optimal game's first two moves
+            self.assertGreater(len({a[2] for a in copies}), 1)  # then each copy its own wrong word
+
+
 class LmrlGymTest(_Base):
     """LMRL-Gym's setting: both splits, on its 431-word list, in its MDP."""
 

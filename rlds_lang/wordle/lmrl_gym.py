@@ -42,7 +42,7 @@ PROB_RANDOM_WORD = 0.66
 MIN_RETURN = -6.0
 #: games of the published dataset: training and evaluation splits.
 TRAIN_GAMES, EVAL_GAMES = 1_000_000, 100_000
-# Games per recorded shard of the builder config ``wordle_synthetic/lmrl_gym``: its unit of work and of resuming.
+#: games per recorded shard of the builder config ``wordle_synthetic/lmrl_gym``: its unit of work and of resuming.
 SHARD_SIZE = 1000
 #: evaluation games per agent in LMRL-Gym.
 PUBLISHED_EVAL_GAMES = 4096

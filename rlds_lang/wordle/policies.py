@@ -55,7 +55,7 @@ _MOVES: dict[tuple[str, str, bytes], str] = {}
 _MAX_MOVES = 200_000
 
 
-def _child_seed(seed: int, k: int) -> int:
+def child_seed(seed: int, k: int) -> int:
     """A deterministic, well-mixed seed for sub-policy ``k`` of a policy reset with ``seed``."""
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, k]).generate_state(1)[0])
 
@@ -147,7 +147,7 @@ class StartWordPolicy:
         self.then = then
 
     def reset(self, seed: int) -> None:
-        self.then.reset(_child_seed(seed, 0))
+        self.then.reset(child_seed(seed, 0))
 
     def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
         return self.start_word if not actions else self.then.act(observations, actions)
@@ -323,9 +323,9 @@ class MixturePolicy:
         self._rng = np.random.default_rng(0)
 
     def reset(self, seed: int) -> None:
-        self._rng = np.random.default_rng(_child_seed(seed, 0))
-        self.a.reset(_child_seed(seed, 1))
-        self.b.reset(_child_seed(seed, 2))
+        self._rng = np.random.default_rng(child_seed(seed, 0))
+        self.a.reset(child_seed(seed, 1))
+        self.b.reset(child_seed(seed, 2))
 
     def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
         chosen = self.a if self._rng.random() < self.prob_a else self.b
@@ -356,9 +356,9 @@ class MonteCarloPolicy(_WordlePolicy):
         self.n_samples, self.n_rollouts, self.max_guesses = int(n_samples), int(n_rollouts), int(max_guesses)
 
     def reset(self, seed: int) -> None:
-        self._rng = np.random.default_rng(_child_seed(seed, 0))
-        self.base.reset(_child_seed(seed, 1))
-        self.rollout.reset(_child_seed(seed, 2))
+        self._rng = np.random.default_rng(child_seed(seed, 0))
+        self.base.reset(child_seed(seed, 1))
+        self.rollout.reset(child_seed(seed, 2))
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "base": policy_spec(self.base), "rollout": policy_spec(self.rollout),
@@ -431,5 +431,5 @@ def make_policy(name: str, **params: Any) -> Policy:
 __all__ = [
     "GameView", "MixturePolicy", "MonteCarloPolicy", "OptimalPolicy", "POLICIES", "RandomMixturePolicy",
     "RepeatPolicy", "StartWordPolicy", "UserPolicy", "WordleKnowledge", "WrongPolicy", "feedback_history",
-    "feedback_pattern_id", "make_policy", "policy_spec",
+    "child_seed", "feedback_pattern_id", "make_policy", "policy_spec",
 ]

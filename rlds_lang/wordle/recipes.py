@@ -28,6 +28,7 @@ import numpy as np
 
 from rlds_lang.env import Observation, Policy
 from rlds_lang.wordle.env import WordleEnv
+from rlds_lang.wordle.policies import child_seed
 
 #: episode metadata added by branching recipes (name -> spec) and its value on parent games.
 BRANCH_METADATA: dict[str, Any] = {"parent_episode_id": str, "branch_turn": np.int32}
@@ -51,6 +52,10 @@ class Recipe:
         environment's construction seed.
       branch_policy: ``make_policy`` name of the policy that takes over in branches (``None``: no branches).
       branch_params: its keyword arguments as JSON.
+      branch_at_turn: branch only at this turn (after this many of the game's own moves); ``None``: at every turn.
+      branches_per_turn: branches per (game, turn), each with its own takeover randomness (``branch_plan``).
+      branch_min_turns: branch only games that lasted at least this many turns. The ILQL paper's Section-5
+        data branches each optimal game of at least 4 turns at turn 2 (``branch_plan``).
     """
 
     run_name: str
@@ -64,6 +69,20 @@ class Recipe:
     seed: int = 0
     branch_policy: str | None = None
     branch_params: str = "{}"
+    branch_at_turn: int | None = None
+    branches_per_turn: int = 1
+    branch_min_turns: int = 0
+
+    def __post_init__(self) -> None:
+        if self.branch_at_turn is not None and self.branch_at_turn < 0:
+            raise ValueError(f"recipe {self.run_name!r}: branch_at_turn must be >= 0 or None, got {self.branch_at_turn}")
+        if self.branches_per_turn < 1 or self.branch_min_turns < 0:
+            raise ValueError(f"recipe {self.run_name!r}: need branches_per_turn >= 1 and branch_min_turns >= 0, got "
+                             f"{self.branches_per_turn} and {self.branch_min_turns}")
+        if self.branch_policy is None and (self.branch_at_turn, self.branches_per_turn, self.branch_min_turns) != (
+                None, 1, 0):
+            raise ValueError(f"recipe {self.run_name!r}: branch_at_turn, branches_per_turn and branch_min_turns "
+                             "need a branch_policy")
 
     def make_env(self) -> WordleEnv:
         """The recipe's environment."""
@@ -93,6 +112,24 @@ def shards(recipes: Sequence[Recipe], shard_size: int = 250, limit: int | None =
         for k, start in enumerate(range(0, n, shard_size)):
             out.append(Shard(recipe, k, start, min(start + shard_size, n)))
     return out
+
+
+def branch_plan(recipe: Recipe, parents: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], int, int]]:
+    """Every branch of the recorded ``parents`` as ``(parent, turn, copy)``, in recording order.
+
+    A parent of ``t`` turns (RLDS steps minus the terminal one) is branched when ``t >= branch_min_turns``,
+    at every turn ``0..t-1`` or only at ``branch_at_turn`` (when it is below ``t``), ``branches_per_turn``
+    times (``copy`` = 0, 1, ...). Copy 0 reseeds the takeover policy with the parent's seed, as single-branch
+    recipes always did; copy ``c`` > 0 with a seed derived from it (``TakeoverPolicy.reset``).
+    """
+    plan = []
+    for parent in parents:
+        turns = len(parent["steps"]) - 1
+        if turns < recipe.branch_min_turns:
+            continue
+        at = range(turns) if recipe.branch_at_turn is None else [t for t in (recipe.branch_at_turn,) if t < turns]
+        plan.extend((parent, turn, copy) for turn in at for copy in range(recipe.branches_per_turn))
+    return plan
 
 
 def recipe_policy(name: str, params_json: str, recipe: Recipe) -> Policy:
@@ -133,17 +170,20 @@ class TaggedWordleEnv(WordleEnv):
 class TakeoverPolicy:
     """Replays a given action prefix, then lets ``takeover`` choose every following action.
 
-    ``prefix`` is set before each episode (by the recording hook); ``params()`` names the takeover
-    policy, the prefix itself is recorded as the parent episode in the metadata.
+    ``prefix`` and ``copy`` are set before each episode (by the recording hook); ``params()`` names the
+    takeover policy, the prefix itself is recorded as the parent episode in the metadata. The episode's seed
+    is its parent's (so the environment replays), and copy ``c`` > 0 of a branch reseeds the takeover policy
+    with ``child_seed(seed, c)`` so that several branches from one state differ.
     """
 
     def __init__(self, takeover: Policy):
         self.takeover = takeover
         self.name = f"{takeover.name}_takeover"
         self.prefix: list[str] = []
+        self.copy = 0
 
     def reset(self, seed: int) -> None:
-        self.takeover.reset(seed)
+        self.takeover.reset(seed if self.copy == 0 else child_seed(seed, self.copy))
 
     def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
         if len(actions) < len(self.prefix):
@@ -166,17 +206,27 @@ class AnswerByIndex:
 
 
 class BranchHook:
-    """``before_episode`` hook of branches: sets the answer, the tags and the policy's prefix."""
+    """``before_episode`` hook of branches: sets the answer, the tags, the policy's prefix and copy number.
 
-    def __init__(self, policy: TakeoverPolicy, plan: list[tuple[dict[str, Any], int]]):
+    ``plan`` holds ``(parent, turn, copy)`` entries (``branch_plan``). ``set_answer``: give the branch its
+    parent's initial answer through ``set_next_answer`` -- when the parents were given theirs so
+    (``AnswerByIndex``); parents whose environment drew its answer must leave the branch's environment to draw
+    it too, from the same seed, because a set answer skips that draw and the later redraws would differ.
+    """
+
+    def __init__(self, policy: TakeoverPolicy, plan: Sequence[tuple[Mapping[str, Any], int, int]],
+                 set_answer: bool = True):
         self.policy = policy
         self.plan = plan
+        self.set_answer = set_answer
 
     def __call__(self, env: TaggedWordleEnv, j: int) -> None:
-        parent, turn = self.plan[j]
-        env.set_next_answer(parent["initial_answer"])
+        parent, turn, copy = self.plan[j]
+        if self.set_answer:
+            env.set_next_answer(parent["initial_answer"])
         env.tags = {"parent_episode_id": parent["episode_id"], "branch_turn": np.int32(turn)}
         self.policy.prefix = [s["action"] for s in parent["steps"][:turn]]
+        self.policy.copy = copy
 
 
 class BranchPrefixError(AssertionError):
@@ -212,4 +262,4 @@ def check_branch_prefix(parent: Mapping[str, Any], branch: Mapping[str, Any]) ->
 
 
 __all__ = ["BRANCH_DEFAULTS", "BRANCH_METADATA", "BranchPrefixError", "Recipe", "Shard", "TaggedWordleEnv",
-           "TakeoverPolicy", "AnswerByIndex", "BranchHook", "check_branch_prefix", "recipe_policy", "shards"]
+           "TakeoverPolicy", "AnswerByIndex", "BranchHook", "branch_plan", "check_branch_prefix", "recipe_policy", "shards"]

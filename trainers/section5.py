@@ -1,0 +1,234 @@
+"""The ILQL paper's Section-5 ranking test on its adversarial Wordle data: ``rlds-lang results --setting section5``.
+
+The paper (Snell et al. 2022, Section 5) builds data on which single-step methods, which learn the values of
+the data's own policy, rank the optimal policy's moves below worse ones, while ILQL, whose ``V`` is an upper
+expectile of ``Q`` over the data's moves, ranks them right: after the optimal first guess most of the data's
+games are adversarial takeovers that score -6, so that guess's average return is below the suboptimal games'
+(``rlds_lang.wordle.ilql_adversarial`` rebuilds the data; ``wordle_synthetic/ilql_adversarial`` records it).
+
+This module builds that dataset, trains the rows of ``ROWS`` on it (resumable, ``--train-only`` as in the
+lmrl_gym setting) and measures with ``trainers.diagnostics``, as the authors' ``Action_Ranking_Evaluator_Adversarial``
+does, the fraction of pairs where ``Q`` values the optimal policy's move above the other:
+
+* at the initial state: its first guess against each suboptimal game's first guess (``first_move_ranking``);
+* at the branch states: its third guess against each adversarial branch's (``branch_pairs``).
+
+It also reads off the data what a single-step learner should learn: the mean return after the optimal first
+guess and after the suboptimal ones. The document (``docs/section5.md``) states the measured fractions beside
+the paper's (ILQL near 1, single-step near 0 at the initial state), and whether ILQL's reached it, computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from rlds_lang.wordle import ilql_adversarial
+from trainers.build import REPO, tfds_build
+from trainers.results import SHARED, Experiment, _add_training_seconds, _slug, experiment_config
+
+#: training of every row: the shared model and optimisation, with undiscounted returns (the authors' ranking
+#: evaluator, ``config/wordle/eval_q_rank.yaml``, sets ``gamma: 1.0``) so that a value is the game's return.
+TRAINING: dict[str, Any] = {**SHARED, "steps": 2000, "checkpoint_every": 250, "gamma": 1.0}
+#: the rows: the single-step baseline (Q and V regress onto the data's returns) and ILQL at the authors' Wordle
+#: expectile (``config/wordle/train_iql.yaml``: tau 0.7) and at a higher one. Neither trains a policy that
+#: matters here: only Q is ranked.
+ROWS: tuple[Experiment, ...] = (
+    Experiment("MC returns", "mc"),
+    Experiment("ILQL (tau 0.7)", "ilql", {"tau": 0.7}),
+    Experiment("ILQL (tau 0.9)", "ilql", {"tau": 0.9}),
+)
+#: what the paper reports for the initial-state test (``shared/REFERENCE_TASKS.md``): ILQL near 1, SARSA near 0.
+PUBLISHED_ILQL, PUBLISHED_SINGLE_STEP = 1.0, 0.0
+#: ILQL reached the paper's result when its initial-state fraction is at least this.
+TARGET_FRACTION = 0.9
+DOC = REPO / "docs" / "section5.md"
+
+
+@dataclasses.dataclass
+class Game:
+    """What the test reads of one recorded episode."""
+
+    episode_id: str
+    policy: str
+    parent_episode_id: str
+    branch_turn: int
+    steps: list[dict[str, Any]]
+
+    @property
+    def episode_return(self) -> float:
+        return float(sum(float(s["reward"]) for s in self.steps))
+
+    @property
+    def kind(self) -> str:
+        """``optimal``, ``adversarial`` (a takeover branch) or ``suboptimal``."""
+        if self.branch_turn >= 0:
+            return "adversarial"
+        return "optimal" if self.policy == "optimal" else "suboptimal"
+
+    def __getitem__(self, key: str) -> Any:  # read by trainers.diagnostics like an RLDS episode
+        return getattr(self, key)
+
+
+def read_games(dataset: str) -> list[Game]:
+    """Every episode of the dataset's ``train`` split, steps included."""
+    from transforms.loading import load
+
+    games = []
+    for episode in load(dataset):
+        games.append(Game(episode["episode_id"].numpy().decode(), episode["policy"].numpy().decode(),
+                          episode["parent_episode_id"].numpy().decode(), int(episode["branch_turn"]),
+                          list(episode["steps"].as_numpy_iterator())))
+    return games
+
+
+def data_figures(games: Sequence[Game]) -> dict[str, Any]:
+    """Shares and mean returns per kind of game, and the mean return after each first guess class."""
+    kinds = {kind: [g.episode_return for g in games if g.kind == kind]
+             for kind in ("optimal", "adversarial", "suboptimal")}
+    optimal_first = next(g.steps[0]["action"].decode() for g in games if g.kind == "optimal")
+    after = {True: [], False: []}
+    for game in games:
+        after[game.steps[0]["action"].decode() == optimal_first].append(game.episode_return)
+    return {"games": len(games), "optimal_first": optimal_first,
+            "share": {k: len(v) / len(games) for k, v in kinds.items()},
+            "mean": {k: float(np.mean(v)) for k, v in kinds.items()},
+            "after_optimal_first": float(np.mean(after[True])), "after_other_first": float(np.mean(after[False])),
+            "optimal_4_turns": float(np.mean([len(g.steps) - 1 >= ilql_adversarial.MIN_TURNS
+                                              for g in games if g.kind == "optimal"]))}
+
+
+def rank(run: Path, games: Sequence[Game], pairs: int, seed: int = 0) -> dict[str, float]:
+    """The two Section-5 fractions of the row trained in ``run``, on at most ``pairs`` pairs each."""
+    from trainers.checkpoint import load_agent_model
+    from trainers.diagnostics import branch_pairs, first_move_pairs, ranking_at_start, ranking_fraction
+
+    loaded = load_agent_model(run / "checkpoint")
+    rng = np.random.default_rng(seed)
+    better, worse = first_move_pairs(games)
+    worse = [worse[i] for i in rng.permutation(len(worse))[:pairs]]
+    histories, good, bad = branch_pairs(games)
+    keep = rng.permutation(len(good))[:pairs]
+    return {"initial": ranking_at_start(loaded, better, worse), "initial_pairs": len(worse),
+            "branch": ranking_fraction(loaded, [histories[i] for i in keep], [good[i] for i in keep],
+                                       [bad[i] for i in keep]), "branch_pairs": len(keep)}
+
+
+def train_row(experiment: Experiment, dataset: str, runs: Path, steps: int | None) -> tuple[Path, float]:
+    """Trains (or resumes) one row; ``(run folder, training minutes so far)``."""
+    from trainers.loop import train
+
+    config = experiment_config(experiment, dataset, runs, steps, TRAINING)
+    started = time.perf_counter()
+    result = train(experiment.algorithm, config)
+    minutes = _add_training_seconds(Path(config.out), time.perf_counter() - started, result.steps) / 60
+    return Path(config.out), minutes
+
+
+def render(data: Mapping[str, Any], ranks: Mapping[str, Mapping[str, float]], minutes: Mapping[str, float],
+           steps: int, command: str) -> str:
+    """The document: the verdict first, then the data beside the paper's and the two tests per row."""
+    ilql = {name: r["initial"] for name, r in ranks.items() if name.startswith("ILQL")}
+    best = max(ilql, key=ilql.get)
+    reached = ilql[best] >= TARGET_FRACTION
+    single = ranks["MC returns"]["initial"]
+    verdict = (f"**{'Reached' if reached else 'Not reached'}**: the paper's ILQL ranks the optimal first guess "
+               f"above the suboptimal ones at about {PUBLISHED_ILQL:.1f} and single-step methods at about "
+               f"{PUBLISHED_SINGLE_STEP:.1f}; here the best ILQL row ({best}) reaches {ilql[best]:.3f} "
+               f"(target ≥ {TARGET_FRACTION}) and MC returns {single:.3f}.")
+    kinds = "\n".join(f"| {kind} | {data['share'][kind]:.3f} | {ilql_adversarial.PUBLISHED_SHARES[kind]} | "
+                      f"{data['mean'][kind]:.3f} | {ilql_adversarial.PUBLISHED_MEANS[kind]} |"
+                      for kind in ("optimal", "adversarial", "suboptimal"))
+    rows = "\n".join(f"| {name} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['branch']:.3f} ({r['branch_pairs']}) "
+                     f"| {minutes[name]:.0f} |" for name, r in ranks.items())
+    return f"""# The ILQL paper's Section-5 ranking test, on its adversarial Wordle data
+
+{verdict}
+
+Generated by `{command}` (`trainers/section5.py`); nothing in it is typed by hand.
+
+## The data
+
+`wordle_synthetic/ilql_adversarial` (`rlds_lang/wordle/ilql_adversarial.py`): {data['games']:,} games in the ILQL
+paper's Section-5 MDP (`adversarial_resample`, `ilql` colouring, official lists). Per optimal game, when it lasted
+{ilql_adversarial.MIN_TURNS} turns or more ({data['optimal_4_turns']:.0%} of them here), {ilql_adversarial.N_ADVERSARIAL}
+branches from the state after its first {ilql_adversarial.BRANCH_TURN} moves where `WrongPolicy` takes over, and
+{ilql_adversarial.N_SUBOPTIMAL} games of `RandomMixturePolicy(prob_smart=0.5)`, as the authors'
+`generate_adversarial_data.py` builds it (its counts inferred from the paper's shares: its config is not public).
+
+| kind | share | paper | mean return | paper |
+| --- | --- | --- | --- | --- |
+{kinds}
+
+What a single-step learner sees at the initial state: the games that open with the optimal first guess
+`{data['optimal_first']}` return {data['after_optimal_first']:.3f} on average, the others {data['after_other_first']:.3f}.
+So the data's own values rank `{data['optimal_first']}` {"below" if data['after_optimal_first'] < data['after_other_first'] else "above"} the other first guesses,
+although continuing optimally after it returns {data['mean']['optimal']:.3f}.
+
+## The tests
+
+The fraction of pairs (their number in brackets) where the row's `Q` of the whole word (its end-of-action token,
+`trainers.diagnostics.utterance_values`) values the optimal policy's move above the other policy's: at the initial
+state its first guess against the suboptimal games' first guesses, at the branch states its third guess against
+the adversarial takeover's. {steps:,} steps each, `trainers.section5.TRAINING` (the shared 4-layer model, undiscounted
+returns).
+
+| row | initial state | branch states | training minutes |
+| --- | --- | --- | --- |
+{rows}
+
+The paper reports the initial-state fraction near {PUBLISHED_ILQL:.0f} for ILQL and near {PUBLISHED_SINGLE_STEP:.0f} for the
+single-step baselines (`shared/REFERENCE_TASKS.md`). With one optimal move among {ilql_adversarial.N_ADVERSARIAL} adversarial ones at a
+branch state, an expectile τ gives V there (τ·p·good + (1−τ)·(1−p)·bad)/(τ·p + (1−τ)·(1−p)) with p = 1/{ilql_adversarial.N_ADVERSARIAL + 1}: the
+higher τ, the nearer V is to the optimal continuation and the higher the optimal first guess's Q.
+"""
+
+
+def run_section5(args: argparse.Namespace) -> Path | None:
+    """Builds, trains, ranks and writes ``args.out`` (default ``docs/section5.md``); None with ``--train-only``."""
+    dataset = tfds_build("wordle_synthetic", "ilql_adversarial", args.data_dir, small=args.small)
+    runs = Path(args.runs) / "section5"
+    names = args.train_only or [e.name for e in ROWS]
+    unknown = sorted(set(names) - {e.name for e in ROWS})
+    if unknown:
+        raise ValueError(f"--train-only {unknown}: rows are {[e.name for e in ROWS]}")
+    trained = {e.name: train_row(e, dataset, runs, args.steps) for e in ROWS if e.name in names}
+    if args.train_only:
+        return None
+    games = read_games(dataset)
+    ranks = {name: rank(run, games, args.section5_pairs) for name, (run, _) in trained.items()}
+    out = Path(args.out or DOC)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = data_figures(games)
+    out.with_suffix(".json").write_text(json.dumps({"data": data, "ranks": ranks}, indent=1))
+    steps = args.steps or TRAINING["steps"]
+    document = render(data, ranks, {n: m for n, (_, m) in trained.items()}, steps, _command(args))
+    out.write_text(document)
+    print(document)
+    return out
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that reproduces the document (its non-default options only)."""
+    parts = ["rlds-lang results --setting section5"]
+    for flag, value, default in (("--small", args.small, None), ("--steps", args.steps, None),
+                                 ("--section5-pairs", args.section5_pairs, 1000)):
+        if value != default:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """This setting's own options of ``rlds-lang results``."""
+    parser.add_argument("--section5-pairs", type=int, default=1000,
+                        help="section5: pairs of moves per ranking test (sampled with a fixed seed)")
+
+
+__all__ = ["DOC", "Game", "ROWS", "TARGET_FRACTION", "TRAINING", "add_arguments", "data_figures", "rank", "read_games",
+           "render", "run_section5", "train_row"]
