@@ -46,6 +46,13 @@ class ModelConfig:
     #: learns about a letter in a place across the words that have it, instead of learning each word alone.
     #: Off: GPT-2's plain embedding table. It changes the parametrisation only; the saved ``lm/`` is plain GPT-2.
     spelled_embeddings: bool = False
+    #: multiply the output logits by a learnable scalar that starts at this value (``ScaledOutput``); None: none.
+    #: A random GPT-2's logits start near 0 (uniform guessing) and its tied output rows must grow a long way
+    #: before they can say "one of these few words": a word-as-token model (431 word ids) stayed at uniform
+    #: guessing for 2,750 steps without it and learned from step 500 on with it started at 10 (README, issue 18).
+    #: For models built from random weights only; the saved ``lm/`` is a plain GPT-2 with the scale folded into
+    #: an untied output layer.
+    logit_scale: float | None = None
 
 
 def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int | None = None,
@@ -80,6 +87,11 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
         if spellings is None:
             raise ValueError("ModelConfig.spelled_embeddings needs the text of every token id (spellings=...)")
         spell_embeddings(model, spellings)
+    if config.logit_scale is not None:
+        if config.checkpoint is not None:
+            raise ValueError("ModelConfig.logit_scale starts a model from random weights; a checkpoint saved with "
+                             "one holds it in its output layer already (leave logit_scale unset)")
+        model.lm_head = ScaledOutput(model.lm_head, config.logit_scale)
     return model
 
 
@@ -158,6 +170,31 @@ class TiedOutput(nn.Module):
         return hidden @ self.embedding.weight.T
 
 
+class ScaledOutput(nn.Module):
+    """An output layer whose logits are multiplied by a learnable scalar ``scale`` (``ModelConfig.logit_scale``).
+
+    The wrapped layer keeps its tie to the input embedding; only the logits are scaled.
+
+    >>> head = ScaledOutput(nn.Linear(4, 3, bias=False), 10.0)
+    >>> torch.allclose(head(torch.ones(1, 4)), 10.0 * head.inner(torch.ones(1, 4)))
+    True
+    """
+
+    def __init__(self, inner: nn.Module, scale: float):
+        super().__init__()
+        self.inner = inner
+        self.scale = nn.Parameter(torch.tensor(float(scale)))
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The effective output table: the wrapped layer's times the scale."""
+        return self.inner.weight * self.scale
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits over the vocabulary: ``[..., vocab]``."""
+        return self.inner(hidden) * self.scale
+
+
 def spell_embeddings(lm: nn.Module, spellings: Sequence[str]) -> nn.Module:
     """Wraps a GPT-2 LM's embedding table in ``SpelledEmbedding`` and ties its output layer to it, in place."""
     spelled = SpelledEmbedding(lm.transformer.wte, spellings)
@@ -229,16 +266,19 @@ def plain_language_model(lm: nn.Module) -> nn.Module:
     """
     if isinstance(lm, PolicyValueLM):  # the policy alone: a separate value trunk is part of model.pt only
         lm = lm.policy
-    embedding = lm.transformer.wte
-    if not isinstance(embedding, SpelledEmbedding):
+    embedding, head = lm.transformer.wte, lm.lm_head
+    if not isinstance(embedding, SpelledEmbedding) and not isinstance(head, ScaledOutput):
         return lm
     from transformers import GPT2LMHeadModel
 
-    plain = GPT2LMHeadModel(lm.config)
-    state = {k: v for k, v in lm.state_dict().items() if not k.startswith("transformer.wte.")}
-    state["transformer.wte.weight"] = state["lm_head.weight"] = embedding.weight.detach().clone()
+    config = copy.deepcopy(lm.config)
+    config.tie_word_embeddings = not isinstance(head, ScaledOutput)  # a scaled output is its own table
+    plain = GPT2LMHeadModel(config)
+    state = {k: v for k, v in lm.state_dict().items() if not k.startswith(("transformer.wte.", "lm_head."))}
+    state["transformer.wte.weight"] = embedding.weight.detach().clone()
+    state["lm_head.weight"] = head.weight.detach().clone()
     plain.load_state_dict(state)
-    return plain.to(embedding.free.device)
+    return plain.to(embedding.weight.device)
 
 
 def mlp_head(hidden_size: int, out_size: int) -> nn.Sequential:
