@@ -4,15 +4,14 @@ saved ``lm/`` is a plain GPT-2 (output untied, the scale folded in) with the sam
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
 import torch
 
 from rlds_lang.tokenizers import word_tokenizer
+from tests.resume_check import train_straight_and_resumed
 from tests.toy_data import build_dataset, wordle_like
 from trainers.checkpoint import load_agent_model
-from trainers.loop import train
 from trainers.model import ModelConfig, ScaledOutput, build_language_model, language_model_for
 
 WORDS = ["crane", "crate", "lousy", "slate", "abide", "speed", "geese", "these", "lever", "eerie", "elder"]
@@ -51,15 +50,7 @@ def test_bc_with_a_logit_scale_learns_it_resumes_exactly_and_saves_a_plain_lm(tm
                     warmup_steps=0, log_every=1, checkpoint_every=1000, shuffle_buffer=64)
         return BCConfig(**{**base, **kwargs})
 
-    train("bc", config("straight", steps=6), progress=False)
-    part = config("resumed", steps=3, checkpoint_every=3)
-    train("bc", part, progress=False)
-    train("bc", dataclasses.replace(part, steps=6), progress=False)
-    rows = {name: [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
-            for name in ("straight", "resumed")}
-    assert rows["straight"][-1]["loss"] < rows["straight"][0]["loss"]
-    for a, b in zip(rows["straight"][3:], rows["resumed"][3:]):
-        assert b["loss"] == pytest.approx(a["loss"], rel=1e-6, abs=1e-7), (a, b)
+    train_straight_and_resumed("bc", config, tmp_path)
     loaded = load_agent_model(tmp_path / "resumed" / "checkpoint")
     assert float(loaded.lm.lm_head.scale) != 10.0  # the scale is trained
     assert loaded.lm.lm_head.inner.weight is loaded.lm.transformer.wte.weight  # still tied inside the model

@@ -5,7 +5,6 @@ checkpoints resume exactly and their ``lm/`` is a plain GPT-2 with the same outp
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,9 @@ import torch
 from torch import nn
 
 from rlds_lang.tokenizers import token_spellings, word_tokenizer
+from tests.resume_check import train_straight_and_resumed
 from tests.toy_data import build_dataset, wordle_like
 from trainers.checkpoint import load_agent_model, load_policy
-from trainers.loop import train
 from trainers.model import (ModelConfig, SpelledEmbedding, build_language_model, language_model_for,
                             plain_language_model)
 
@@ -121,15 +120,7 @@ def word_run(tmp_path_factory):
 
 def test_bc_with_spelled_embeddings_trains_resumes_exactly_and_saves_a_plain_lm(word_run):
     root, config = word_run
-    train("bc", config("straight", steps=6), progress=False)
-    part = config("resumed", steps=3, checkpoint_every=3)
-    train("bc", part, progress=False)
-    train("bc", dataclasses.replace(part, steps=6), progress=False)
-    rows = {name: [json.loads(line) for line in (root / name / "metrics.jsonl").read_text().splitlines()]
-            for name in ("straight", "resumed")}
-    assert rows["straight"][-1]["loss"] < rows["straight"][0]["loss"]
-    for a, b in zip(rows["straight"][3:], rows["resumed"][3:]):
-        assert b["loss"] == pytest.approx(a["loss"], rel=1e-6, abs=1e-7), (a, b)
+    train_straight_and_resumed("bc", config, root)
     loaded = load_agent_model(root / "resumed" / "checkpoint")
     state = loaded.model.state_dict()
     assert isinstance(loaded.lm.transformer.wte, SpelledEmbedding) and state["lm.transformer.wte.letters"].abs().sum() > 0
