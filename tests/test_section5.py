@@ -5,7 +5,7 @@ import json
 import pytest
 
 from trainers.cli import main
-from trainers.section5 import ROW_TAU, ROWS, TARGET_FRACTION, Game, render, tabular_prediction
+from trainers.section5 import ROW_TAU, ROWS, TARGET_FRACTION, Game, render, tabular_prediction, tabular_q
 
 
 def test_results_setting_section5_writes_the_document(tmp_path, capsys):
@@ -33,9 +33,10 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys):
 
 
 def _ranks(ilql: float, mc: float) -> dict:
-    common = {"initial_pairs": 10, "branch": 0.5, "branch_pairs": 10, "predicted": 0.5, "q_first_predicted": -4.0}
+    common = {"initial_pairs": 10, "branch": 0.5, "branch_pairs": 10, "predicted": 0.5, "q_first_predicted": -4.0,
+              "branch_predicted": 1.0}
     return {"MC returns": {"initial": mc, **common}, "ILQL (tau 0.7)": {"initial": ilql - 0.1, **common},
-            "ILQL (tau 0.9)": {"initial": ilql, **common}}
+            "ILQL (tau 0.9)": {"initial": ilql, **common}, "ILQL (tau 0.95)": {"initial": ilql - 0.2, **common}}
 
 
 @pytest.mark.parametrize("ilql, word", [(TARGET_FRACTION, "**Reached**"), (TARGET_FRACTION - 0.01, "**Not reached**")])
@@ -48,20 +49,26 @@ def test_the_verdict_is_computed_from_the_best_ilql_row(ilql, word):
     assert verdict.startswith(word) and f"(ILQL (tau 0.9)) reaches {ilql:.3f}" in verdict and "MC returns 0.050" in verdict
 
 
-def _game(episode_id, kind, rewards, parent=""):
-    policy = {"optimal": "optimal", "suboptimal": "random_mixture", "adversarial": "wrong_takeover"}[kind]
-    return Game(episode_id, policy, parent, 2 if kind == "adversarial" else -1,
-                [{"reward": r, "action": b"raise" if kind != "suboptimal" else b"xylyl"} for r in [*rewards, 0.0]])
+def _game(episode_id, policy, texts, moves, rewards, parent="", turn=-1):
+    """A recorded game as ``trainers.section5`` reads it: one step per observation, the last without a move."""
+    steps = [{"observation": {"text": t.encode()}, "action": m.encode(), "reward": r}
+             for t, m, r in zip(texts, [*moves, ""], [*rewards, 0.0])]
+    return Game(episode_id, policy, parent, turn, steps)
 
 
-def test_the_tabular_prediction_takes_the_expectile_at_each_branched_state():
-    games = [_game("o1", "optimal", [-1, -1, -1, 0]),  # 4 turns: branched, its own rest -1
-             *[_game(f"b{i}", "adversarial", [-1, -1, -1, -1, -1, -1], "o1") for i in range(3)],  # rest -4 each
-             _game("o2", "optimal", [-1, 0]),  # 2 turns: not branched, rest 0
-             _game("s1", "suboptimal", [-1] * 6), _game("s2", "suboptimal", [-1, -1, -1, 0])]
-    mean = tabular_prediction(games, 0.5)  # the data's own values: o1's state is worth (-1 - 4 * 3) / 4
-    assert mean["q_first"] == pytest.approx(((-2 - 13 / 4) + -1) / 2)
-    high = tabular_prediction(games, 0.99)
-    assert high["q_first"] > mean["q_first"] and high["q_first"] < (-3 + -1) / 2 + 1e-9
-    assert mean["initial"] == 0.5  # s1 (-6) below -3.125, s2 (-3) above it: the data's values rank the first guess low
-    assert high["initial"] == 1.0  # near the max, o1's state is worth about its own -1: -2.04, above both
+def test_the_tabular_solution_values_states_by_their_expectile_and_the_data_by_its_mean():
+    prefix = (["", "o1a", "o1b"], ["raise", "m1"], [-1.0, -1.0])
+    games = [_game("o1", "optimal", [*prefix[0], "o1c", "o1d"], [*prefix[1], "m2", "m3"], [*prefix[2], -1.0, 0.0]),
+             *[_game(f"b{i}", "wrong_takeover", [*prefix[0], f"b{i}c", f"b{i}d", f"b{i}e", f"b{i}f"],
+                     [*prefix[1], f"w{i}", "x", "y", "z"], [-1.0] * 6, parent="o1", turn=2) for i in range(3)],
+             _game("o2", "optimal", ["", "o2a"], ["raise"], [0.0]),
+             _game("s1", "random_mixture", ["", "s1a", "s1b", "s1c", "s1d", "s1e", "s1f"],
+                   ["xylyl", "a", "b", "c", "d", "e"], [-1.0] * 6),
+             _game("s2", "random_mixture", ["", "s2a", "s2b", "s2c"], ["abbey", "f", "g"], [-1.0, -1.0, -1.0])]
+    # the data's own values: o1's third state is worth mean(-1, -4, -4, -4) = -3.25, so raise is worth
+    # (4 * (-2 - 3.25) + 0) / 5 = -4.2 (the mean return of the games that open with it), below abbey's -3
+    mean = tabular_prediction(games, 0.5)
+    assert mean["q_first"] == pytest.approx(-4.2) and mean["initial"] == 0.5 and mean["branch"] == 1.0
+    assert tabular_q(games, 0.5)[("",)]["abbey"] == -3.0
+    high = tabular_prediction(games, 0.99)  # near the max there: about -1.09, so raise is worth about -2.47
+    assert -2.6 < high["q_first"] < -2.4 and high["initial"] == 1.0 and high["branch"] == 1.0

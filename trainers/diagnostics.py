@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
+from rlds_lang.env import as_text
 from trainers.checkpoint import LoadedModel
 from trainers.model import action_targets
 
@@ -179,16 +180,11 @@ def first_move_pairs(episodes: Iterable[Mapping[str, Any]], better_policy: str =
     firsts: dict[bool, list[str]] = {True: [], False: []}
     for episode in episodes:
         first = next(iter(episode["steps"]))["action"]
-        firsts[_text(episode["policy"]) == better_policy].append(_text(first))
+        firsts[as_text(episode["policy"], "policy") == better_policy].append(as_text(first, "action"))
     if not firsts[True]:
         raise ValueError(f"no episode of policy {better_policy!r}: cannot tell the better first move")
     better = Counter(firsts[True]).most_common(1)[0][0]
     return better, [word for word in firsts[False] if word != better]
-
-
-def _text(value: Any) -> str:
-    """A tfds string field (bytes) or a str, as str."""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def branch_pairs(episodes: Iterable[Mapping[str, Any]]) -> tuple[list[tuple[list[Any], list[str]]], list[str], list[str]]:
@@ -202,18 +198,19 @@ def branch_pairs(episodes: Iterable[Mapping[str, Any]]) -> tuple[list[tuple[list
     for episode in episodes:
         turn, steps = int(episode["branch_turn"]), list(episode["steps"])
         if turn < 0:
-            parents[_text(episode["episode_id"])] = steps
+            parents[as_text(episode["episode_id"], "episode_id")] = steps
         else:
-            branches.append((_text(episode["episode_id"]), _text(episode["parent_episode_id"]), turn, steps))
+            branches.append((as_text(episode["episode_id"], "episode_id"),
+                             as_text(episode["parent_episode_id"], "parent_episode_id"), turn, steps))
     histories, better, worse = [], [], []
     for episode_id, parent_id, turn, steps in branches:
         if parent_id not in parents:
             raise ValueError(f"branch {episode_id}: its parent {parent_id!r} is not among the episodes")
         parent = parents[parent_id]
-        theirs, mine = _text(parent[turn]["action"]), _text(steps[turn]["action"])
+        theirs, mine = as_text(parent[turn]["action"], "action"), as_text(steps[turn]["action"], "action")
         if theirs == mine:
             continue
-        histories.append(([s["observation"] for s in parent[:turn + 1]], [_text(s["action"]) for s in parent[:turn]]))
+        histories.append(([s["observation"] for s in parent[:turn + 1]], [as_text(s["action"], "action") for s in parent[:turn]]))
         better.append(theirs)
         worse.append(mine)
     return histories, better, worse
