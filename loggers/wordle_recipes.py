@@ -36,7 +36,8 @@ def _record_and_read(env: WordleEnv, policy: Any, episodes: int, *, shard: Shard
     """``record_and_read``, or its cached form keyed by the shard when ``cache_dir`` is given."""
     if cache_dir is None:
         return record_and_read(env, policy, episodes, work_dir, run_name=run_name, **record_kwargs)
-    key = {"shard": dataclasses.asdict(shard), "run_name": run_name, "episodes": episodes}
+    key = {"shard": {**dataclasses.asdict(shard), "recipe": shard.recipe.key()}, "run_name": run_name,
+           "episodes": episodes}
     return record_and_read_cached(env, policy, episodes, os.path.join(cache_dir, run_name), key, run_name=run_name,
                                   **record_kwargs)
 
@@ -136,5 +137,6 @@ def prefill_shard_cache(shards: Sequence[Shard], cache_dir: str | os.PathLike, w
             total += n
             bar.update()
     return total
+
 
 __all__ = ["RetrofitHook", "play_shard", "prefill_shard_cache", "record_retrofits"]

@@ -86,3 +86,14 @@ def test_prefill_refuses_no_workers(tmp_path):
 
     with pytest.raises(ValueError, match="workers"):
         prefill_shard_cache([], tmp_path, workers=0)
+
+
+def test_the_cache_key_of_a_recipe_without_the_later_branch_options_is_unchanged():
+    """Caches recorded before ``branch_at_turn``, ``branches_per_turn`` and ``branch_min_turns`` existed stay valid."""
+    import dataclasses
+
+    before = {"run_name": "cache", "policy": "optimal", "policy_params": "{}", "episodes": 2, "mode": "fixed",
+              "rule": "official", "answers": "official_answers", "guesses": "official_guesses", "seed": 0,
+              "branch_policy": "wrong", "branch_params": "{}"}
+    assert BRANCHING.key() == before
+    assert dataclasses.replace(BRANCHING, branches_per_turn=3).key() == {**before, "branches_per_turn": 3}

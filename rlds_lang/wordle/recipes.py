@@ -3,8 +3,9 @@
 A ``Recipe`` says which policy plays (by ``rlds_lang.wordle.policies.make_policy`` name and parameters),
 in which environment configuration, for how many episodes -- or one game per answer of the answer list
 (``episodes=None``: episode ``i`` plays answer ``i`` through ``set_next_answer``). With
-``branch_policy`` set, every game is also branched at each of its turns: the game's own actions are
-replayed up to turn ``k`` and then ``branch_policy`` takes over; branches are separate episodes whose
+``branch_policy`` set, every game is also branched at each of its turns (or only at ``branch_at_turn``, only
+games of ``branch_min_turns`` turns or more, ``branches_per_turn`` times: ``branch_plan``): the game's own
+actions are replayed up to turn ``k`` and then ``branch_policy`` takes over; branches are separate episodes whose
 metadata names the parent (``parent_episode_id``) and the turn (``branch_turn``; the parents carry ``""``
 and ``-1``). A branch is recorded with its parent's seed and initial answer, so the environment's
 randomness replays too (``adversarial_resample`` redraws the hidden word from the environment's RNG):
@@ -33,6 +34,10 @@ from rlds_lang.wordle.policies import child_seed
 #: episode metadata added by branching recipes (name -> spec) and its value on parent games.
 BRANCH_METADATA: dict[str, Any] = {"parent_episode_id": str, "branch_turn": np.int32}
 BRANCH_DEFAULTS: dict[str, Any] = {"parent_episode_id": "", "branch_turn": np.int32(-1)}
+
+
+#: ``Recipe`` fields added after ``wordle_synthetic`` 1.1.0, with their defaults (``Recipe.key``).
+_LATER_DEFAULTS: dict[str, Any] = {"branch_at_turn": None, "branches_per_turn": 1, "branch_min_turns": 0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +88,12 @@ class Recipe:
                 None, 1, 0):
             raise ValueError(f"recipe {self.run_name!r}: branch_at_turn, branches_per_turn and branch_min_turns "
                              "need a branch_policy")
+
+    def key(self) -> dict[str, Any]:
+        """The recipe's fields as a JSON-able dict (shard caches are keyed by it). The branch options added after
+        ``wordle_synthetic`` 1.1.0 appear only when set, so the caches of recipes without them stay valid."""
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if name not in _LATER_DEFAULTS or value != _LATER_DEFAULTS[name]}
 
     def make_env(self) -> WordleEnv:
         """The recipe's environment."""
