@@ -252,7 +252,9 @@ def _rankings(runs: dict[str, Path], dataset: str, games: int) -> str:
     return ("### Section-5 ranking at the first move\n\n"
             f"The fraction of the behaviour policy's first guesses (held-out games; {len(worse)} differ from the "
             f"scripted one) that Q values below the scripted policy's first guess `{better}` (the ILQL paper's "
-            "test: near 1 when Q learned that the scripted move is better; the single-step baselines scored near 0 there).\n\n"
+            "test: near 1 when Q learned that the scripted move is better; the single-step baselines scored near 0 there). "
+            "The test on the ILQL paper's own adversarial data, with the exact tabular solution beside it, is "
+            "[section5.md](section5.md) (`rlds-lang results --setting section5`).\n\n"
             "| row | fraction ranked below |\n| --- | --- |\n" + rows + "\n")
 
 
