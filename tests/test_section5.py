@@ -30,6 +30,8 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys):
         assert 0.0 <= r["predicted"] <= 1.0
     side = "below" if data["after_optimal_first"] < data["after_other_first"] else "above"
     assert f"So the data's own values rank `raise` {side} the other first guesses" in document
+    assert "![What each row values the first guesses at](section5-first-move.png)" in document
+    assert (tmp_path / "section5-first-move.png").stat().st_size > 1000
 
 
 def _ranks(ilql: float, mc: float) -> dict:
