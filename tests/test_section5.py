@@ -26,7 +26,8 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys):
     assert set(ranks) == {e.name for e in ROWS}
     for name, r in ranks.items():
         assert 0.0 <= r["initial"] <= 1.0 and 0 < r["initial_pairs"] <= 8 and 0 < r["branch_pairs"] <= 8
-        assert f"| {name} | {ROW_TAU[name]} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['predicted']:.3f} " in document
+        assert (f"| {name} | {ROW_TAU[name]} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['q_first']:.2f} | "
+                f"{r['q_others']:.2f} | {r['predicted']:.3f} ") in document
         assert 0.0 <= r["predicted"] <= 1.0
     side = "below" if data["after_optimal_first"] < data["after_other_first"] else "above"
     assert f"So the data's own values rank `raise` {side} the other first guesses" in document
@@ -36,7 +37,7 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys):
 
 def _ranks(ilql: float, mc: float) -> dict:
     common = {"initial_pairs": 10, "branch": 0.5, "branch_pairs": 10, "predicted": 0.5, "q_first_predicted": -4.0,
-              "branch_predicted": 1.0}
+              "branch_predicted": 1.0, "q_first": -5.0, "q_others": -4.0}
     return {"MC returns": {"initial": mc, **common}, "ILQL (tau 0.7)": {"initial": ilql - 0.1, **common},
             "ILQL (tau 0.9)": {"initial": ilql, **common}, "ILQL (tau 0.95)": {"initial": ilql - 0.2, **common}}
 
