@@ -75,6 +75,7 @@ class Game:
 
     @property
     def episode_return(self) -> float:
+        """The game's summed reward."""
         return _return(self.steps)
 
     @property
