@@ -24,12 +24,18 @@ _DESCRIPTION = ("Preference judgements about pairs of clips (segments of RLDS ep
                 "EnvLogger; each example is one judgement with both clips.")
 
 
+def _exact_float64(shape: tuple) -> tfds.features.Tensor:
+    """A float64 feature stored as its raw bytes: a plain float feature goes through ``tf.train.FloatList``,
+    which is float32 and rounds every value that is not float32-exact (measured times, float64 rewards)."""
+    return tfds.features.Tensor(shape=shape, dtype=np.float64, encoding=tfds.features.Encoding.BYTES)
+
+
 def _clip_features() -> tfds.features.FeaturesDict:
     return tfds.features.FeaturesDict({
         "clip_id": tfds.features.Text(), "source_episode_id": tfds.features.Text(),
         "start": tfds.features.Scalar(np.int64), "stop": tfds.features.Scalar(np.int64),
         "rendering": tfds.features.Text(),
-        "rewards": tfds.features.Tensor(shape=(None,), dtype=np.float64),
+        "rewards": _exact_float64((None,)),
         "padding": tfds.features.Tensor(shape=(None,), dtype=np.bool_),
         "steps": tfds.features.Tensor(shape=(None,), dtype=np.object_),
     })
@@ -38,8 +44,10 @@ def _clip_features() -> tfds.features.FeaturesDict:
 class Builder(tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for preferences (see the module docstring)."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release.",
+                     "1.1.0": "seconds, disagreement and rewards stored as float64 bytes: 1.0.0 rounded them to "
+                              "float32."}
     MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the folders written by loggers.preferences.PreferenceRecorder "
                                     "(segments/ and sessions/) under the manual folder (--manual_dir).")
 
@@ -47,8 +55,8 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         features = tfds.features.FeaturesDict({
             "judgement_id": tfds.features.Text(), "session_id": tfds.features.Text(),
             "label": tfds.features.Text(), "labeller": tfds.features.Text(),
-            "seconds": tfds.features.Scalar(np.float64), "selection": tfds.features.Text(),
-            "disagreement": tfds.features.Scalar(np.float64),
+            "seconds": _exact_float64(()), "selection": tfds.features.Text(),
+            "disagreement": _exact_float64(()),
             "left": _clip_features(), "right": _clip_features(),
         })
         return self.dataset_info_from_configs(description=_DESCRIPTION, features=features, homepage=common.HOMEPAGE,
