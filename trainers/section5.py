@@ -89,14 +89,34 @@ class Game:
         return getattr(self, key)
 
 
+@dataclasses.dataclass
+class Pairs:
+    """The Section-5 pairs of some games, found once and read by every row (``trainers.diagnostics``):
+    the optimal first guess against each suboptimal game's (``first_move_pairs``), and at each branch state the
+    parent's move against the branch's (``branch_pairs``)."""
+
+    better_first: str
+    worse_first: list[str]
+    histories: list[tuple[list[Any], list[str]]]
+    good: list[str]
+    bad: list[str]
+
+    @classmethod
+    def of(cls, games: Sequence[Game]) -> "Pairs":
+        """The pairs of ``games``."""
+        from trainers.diagnostics import branch_pairs, first_move_pairs
+
+        return cls(*first_move_pairs(games), *branch_pairs(games))
+
+
 def read_games(dataset: str) -> list[Game]:
     """Every episode of the dataset's ``train`` split, steps included."""
     from transforms.loading import load
 
     games = []
     for episode in load(dataset):
-        games.append(Game(episode["episode_id"].numpy().decode(), episode["policy"].numpy().decode(),
-                          episode["parent_episode_id"].numpy().decode(), int(episode["branch_turn"]),
+        text = {key: as_text(episode[key].numpy(), key) for key in ("episode_id", "policy", "parent_episode_id")}
+        games.append(Game(text["episode_id"], text["policy"], text["parent_episode_id"], int(episode["branch_turn"]),
                           list(episode["steps"].as_numpy_iterator())))
     return games
 
@@ -105,16 +125,20 @@ def data_figures(games: Sequence[Game]) -> dict[str, Any]:
     """Shares and mean returns per kind of game, and the mean return after each first guess class."""
     kinds = {kind: [g.episode_return for g in games if g.kind == kind]
              for kind in ("optimal", "adversarial", "suboptimal")}
-    optimal_first = next(g.steps[0]["action"].decode() for g in games if g.kind == "optimal")
+    optimal_first = next(_first_move(g) for g in games if g.kind == "optimal")
     after = {True: [], False: []}
     for game in games:
-        after[game.steps[0]["action"].decode() == optimal_first].append(game.episode_return)
+        after[_first_move(game) == optimal_first].append(game.episode_return)
     return {"games": len(games), "optimal_first": optimal_first,
             "share": {k: len(v) / len(games) for k, v in kinds.items()},
             "mean": {k: float(np.mean(v)) for k, v in kinds.items()},
             "after_optimal_first": float(np.mean(after[True])), "after_other_first": float(np.mean(after[False])),
             "optimal_4_turns": float(np.mean([len(g.steps) - 1 >= ilql_adversarial.MIN_TURNS
                                               for g in games if g.kind == "optimal"]))}
+
+
+def _first_move(game: Game) -> str:
+    return as_text(game.steps[0]["action"], "action")
 
 
 def expectile(values: Sequence[float], tau: float, iterations: int = 200) -> float:
@@ -140,14 +164,10 @@ def tabular_q(games: Sequence[Game], tau: float) -> dict[tuple, dict[str, float]
     ``s`` (undiscounted, ``V`` 0 at the end)."""
     paths = []
     for game in games:
-        history: tuple = ()
-        path = []
-        for step in game.steps[:-1]:  # the last RLDS step holds the final observation, no move
-            history += (as_text(step["observation"]["text"], "observation.text"),)
-            move = as_text(step["action"], "action")
-            path.append((history, move, float(step["reward"])))
-            history += (move,)
-        paths.append(path)
+        moves = game.steps[:-1]  # the last RLDS step holds the final observation, no move
+        actions = [as_text(step["action"], "action") for step in moves]
+        paths.append([(_state(([s["observation"] for s in moves[:k + 1]], actions[:k])), actions[k],
+                       float(step["reward"])) for k, step in enumerate(moves)])
     q: dict[tuple, dict[str, float]] = {}
     depth = max((len(p) for p in paths), default=0)
     v: dict[tuple, float] = {}
@@ -164,25 +184,25 @@ def tabular_q(games: Sequence[Game], tau: float) -> dict[tuple, dict[str, float]
     return q
 
 
-def tabular_prediction(games: Sequence[Game], tau: float) -> dict[str, float]:
+def tabular_prediction(games: Sequence[Game], tau: float, pairs: Pairs | None = None) -> dict[str, float]:
     """The two Section-5 fractions that ``tabular_q`` gives, on every pair (``first_move_pairs``,
     ``branch_pairs``), and its Q of the optimal first guess: what a learner of that expectile can reach on these
     games when it tells every state apart. There a suboptimal first guess is worth its one game's return; a learned
     Q values these rarely seen guesses by what it generalises from all of them instead (in ``docs/section5.md``
-    above their mean at tau 0.9 and 0.95)."""
-    from trainers.diagnostics import branch_pairs, first_move_pairs
-
+    above their mean at tau 0.9 and 0.95). ``pairs``: those of ``games`` if already found."""
+    pairs = pairs or Pairs.of(games)
     q = tabular_q(games, tau)
     start = q[_state(([games[0].steps[0]["observation"]], []))]  # every game starts in the same state
-    better, worse = first_move_pairs(games)
-    histories, good, bad = branch_pairs(games)
-    branch = [q[_state(h)][g] > q[_state(h)][b] for h, g, b in zip(histories, good, bad)]
-    return {"q_first": start[better], "initial": float(np.mean([start[better] > start[w] for w in worse])),
+    branch = [q[_state(h)][g] > q[_state(h)][b] for h, g, b in zip(pairs.histories, pairs.good, pairs.bad)]
+    better = pairs.better_first
+    return {"q_first": start[better],
+            "initial": float(np.mean([start[better] > start[w] for w in pairs.worse_first])),
             "branch": float(np.mean(branch)) if branch else float("nan")}
 
 
 def _state(history: tuple[Sequence[Mapping[str, Any]], Sequence[str]]) -> tuple:
-    """``tabular_q``'s key of a ``branch_pairs`` history (observations, moves)."""
+    """The state a game is in before a move, as ``tabular_q`` keys it: the texts of its observations so far
+    interleaved with its moves, from a ``branch_pairs``-style history (observations, the moves between them)."""
     observations, moves = history
     key: tuple = ()
     for k, observation in enumerate(observations):
@@ -197,22 +217,21 @@ def _return(steps: Sequence[Mapping[str, Any]]) -> float:
     return float(sum(float(s["reward"]) for s in steps))
 
 
-def rank(run: Path, games: Sequence[Game], pairs: int, seed: int = 0) -> dict[str, float]:
-    """The two Section-5 fractions of the row trained in ``run``, on at most ``pairs`` pairs each."""
+def rank(run: Path, games: Sequence[Game], pairs: Pairs, most: int, seed: int = 0) -> dict[str, float]:
+    """The two Section-5 fractions of the row trained in ``run`` on the ``pairs`` of ``games``, on at most
+    ``most`` pairs each (sampled with ``seed``)."""
     from trainers.checkpoint import load_agent_model
-    from trainers.diagnostics import branch_pairs, first_move_pairs, ranking_fraction, utterance_values
+    from trainers.diagnostics import ranking_fraction, utterance_values
 
     loaded = load_agent_model(run / "checkpoint")
     rng = np.random.default_rng(seed)
-    better, worse = first_move_pairs(games)
-    worse = [worse[i] for i in rng.permutation(len(worse))[:pairs]]
-    first = utterance_values(loaded, ([games[0].steps[0]["observation"]], []), [better, *worse])
-    histories, good, bad = branch_pairs(games)
-    keep = rng.permutation(len(good))[:pairs]
+    worse = [pairs.worse_first[i] for i in rng.permutation(len(pairs.worse_first))[:most]]
+    first = utterance_values(loaded, ([games[0].steps[0]["observation"]], []), [pairs.better_first, *worse])
+    keep = rng.permutation(len(pairs.good))[:most]
     return {"initial": float(np.mean(first[0] > first[1:])), "initial_pairs": len(worse),
             "q_first": float(first[0]), "q_others": float(np.mean(first[1:])),
-            "branch": ranking_fraction(loaded, [histories[i] for i in keep], [good[i] for i in keep],
-                                       [bad[i] for i in keep]), "branch_pairs": len(keep)}
+            "branch": ranking_fraction(loaded, [pairs.histories[i] for i in keep], [pairs.good[i] for i in keep],
+                                       [pairs.bad[i] for i in keep]), "branch_pairs": len(keep)}
 
 
 def plot_first_move(ranks: Mapping[str, Mapping[str, float]], data: Mapping[str, Any], path: Path) -> Path:
@@ -333,10 +352,11 @@ def run_section5(args: argparse.Namespace) -> Path | None:
     if args.train_only:
         return None
     games = read_games(dataset)
+    pairs = Pairs.of(games)
     ranks = {}
     for name, (run, _) in trained.items():
-        predicted = tabular_prediction(games, ROW_TAU[name])
-        ranks[name] = {**rank(run, games, args.section5_pairs), "predicted": predicted["initial"],
+        predicted = tabular_prediction(games, ROW_TAU[name], pairs)
+        ranks[name] = {**rank(run, games, pairs, args.section5_pairs), "predicted": predicted["initial"],
                        "q_first_predicted": predicted["q_first"], "branch_predicted": predicted["branch"]}
     out = Path(args.out or DOC)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -367,5 +387,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="section5: pairs of moves per ranking test (sampled with a fixed seed)")
 
 
-__all__ = ["DOC", "Game", "ROWS", "ROW_TAU", "expectile", "plot_first_move", "tabular_prediction", "tabular_q", "TARGET_FRACTION", "TRAINING", "add_arguments", "data_figures", "rank", "read_games",
+__all__ = ["DOC", "Game", "Pairs", "ROWS", "ROW_TAU", "expectile", "plot_first_move", "tabular_prediction", "tabular_q", "TARGET_FRACTION", "TRAINING", "add_arguments", "data_figures", "rank", "read_games",
            "render", "run_section5", "train_row"]
