@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainers.beta_choice import TUNING_SEED_OFFSET, tuning_config
 from trainers.build import REPO, tfds_build
 
 #: the ILQL paper's Wordle setting this reproduces (see the document's "Beside the paper" section).
@@ -91,9 +92,6 @@ DECODINGS: dict[str, Decoding] = {
 #: the β values every agent played with a β (ILQL) also plays on held-out games, to show how the advantage
 #: perturbation moves its score under each decoding. A diagnostic only: the committed row keeps its own β.
 BETA_SWEEP: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0)
-
-#: the held-out games of the β sweep are seeded ``eval_seed + HELD_OUT_SEED_OFFSET``: never the table's games.
-HELD_OUT_SEED_OFFSET = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,8 +231,9 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
     results: dict[str, list] = {key: [] for key in args.decodings}
     sweep: dict[str, list] = {key: [] for key in args.decodings} if args.sweep_games > 0 else {}
-    held_out = (dataclasses.replace(eval_config, games=args.sweep_games, seed=args.eval_seed + HELD_OUT_SEED_OFFSET)
-                if sweep else None)
+    # the β sweep's games are the held-out ones of trainers.beta_choice: game i of a table is seeded
+    # eval_seed + i, so a sweep seeded eval_seed + 1 (as before) replayed the table's seeds shifted by one
+    held_out = tuning_config(eval_config, args.sweep_games) if sweep else None
     minutes = {}
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
@@ -330,7 +329,7 @@ def render_sweep(outcome: SettingOutcome, args: argparse.Namespace) -> str:
                            for key, rows in outcome.sweep.items())
     return f"""### β at play, on held-out games (a diagnostic; the tables above keep each row's own β)
 
-{args.sweep_games} games seeded from {args.eval_seed + HELD_OUT_SEED_OFFSET} (not the games of the tables above), every
+{args.sweep_games} games seeded from {args.eval_seed + TUNING_SEED_OFFSET} (not the games of the tables above), every
 agent with a β replayed at β ∈ {{{", ".join(f"{b:g}" for b in BETA_SWEEP)}}} beside BC with the same decoding. β = 0
 plays the ILQL model's own language-model head; a β that helps shows that the learned Q − V ranks the letters
 better than that head does.
@@ -451,5 +450,4 @@ def add_parser(sub) -> None:
 
 
 __all__ = ["Experiment", "Decoding", "DECODINGS", "Setting", "SETTINGS", "SHARED", "EXPERIMENTS", "experiment_config", "SettingOutcome",
-           "run_setting", "run", "render_setting", "render_sweep", "render", "verdict", "add_parser", "BETA_SWEEP",
-           "HELD_OUT_SEED_OFFSET"]
+           "run_setting", "run", "render_setting", "render_sweep", "render", "verdict", "add_parser", "BETA_SWEEP"]
