@@ -113,6 +113,23 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_data
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
+def test_filtered_bc_keeps_its_episode_returns_for_a_resume(wordle_dataset, tmp_path):
+    """%BC's first pass over the episodes (an hour on 1M games) is done once per run: the resumed run reads
+    the stored returns, and keeps to the same episodes (it would fail loudly otherwise)."""
+    from trainers.loop import RETURNS_CACHE
+
+    straight = config("bc", wordle_dataset, tmp_path / "straight", steps=4, top_p=0.5)
+    train("bc", straight, progress=False)
+    part = config("bc", wordle_dataset, tmp_path / "resumed", steps=2, checkpoint_every=2, top_p=0.5)
+    train("bc", part, progress=False)
+    stored = tmp_path / "resumed" / RETURNS_CACHE
+    written = stored.stat().st_mtime_ns
+    train("bc", dataclasses.replace(part, steps=4), progress=False)
+    assert stored.stat().st_mtime_ns == written  # read, not recomputed
+    a, b = metrics(tmp_path / "straight"), metrics(tmp_path / "resumed")
+    assert b[3]["loss"] == pytest.approx(a[3]["loss"], rel=1e-6, abs=1e-7)
+
+
 def test_a_row_logged_after_a_resume_averages_only_the_steps_since(wordle_dataset, tmp_path):
     """Resumed at step 3 with ``log_every=4``, the row of step 4 is step 4's own loss (it was divided by 4)."""
     train("bc", config("bc", wordle_dataset, tmp_path / "straight", steps=4), progress=False)

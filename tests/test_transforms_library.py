@@ -160,6 +160,27 @@ def test_filter_top_p_exact_count_ties_and_order_check():
             list(filter_top_p(shuffled, 0.5))
 
 
+def test_cached_returns_are_read_back_by_key_and_a_stale_cache_is_refused(tmp_path):
+    from transforms.selection import cached_episode_returns
+
+    def episodes(returns):
+        return tf.data.Dataset.from_tensor_slices((tf.constant(returns), tf.range(len(returns)))).map(
+            lambda r, i: {"steps": tf.data.Dataset.from_tensors({"reward": r}), "i": i})
+
+    path = tmp_path / "run" / "returns.npz"
+    first = episodes([-3.0, -1.0, -2.0, -5.0])
+    assert cached_episode_returns(first, path, {"dataset": "a"}).tolist() == [-3.0, -1.0, -2.0, -5.0]
+    # the same key reads the file: the returns of the first dataset come back for another one, without a pass
+    other = episodes([0.0, 0.0, 0.0, 0.0])
+    assert cached_episode_returns(other, path, {"dataset": "a"}).tolist() == [-3.0, -1.0, -2.0, -5.0]
+    assert cached_episode_returns(other, path, {"dataset": "b"}).tolist() == [0.0] * 4  # another key: recomputed
+    assert sorted(p.name for p in path.parent.iterdir()) == ["returns.npz"]  # no temporary file left
+    # given returns save the first pass of filter_top_p, and returns that are not the dataset's are refused
+    assert [int(e["i"]) for e in filter_top_p(first, 0.5, returns=np.array([-3.0, -1.0, -2.0, -5.0]))] == [1, 2]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="order changed"):
+        list(filter_top_p(first, 0.5, returns=np.array([-1.0, -3.0, -2.0, -5.0])))
+
+
 def test_split_by_episode_id_is_deterministic_and_stable_under_growth():
     def ids(n):
         return tf.data.Dataset.range(n).map(lambda i: {"episode_id": tf.strings.join(["ep-", tf.strings.as_string(i)])})

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -71,7 +72,7 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
     pure function of the dataset, the config and the seed).
     """
     from transforms.loading import load
-    from transforms.selection import filter_min_return, filter_top_p
+    from transforms.selection import cached_episode_returns, filter_min_return, filter_top_p
     from transforms.token_mdp import TokenMDPConfig, token_batches
     from transforms.torch_bridge import TensorBatches, trim_padding
 
@@ -79,7 +80,8 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
         raise ValueError("config.dataset is empty: give a folder written by `tfds build` or a dataset name")
     episodes = load(config.dataset, split=config.split, config=config.config, data_dir=config.data_dir)
     if config.top_p is not None:
-        episodes = filter_top_p(episodes, config.top_p)
+        returns = cached_episode_returns(episodes, Path(config.out) / RETURNS_CACHE, _dataset_key(config))
+        episodes = filter_top_p(episodes, config.top_p, returns=returns)
     if getattr(config, "min_return", None) is not None:
         episodes = filter_min_return(episodes, config.min_return)
     if info.world_size > 1:
@@ -90,6 +92,20 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
     batches = token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
                             seed=config.seed, repeat=True, drop_remainder=True)
     return map(trim_padding, TensorBatches(batches.skip(skip)))
+
+
+#: where a filtered-BC run keeps its dataset's episode returns (``transforms.selection.cached_episode_returns``).
+RETURNS_CACHE = "episode_returns.npz"
+
+
+def _dataset_key(config: Any) -> dict[str, Any]:
+    """What identifies a run's training episodes: the dataset as given and, for a built folder, its
+    ``dataset_info.json`` (rewritten by every build)."""
+    key = {name: getattr(config, name) for name in ("dataset", "split", "config", "data_dir")}
+    info = Path(os.path.expanduser(str(config.dataset))) / "dataset_info.json"
+    if info.is_file():
+        key["dataset_info_sha256"] = hashlib.sha256(info.read_bytes()).hexdigest()
+    return key
 
 
 @dataclasses.dataclass

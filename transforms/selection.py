@@ -12,7 +12,10 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
+import os
+from typing import Any, Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -36,6 +39,29 @@ def episode_returns(episodes: tf.data.Dataset, gamma: float = 1.0, use_discount:
     return np.concatenate(parts) if parts else np.zeros([0], np.float64)
 
 
+def cached_episode_returns(episodes: tf.data.Dataset, path: str | os.PathLike, key: Mapping[str, Any],
+                           gamma: float = 1.0, use_discount: bool = False, reward_key: str = "reward") -> np.ndarray:
+    """``episode_returns``, kept in ``path`` (``.npz``) under ``key`` (what identifies the dataset and the split):
+    a resumed filtered-BC run reads them back instead of passing over every episode again (about an hour for
+    LMRL-Gym's 1M games). A file with another key is recomputed and replaced; the write is atomic.
+
+    A stale file whose key still matches (a dataset rebuilt in place) is caught by ``filter_top_p``'s second
+    pass, which checks every kept episode's return against these.
+    """
+    key = {**key, "gamma": gamma, "use_discount": use_discount, "reward_key": reward_key}
+    text = json.dumps(key, sort_keys=True, default=str)
+    if os.path.exists(path):
+        with np.load(path) as stored:
+            if str(stored["key"]) == text:
+                return stored["returns"]
+    returns = episode_returns(episodes, gamma, use_discount, reward_key)
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+    tmp = f"{os.fspath(path)}.{os.getpid()}.tmp.npz"  # processes of one run may write it at once
+    np.savez(tmp, returns=returns, key=np.array(text))
+    os.replace(tmp, path)
+    return returns
+
+
 def top_p_mask(returns: np.ndarray, p: float) -> np.ndarray:
     """Which episodes are among the best ``ceil(p * n)`` by return; ties go to the earlier episode.
 
@@ -52,20 +78,22 @@ def top_p_mask(returns: np.ndarray, p: float) -> np.ndarray:
 
 
 def filter_top_p(episodes: tf.data.Dataset, p: float, gamma: float = 1.0, use_discount: bool = False,
-                 reward_key: str = "reward") -> tf.data.Dataset:
+                 reward_key: str = "reward", returns: np.ndarray | None = None) -> tf.data.Dataset:
     """The ``ceil(p * n)`` episodes with the highest return, in their original order (filtered BC).
 
     Two passes: the first computes all returns, the second keeps episodes by position. The dataset must
     give its episodes in the same order each time it is read (``tfds.load`` does unless files are
     shuffled); the second pass checks every kept episode's return and fails loudly if the order changed.
-    Ties at the threshold go to the earlier episodes, so exactly ``ceil(p * n)`` are kept.
+    Ties at the threshold go to the earlier episodes, so exactly ``ceil(p * n)`` are kept. ``returns``: the
+    episodes' returns if already known (``cached_episode_returns``), which saves the first pass.
 
     >>> eps = tf.data.Dataset.from_tensor_slices([3.0, 9.0, 1.0, 7.0]).map(
     ...     lambda r: {"steps": tf.data.Dataset.from_tensors({"reward": r}), "r": r})
     >>> [float(e["r"]) for e in filter_top_p(eps, 0.5)]
     [9.0, 7.0]
     """
-    returns = episode_returns(episodes, gamma, use_discount, reward_key)
+    if returns is None:
+        returns = episode_returns(episodes, gamma, use_discount, reward_key)
     keep = tf.constant(top_p_mask(returns, p))
     expected = tf.constant(returns, tf.float64)
     tagged = add_episode_return(episodes, gamma, use_discount, reward_key, RETURN_KEY).enumerate()
@@ -124,4 +152,4 @@ def split_by_episode_id(episodes: tf.data.Dataset, eval_fraction: float, salt: s
     return episodes.filter(lambda e: tf.logical_not(is_eval(e))), episodes.filter(is_eval)
 
 
-__all__ = ["episode_returns", "top_p_mask", "filter_top_p", "filter_min_return", "split_by_episode_id"]
+__all__ = ["cached_episode_returns", "episode_returns", "top_p_mask", "filter_top_p", "filter_min_return", "split_by_episode_id"]
