@@ -265,9 +265,17 @@ def token_spellings(tokenizer: Any) -> list[str]:
     return [tokenizer.decode([token]) for token in range(tokenizer.vocab_size)]
 
 
+def lmrl_gym_board_tokenizer() -> Any:
+    """``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer`` of LMRL-Gym's 431-word list: words as tokens,
+    each feedback as the (letter, colour) cells of the guess it answers."""
+    from rlds_lang.wordle.board_tokenizer import lmrl_gym_board_tokenizer as make
+
+    return make()
+
+
 #: tokenizers by the name a training config gives (``TrainConfig.tokenizer``).
 TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer,
-              "lmrl_gym_words": lmrl_gym_word_tokenizer}
+              "lmrl_gym_words": lmrl_gym_word_tokenizer, "lmrl_gym_board": lmrl_gym_board_tokenizer}
 
 
 def make_tokenizer(name: str) -> Any:
@@ -285,13 +293,17 @@ def make_tokenizer(name: str) -> Any:
 
 
 def load_tokenizer(path: str | os.PathLike) -> Any:
-    """The tokenizer saved at ``path``: a ``CharTokenizer`` or a ``rlds_lang.subword.SubwordTokenizer`` by its
-    ``format`` field; errors name the file."""
+    """The tokenizer saved at ``path``: a ``CharTokenizer``, a ``rlds_lang.subword.SubwordTokenizer`` or a
+    ``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer`` by its ``format`` field; errors name the file."""
     description = read_json_object(path)
     if description.get("format") == "rlds_lang.SubwordTokenizer":
         from rlds_lang.subword import SubwordTokenizer
 
         return SubwordTokenizer.load(path)
+    if description.get("format") == "rlds_lang.WordBoardTokenizer":
+        from rlds_lang.wordle.board_tokenizer import WordBoardTokenizer
+
+        return WordBoardTokenizer.load(path)
     return CharTokenizer.load(path)
 
 

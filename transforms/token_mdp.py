@@ -175,6 +175,17 @@ def _within_row(ragged: tf.RaggedTensor) -> tuple[tf.Tensor, tf.Tensor]:
     return rows, tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(ragged.row_splits, rows)
 
 
+def _encode_observations(batch: Mapping[str, tf.RaggedTensor], tokenizer: Any, local_step: tf.Tensor) -> tf.RaggedTensor:
+    """Every step's observation ids: ``tokenizer.tf_encode``, or, for a tokenizer that writes an observation
+    with the action before it (``tf_encode_observations``, e.g. ``rlds_lang.wordle.board_tokenizer``), that."""
+    texts = batch["observation"].flat_values
+    with_previous = getattr(tokenizer, "tf_encode_observations", None)
+    if with_previous is None:
+        return tokenizer.tf_encode(texts)
+    previous = tf.where(local_step > 0, tf.roll(batch["action"].flat_values, 1, 0), "")  # a_{i-1}, "" at i = 0
+    return with_previous(texts, previous)
+
+
 def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTokenizer,
                         config: TokenMDPConfig) -> dict[str, Any]:
     """Token sequences of a batch of episodes (``[E, (S)]`` ragged steps): ragged ``[E, (L)]`` token fields
@@ -190,7 +201,7 @@ def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTok
     step_rewards = tf.where(has_action, batch["reward"].flat_values, 0.0)
     same_episode_next = tf.concat([step_episode[1:] == step_episode[:-1], [False]], 0)
     following_terminal = same_episode_next & tf.concat([batch["is_terminal"].flat_values[1:], [False]], 0)
-    observations = tokenizer.tf_encode(batch["observation"].flat_values)   # [N, (chars)]
+    observations = _encode_observations(batch, tokenizer, local_step)      # [N, (ids)]
     actions = tokenizer.tf_encode(tf.where(has_action, batch["action"].flat_values, ""))
 
     # Step i's tokens are o_i [EOO] a_i [EOA] (no action part on an is_last step); each episode's steps
