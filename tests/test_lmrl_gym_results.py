@@ -14,6 +14,7 @@ from trainers.checkpoint import load_agent_model
 from trainers.cli import main
 from trainers.eval import EvalResult, load_results
 from trainers.lmrl_gym_linear import LinearReport
+from trainers.model import plain_language_model
 from trainers.lmrl_gym_results import TRAINING, cached_report, comparison_lines, render_table
 
 
@@ -67,7 +68,8 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
         assert (config["batch_size"], config["lr"]) == (TRAINING["batch_size"], TRAINING["lr"]) == (64, 1e-3), name
     assert '"batch_size": 64, "lr": 0.001' in document.split("## What was trained")[1]
     runs = tmp_path / "runs" / "lmrl_gym"
-    bc = load_agent_model(runs / "BC" / "checkpoint").lm.state_dict()
+    # BC's model with its logit scale folded into the output layer, as its saved lm/ holds it
+    bc = plain_language_model(load_agent_model(runs / "BC" / "checkpoint").lm).state_dict()
     for name in ("MC_returns", "ILQL"):  # the value rows decode with the BC row's policy, unchanged
         policy = load_agent_model(runs / name / "checkpoint").lm.policy.state_dict()
         assert policy.keys() == bc.keys() and all(torch.equal(policy[k], bc[k]) for k in bc), name

@@ -43,12 +43,17 @@ from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluat
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from trainers.lmrl_gym import ConsistencyReport
 
-#: this setting's optimisation on top of ``SHARED`` (same model): batch 64 x lr 1e-3 for 16,000 steps, about one
-#: pass over the 1M training games. Chosen on held-out data-policy games, never on the evaluation games: on a
-#: 100k-game build, with ``SHARED``'s 32 x 3e-4 BC had learned 4% of the data's consistency regularity after
-#: 6,000 steps, with this one 26% after 8,000, 36% after 12,000 and 48% after 16,000, still rising (``python -m
-#: trainers.lmrl_gym --consistency``; README, issue-18 section).
-TRAINING: dict[str, Any] = {**SHARED, "batch_size": 64, "lr": 1e-3, "steps": 16000, "checkpoint_every": 250}
+#: this setting's tokens, model and optimisation on top of ``SHARED`` (same transformer): words as tokens with the
+#: board as (letter, colour) cells (``rlds_lang.wordle.board_tokenizer``) and a learnable logit scale started at
+#: 10 (``ModelConfig.logit_scale``), batch 64 x lr 1e-3 for 16,000 steps, about one pass over the 1M training
+#: games. Chosen on held-out data-policy games, never on the evaluation games (``python -m trainers.lmrl_gym
+#: --consistency``, the share of the data's consistency regularity BC learned; README, issue-18 section): on
+#: the full build, these tokens learned 7% after 1,000 steps, 12% after 2,000 and 22% after 4,000, the same
+#: tokens without the scale 0% after 2,000; letters as tokens (the earlier choice) 8% after 4,000 steps and 26%
+#: after 8,000 on a 100k-game build, at 1.7x the time per step (about 80 tokens a game against 43).
+TRAINING: dict[str, Any] = {**SHARED, "tokenizer": "lmrl_gym_board",
+                            "model": {**SHARED["model"], "logit_scale": 10.0},
+                            "batch_size": 64, "lr": 1e-3, "steps": 16000, "checkpoint_every": 250}
 #: the value-based rows' overrides. LMRL-Gym's MC and ILQL agents decode with its trained BC model (``pi_beta``,
 #: fixed) perturbed by beta * (Q - V) of a value model trained apart from it (its evaluation scripts load both),
 #: so ours put Q and V on their own transformer and leave the policy untrained (``awac_weight`` 0); both trunks
@@ -132,7 +137,9 @@ def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) 
 
     shared = TRAINING
     if experiment.overrides.get("separate_value_trunk"):
-        shared = {**TRAINING, "model": {**TRAINING["model"], "checkpoint": str(finished_bc_lm(runs, steps))}}
+        # BC's saved lm/ holds its logit scale in its output layer already (ModelConfig.logit_scale)
+        shared = {**TRAINING, "model": {**TRAINING["model"], "checkpoint": str(finished_bc_lm(runs, steps)),
+                                        "logit_scale": None}}
     config = experiment_config(experiment, dataset, runs, steps, shared)
     started = time.perf_counter()
     result = train(experiment.algorithm, config)
@@ -474,7 +481,8 @@ Training curves: {", ".join(curves) or "—"}.
 {trained}
 
 Differences from LMRL-Gym: its policies are a pretrained GPT-2 small trained on a GPU; ours are a small randomly
-initialised GPT-2-architecture transformer (character tokens) trained on 2 CPU cores.
+initialised GPT-2-architecture transformer trained on 2 CPU cores, whose tokens are whole words and the board's
+(letter, colour) cells (`rlds_lang.wordle.board_tokenizer`).
 
 Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
 learning rate, each read with `python -m trainers.lmrl_gym --consistency` on held-out games): the README, section
