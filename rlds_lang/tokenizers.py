@@ -4,7 +4,11 @@ The datasets stay tokenizer-independent (ARCHITECTURE.md): a token view is deriv
 from the stored text with a tokenizer from this module, and the same tokenizer is saved beside a
 trained model (``save``/``load``, JSON) so that the agent reads and writes the same ids when it plays.
 
-Every id maps to exactly one character or one special token, so text made of the alphabet's
+A tokenizer may also write an observation together with the action before it (``tf_encode_observations``,
+as ``rlds_lang.wordle.board_tokenizer`` does); ``transforms.token_mdp`` then uses that, and its
+``encode_prompt`` does the same for agents.
+
+Every id of ``CharTokenizer`` maps to exactly one character or one special token, so text made of the alphabet's
 characters comes back byte-for-byte: ``decode(encode(text)) == text``. No TensorFlow at import time:
 ``tf_encode`` (the vectorised twin of ``encode`` used inside ``tf.data`` pipelines) imports it lazily.
 
