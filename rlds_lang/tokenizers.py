@@ -197,9 +197,7 @@ class CharTokenizer:
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes the tokenizer as UTF-8 JSON to ``path`` (for checkpoints)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
-            f.write("\n")
+        write_json_object(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CharTokenizer":
@@ -321,6 +319,13 @@ def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(description, dict):
         raise ValueError(f"{os.fspath(path)}: expected a JSON object, got {type(description).__name__}")
     return description
+
+
+def write_json_object(path: str | os.PathLike, description: Mapping[str, Any]) -> None:
+    """Writes a tokenizer's description as UTF-8 JSON (characters unescaped) to ``path``: every ``save``."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(dict(description), f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 def from_json_file(from_dict: Any, path: str | os.PathLike) -> Any:

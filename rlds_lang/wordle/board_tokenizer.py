@@ -26,11 +26,10 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from rlds_lang.tokenizers import WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, from_json_file
+from rlds_lang.tokenizers import WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, from_json_file, write_json_object
 from rlds_lang.wordle.words import WORD_LENGTH
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
@@ -232,9 +231,7 @@ class WordBoardTokenizer:
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes the tokenizer as UTF-8 JSON to ``path`` (for checkpoints)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
-            f.write("\n")
+        write_json_object(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "WordBoardTokenizer":
