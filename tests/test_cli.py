@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.toy_data import build_dataset, wordle_like
+from trainers.beta_choice import TUNING_SEED_OFFSET
 from trainers.build import tfds_build
 from trainers.cli import main, parse_agent
 from trainers.eval import EvalResult, load_results
@@ -69,15 +70,18 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     assert summary.count("  - ILQL − BC = ") == 2 and summary.count("- Official Wordle") == 2
     runs = sorted(p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-4-*.json"))
     assert runs == ["eval-4-0-step2-greedy.json", "eval-4-0-step2.json"]
-    # the β sweep: BC and ILQL at every β, on 3 held-out games (seed 1), a table per decoding
-    assert document.count("### β at play, on held-out games") == 1 and "3 games seeded from 1" in document
+    # the β sweep: BC and ILQL at every β, on 3 held-out games (the β choice's seeds, never the table's), a table
+    # per decoding
+    held_out = TUNING_SEED_OFFSET  # eval seed 0
+    assert document.count("### β at play, on held-out games") == 1 and f"3 games seeded from {held_out} " in document
     names = ["bc"] + [f"ilql β={beta:g}" for beta in BETA_SWEEP]
     for decoding in ("sample", "greedy"):
         table = document.split(f"Decoding by {DECODINGS[decoding].title}:")[1].split("\n\n")[1]
         assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == names
-    sweep = {p.name for p in (tmp_path / "runs" / "official" / "ilql").glob("eval-3-1-*.json")}
-    assert sweep == {f"eval-3-1-step2{suffix}-beta{beta:g}.json" for suffix in ("", "-greedy") for beta in BETA_SWEEP}
-    swept = load_results(tmp_path / "runs" / "official" / "ilql" / "eval-3-1-step2-greedy-beta4.json")[0]
+    sweep = {p.name for p in (tmp_path / "runs" / "official" / "ilql").glob(f"eval-3-{held_out}-*.json")}
+    assert sweep == {f"eval-3-{held_out}-step2{suffix}-beta{beta:g}.json" for suffix in ("", "-greedy")
+                     for beta in BETA_SWEEP}
+    swept = load_results(tmp_path / "runs" / "official" / "ilql" / f"eval-3-{held_out}-step2-greedy-beta4.json")[0]
     assert swept.params["beta"] == 4.0 and swept.params["greedy"] and swept.games == 3
 
 
