@@ -309,6 +309,20 @@ def load_tokenizer(path: str | os.PathLike) -> Any:
     return CharTokenizer.load(path)
 
 
+def ragged_positions(ragged: "tf.RaggedTensor") -> tuple["tf.Tensor", "tf.Tensor"]:
+    """For each value of a 2-D ragged tensor: (its row, its position within the row), int64 -- the offsets
+    every vectorised encoder and ``transforms.token_mdp`` lay tokens out with.
+
+    >>> import tensorflow as tf
+    >>> [t.numpy().tolist() for t in ragged_positions(tf.ragged.constant([[7, 8, 9], [], [4]]))]
+    [[0, 0, 0, 2], [0, 1, 2, 0]]
+    """
+    import tensorflow as tf
+
+    rows = ragged.value_rowids()
+    return rows, tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(ragged.row_splits, rows)
+
+
 def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
     """The JSON object stored in ``path`` (a saved tokenizer); ``ValueError`` naming the file otherwise."""
     with open(path, encoding="utf-8") as f:

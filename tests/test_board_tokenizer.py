@@ -27,6 +27,7 @@ def tok() -> WordBoardTokenizer:
 
 def test_docstring_examples_run():
     assert doctest.testmod(board_tokenizer, extraglobs={"tf": tf}).failed == 0
+    assert doctest.testmod(tokenizers).failed == 0  # ragged_positions, the offsets both layouts use
 
 
 def test_every_word_is_one_id_and_every_feedback_five_cells_that_tell_letter_and_colour(tok, tmp_path):

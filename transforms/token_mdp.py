@@ -50,7 +50,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from rlds_lang.tokenizers import CharTokenizer
+from rlds_lang.tokenizers import CharTokenizer, ragged_positions
 from transforms.selection import filter_top_p
 from transforms.specs import collect
 
@@ -169,12 +169,6 @@ def _episode_steps(episode: Mapping[str, Any], config: TokenMDPConfig) -> dict[s
             "episode_id": tf.convert_to_tensor(episode.get("episode_id", ""), tf.string)}
 
 
-def _within_row(ragged: tf.RaggedTensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """For each value of a 2-D ragged tensor: (its row, its position within the row), int64."""
-    rows = ragged.value_rowids()
-    return rows, tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(ragged.row_splits, rows)
-
-
 def _encode_observations(batch: Mapping[str, tf.RaggedTensor], tokenizer: Any, local_step: tf.Tensor) -> tf.RaggedTensor:
     """Every step's observation ids: ``tokenizer.tf_encode``, or, for a tokenizer that writes an observation
     with the action before it (``tf_encode_observations``, e.g. ``rlds_lang.wordle.board_tokenizer``), that."""
@@ -195,7 +189,7 @@ def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTok
     is computed from the lengths of the texts, and every field is written with one scatter.
     """
     step_splits = batch["observation"].row_splits                        # [E + 1] first step of each episode
-    step_episode, local_step = _within_row(batch["observation"])          # [N] episode / index within it
+    step_episode, local_step = ragged_positions(batch["observation"])    # [N] episode / index within it
     n_episodes = batch["observation"].nrows()
     has_action = tf.logical_not(batch["is_last"].flat_values)
     step_rewards = tf.where(has_action, batch["reward"].flat_values, 0.0)
@@ -211,8 +205,8 @@ def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTok
     body_splits = tf.gather(tf.concat([[0], tf.cumsum(step_tokens)], 0), step_splits)
     splits = body_splits + 2 * tf.range(n_episodes + 1, dtype=tf.int64)   # [E + 1] episode offsets
     step_start = tf.cumsum(step_tokens, exclusive=True) + 2 * step_episode + 1
-    obs_step, obs_offset = _within_row(observations)
-    act_step, act_offset = _within_row(actions)
+    obs_step, obs_offset = ragged_positions(observations)
+    act_step, act_offset = ragged_positions(actions)
     action_steps = tf.where(has_action)[:, 0]
     eoo_at = step_start + n_obs
     parts = [  # (positions, token ids, role, step): role 0 environment, 1 action, 2 end of action; step -1 = none

@@ -29,7 +29,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from rlds_lang.tokenizers import WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, from_json_file, write_json_object
+from rlds_lang.tokenizers import (WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, from_json_file, ragged_positions,
+                                  write_json_object)
 from rlds_lang.wordle.words import WORD_LENGTH
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
@@ -73,6 +74,7 @@ class WordBoardTokenizer:
                 raise ValueError(f"WordBoardTokenizer {name!r}: words[{index}] = {word!r} is listed twice")
             self._word_ids[word] = self._first_word + index
         self.vocab_size = self._first_word + len(self.words)
+        self._sorted_codes, self._sorted_code_ids = self._word_codes()
 
     def __repr__(self) -> str:
         return f"WordBoardTokenizer({len(self.words)} words, name={self.name!r})"
@@ -162,21 +164,25 @@ class WordBoardTokenizer:
         texts = tf.convert_to_tensor(texts, tf.string)
         if texts.shape.rank == 0:
             return self.tf_encode(texts[None])[0]
-        chars = self._chars.tf_encode(texts)                                   # [N, (characters)]
-        lengths = chars.row_lengths()
+        return self._words_or_chars(self._chars.tf_encode(texts))
+
+    def _words_or_chars(self, chars: "tf.RaggedTensor") -> "tf.RaggedTensor":
+        """``tf_encode`` of texts already split into character ids (``[N, (characters)]``): a row that spells a
+        listed word becomes its one id, any other row stays as it is."""
+        import tensorflow as tf
+
         letter = chars.values - self._first_letter                             # 0.. for letters
         is_letter = (letter >= 0) & (letter < len(self.letters))
-        position = tf.range(tf.size(letter, out_type=tf.int64)) - tf.gather(chars.row_splits, chars.value_rowids())
+        _, position = ragged_positions(chars)
         base = len(self.letters) + 1
         digit = tf.cast(tf.where(is_letter, letter + 1, 0), tf.int64)
         power = tf.pow(tf.constant(base, tf.int64), tf.maximum(WORD_LENGTH - 1 - position, 0))
         code = tf.reduce_sum(chars.with_flat_values(digit * power), axis=1)
         all_letters = tf.reduce_all(chars.with_flat_values(is_letter), axis=1)
-        codes, ids = self._word_codes()
-        sorted_codes = tf.constant(codes, tf.int64)
-        where = tf.minimum(tf.searchsorted(sorted_codes, code, out_type=tf.int32), len(codes) - 1)
-        found = (lengths == WORD_LENGTH) & all_letters & tf.equal(tf.gather(sorted_codes, where), code)
-        words = tf.gather(tf.constant(ids, tf.int32), where)
+        sorted_codes = tf.constant(self._sorted_codes, tf.int64)
+        where = tf.minimum(tf.searchsorted(sorted_codes, code, out_type=tf.int32), len(self._sorted_codes) - 1)
+        found = (chars.row_lengths() == WORD_LENGTH) & all_letters & tf.equal(tf.gather(sorted_codes, where), code)
+        words = tf.gather(tf.constant(self._sorted_code_ids, tf.int32), where)
         return _rows_where(found, words[:, None], chars)
 
     def tf_encode_observations(self, texts: "tf.Tensor", previous_actions: "tf.Tensor") -> "tf.RaggedTensor":
@@ -203,7 +209,7 @@ class WordBoardTokenizer:
         cells = (self._first_cell + tf.boolean_mask(letter, keep_letter) * len(self.squares)
                  + tf.boolean_mask(square, keep_square))
         bound = tf.RaggedTensor.from_row_lengths(cells, tf.where(bindable, tf.constant(WORD_LENGTH, tf.int64), 0))
-        return _rows_where(bindable, bound, self.tf_encode(texts))
+        return _rows_where(bindable, bound, self._words_or_chars(squares))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (what ``save`` writes and ``from_dict`` reads back)."""
