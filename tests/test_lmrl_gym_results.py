@@ -59,8 +59,8 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     assert all(r.games == 6 and r.config["answers"] == "lmrl_gym" for r in results)
     for name in ("MC_returns", "ILQL"):
         assert (tmp_path / f"lmrl_gym-calibration-{name}.png").stat().st_size > 1000
-    timing = json.loads((tmp_path / "runs" / "lmrl_gym" / "online__BC" / "train_seconds.json").read_text())
-    assert timing["step"] == 1
+    online = json.loads((tmp_path / "runs" / "lmrl_gym" / "online__BC" / "round_000" / "round.json").read_text())
+    assert f"| online %BC | 1 | {online['seconds'] / 60:.1f} |" in document  # its rounds' playing and training
     for name in ("BC", "BC__top_30", "MC_returns", "ILQL", "online__BC"):  # every row on this setting's TRAINING
         run = tmp_path / "runs" / "lmrl_gym" / name
         run = run / "round_000" / "bc" if name == "online__BC" else run

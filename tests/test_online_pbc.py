@@ -51,6 +51,10 @@ def test_each_round_is_an_rlds_dataset_and_keeps_its_top_fraction(straight):
         assert summary["mean_return"] == pytest.approx(returns.mean())
         assert summary["kept"] == math.ceil(0.3 * 10) == 3
         assert summary["kept_min_return"] == sorted(returns)[-3]
+        recorded = json.loads((round_dir(tiny(out, 2), k) / "recorded.json").read_text())["seconds"]
+        trained = torch.load(round_dir(tiny(out, 2), k) / "bc" / "checkpoint" / "trainer_state.pt",
+                             weights_only=False)["train_seconds"]  # this round's own, not the previous rounds'
+        assert 0 < trained < summary["seconds"] == pytest.approx(recorded + trained)
         built = json.loads((round_dir(tiny(out, 2), k) / "bc" / "checkpoint" / "config.json").read_text())
         dataset = built["config"]["dataset"]
         assert sum(1 for _ in filter_top_p(load(dataset), built["config"]["top_p"])) == 3  # what BC trained on
@@ -72,7 +76,9 @@ def test_more_rounds_continue_at_the_next_round(straight, tmp_path):
           "--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "128",
           "--max_length", "128", "--no-progress"])
     assert (round_dir(tiny(tmp_path, 2), 0) / "round.json").stat().st_mtime_ns == first  # round 0 not redone
-    assert json.loads((tmp_path / "rounds.json").read_text()) == summaries
+    continued = json.loads((tmp_path / "rounds.json").read_text())
+    assert continued[0] == summaries[0]
+    assert {**continued[1], "seconds": None} == {**summaries[1], "seconds": None}  # all but the time it took
     a = load_agent_model(out / "checkpoint").model.state_dict()
     b = load_agent_model(tmp_path / "checkpoint").model.state_dict()
     for key in a:

@@ -113,6 +113,32 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_data
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
+def test_training_time_is_carried_by_the_checkpoint_across_calls(wordle_dataset, tmp_path):
+    """A run's training time sums every call up to its last checkpoint (so a call killed at the end of a
+    session still counts up to there), and reloading a finished run adds nothing."""
+    from trainers.results import TRAIN_SECONDS, training_minutes
+
+    part = config("bc", wordle_dataset, tmp_path / "run", steps=2, checkpoint_every=2)
+    first = train("bc", part, progress=False)
+    state = tmp_path / "run" / "checkpoint" / "trainer_state.pt"
+    assert 0 < first.total_seconds <= first.seconds
+    assert torch.load(state, weights_only=False)["train_seconds"] == first.total_seconds
+    second = train("bc", dataclasses.replace(part, steps=4), progress=False)
+    assert first.total_seconds < second.total_seconds <= first.total_seconds + second.seconds
+    assert torch.load(state, weights_only=False)["train_seconds"] == second.total_seconds
+    reloaded = train("bc", dataclasses.replace(part, steps=4), progress=False)
+    assert reloaded.steps == 4 and reloaded.total_seconds == second.total_seconds
+    assert training_minutes(reloaded, 100.0) == second.total_seconds / 60
+    assert not (tmp_path / "run" / TRAIN_SECONDS).exists()
+    # a checkpoint saved before checkpoints carried the time: unknown, and the document falls back to the
+    # calls that finished (train_seconds.json)
+    legacy = torch.load(state, weights_only=False)
+    del legacy["train_seconds"]
+    torch.save(legacy, state)
+    old = train("bc", dataclasses.replace(part, steps=4), progress=False)
+    assert old.total_seconds is None and training_minutes(old, 30.0) == 0.5
+
+
 def test_filtered_bc_keeps_its_episode_returns_for_a_resume(wordle_dataset, tmp_path):
     """%BC's first pass over the episodes (an hour on 1M games) is done once per run: the resumed run reads
     the stored returns, and keeps to the same episodes (it would fail loudly otherwise)."""

@@ -20,7 +20,7 @@ import torch
 from trainers.checkpoint import load_agent_model, save_checkpoint
 from trainers.dpo import DPOConfig, DPOModel, batch_indices, reference_logps, tokens_in
 from trainers.dpo_data import PreferencePair, encode_pairs, load_tree_episodes, tree_pairs
-from trainers.loop import (TrainResult, _Logs, _lr_lambda, _maybe_resume, _Throughput, _trainer_state,
+from trainers.loop import (TrainResult, _elapsed, _Logs, _lr_lambda, _maybe_resume, _Throughput, _trainer_state,
                            _truncate_metrics_after)
 
 
@@ -91,7 +91,8 @@ def train_dpo(config: DPOConfig, progress: bool = True, pairs: list[PreferencePa
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
-    step = _maybe_resume(config, module, optimizer, scheduler)
+    step, saved_seconds = _maybe_resume(config, module, optimizer, scheduler)
+    before = saved_seconds
     logs = _Logs(out, True)
     _truncate_metrics_after(logs.path, step)
     num_pairs = int(tensors["chosen_input_ids"].shape[0])
@@ -121,11 +122,14 @@ def train_dpo(config: DPOConfig, progress: bool = True, pairs: list[PreferencePa
         if bar is not None:
             bar.update(1)
         if step % config.checkpoint_every == 0 or step == config.steps:
-            save_checkpoint(out, "dpo", config, module, tokenizer, _trainer_state(optimizer, scheduler, step))
+            saved_seconds = _elapsed(before, clock)
+            save_checkpoint(out, "dpo", config, module, tokenizer,
+                            _trainer_state(optimizer, scheduler, step, saved_seconds))
     if bar is not None:
         bar.close()
     logs.close()
-    return TrainResult(out, step, window.last, clock.seconds(), clock.overall()[0], 0.0)
+    return TrainResult(out, step, window.last, clock.seconds(), clock.overall()[0], 0.0,
+                       total_seconds=saved_seconds)
 
 
 __all__ = ["config_pairs", "prepare", "train_dpo"]

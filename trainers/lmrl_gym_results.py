@@ -38,7 +38,7 @@ from rlds_lang.wordle import lmrl_gym
 from trainers.beta_choice import BETA_GRID, choose_beta, parse_grid, render_beta_choices, tuning_config
 from trainers.build import REPO, built_dataset_dir, tfds_build
 from trainers.lmrl_gym_linear import LinearReport, add_linear_arguments, linear_reference_from_args
-from trainers.results import SHARED, Experiment, _add_training_seconds, _evaluate_run, _slug, experiment_config
+from trainers.results import SHARED, Experiment, _evaluate_run, _slug, experiment_config, training_minutes
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from trainers.lmrl_gym import ConsistencyReport
@@ -143,8 +143,7 @@ def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) 
     config = experiment_config(experiment, dataset, runs, steps, shared)
     started = time.perf_counter()
     result = train(experiment.algorithm, config)
-    return Path(config.out), config.steps, _add_training_seconds(Path(config.out), time.perf_counter() - started,
-                                                                 result.steps) / 60
+    return Path(config.out), config.steps, training_minutes(result, time.perf_counter() - started)
 
 
 def finished_bc_lm(runs: Path, steps: int | None) -> Path:
@@ -162,7 +161,7 @@ def finished_bc_lm(runs: Path, steps: int | None) -> Path:
 
 
 def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, int, float]:
-    """Online %BC from the BC model; ``(run folder, total steps, training minutes)``."""
+    """Online %BC from the BC model; ``(run folder, total steps, minutes of playing, recording and training)``."""
     from trainers.config import config_from_dict
     from trainers.online_pbc import OnlinePBCConfig, run_online_pbc
 
@@ -170,10 +169,8 @@ def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, i
     values = {**TRAINING, "steps": steps, "out": str(runs / _slug(ONLINE)), "rounds": args.pbc_rounds,
               "games_per_round": args.pbc_games, "init_checkpoint": str(bc_run / "checkpoint")}
     config = config_from_dict(OnlinePBCConfig, values)
-    started = time.perf_counter()
     summaries = run_online_pbc(config)
-    total = steps * len(summaries)
-    return Path(config.out), total, _add_training_seconds(Path(config.out), time.perf_counter() - started, total) / 60
+    return Path(config.out), steps * len(summaries), sum(summary["seconds"] for summary in summaries) / 60
 
 
 def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:

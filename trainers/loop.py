@@ -113,7 +113,10 @@ class TrainResult:
     """What a finished ``train`` call reports (process 0's view).
 
     ``tokens_per_second`` and ``data_wait_share`` (time blocked on the next batch / wall time) are measured
-    from the end of the first step on, excluding pipeline start-up; ``seconds`` is the whole loop.
+    from the end of the first step on, excluding pipeline start-up; ``seconds`` is this call's whole loop.
+    ``total_seconds`` is the run's training time over every call, as its checkpoint carries it (``_elapsed``):
+    a call stopped by a kill counts up to its last checkpoint, a finished run reloaded adds nothing; None for a
+    run resumed from a checkpoint saved before checkpoints carried it.
     """
 
     out: Path
@@ -122,6 +125,13 @@ class TrainResult:
     seconds: float
     tokens_per_second: float
     data_wait_share: float
+    total_seconds: float | None = None
+
+
+def _elapsed(before: float | None, clock: "_Throughput") -> float | None:
+    """A run's training seconds so far, for the checkpoint about to be saved: those recorded in the checkpoint
+    it resumed from (``before``; None when that checkpoint did not record them) plus this call's loop."""
+    return None if before is None else before + clock.seconds()
 
 
 class _Throughput:
@@ -223,7 +233,8 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
-    step = _maybe_resume(config, module, optimizer, scheduler)
+    step, saved_seconds = _maybe_resume(config, module, optimizer, scheduler)
+    before = saved_seconds
     model: nn.Module = nn.parallel.DistributedDataParallel(module) if info.world_size > 1 else module
     # a finished run (reloaded to regenerate a document) reads no data: %BC's top-p pass alone over a 1M-episode
     # dataset takes most of an hour
@@ -267,7 +278,8 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
             logs.write(step, last)
             window, in_window = {}, 0
         if step % config.checkpoint_every == 0 or step == config.steps:
-            _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, info)
+            saved_seconds = _elapsed(before, clock)
+            _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, saved_seconds, info)
     if bar is not None:
         bar.close()
     logs.close()
@@ -275,7 +287,8 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
         from trainers.plots import plot_training_curves
 
         plot_training_curves(logs.path, out / "training_curves.png", title=f"{algorithm}: {config.dataset}")
-    return TrainResult(out, step, last, clock.seconds(), *clock.overall())
+    return TrainResult(out, step, last, clock.seconds(), *clock.overall(),
+                       total_seconds=saved_seconds)
 
 
 def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo()) -> dict[str, float]:
@@ -324,29 +337,33 @@ def _optimizer_step(model: nn.Module, module: nn.Module, optimizer: torch.optim.
     return metrics
 
 
-def _trainer_state(optimizer, scheduler, step: int) -> dict[str, Any]:
+def _trainer_state(optimizer, scheduler, step: int, train_seconds: float | None) -> dict[str, Any]:
+    """What exact resumption needs, and the run's training seconds up to ``step`` (``TrainResult.total_seconds``)."""
     return {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state()}
+            "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds}
 
 
-def _save(config, algorithm, module, tokenizer, optimizer, scheduler, step: int, info: DistInfo) -> None:
+def _save(config, algorithm, module, tokenizer, optimizer, scheduler, step: int, train_seconds: float | None,
+          info: DistInfo) -> None:
     if info.is_main:
-        save_checkpoint(config.out, algorithm, config, module, tokenizer, _trainer_state(optimizer, scheduler, step))
+        save_checkpoint(config.out, algorithm, config, module, tokenizer,
+                        _trainer_state(optimizer, scheduler, step, train_seconds))
     if info.world_size > 1:
         dist.barrier()
 
 
-def _maybe_resume(config, module: nn.Module, optimizer, scheduler) -> int:
-    """Loads ``out/checkpoint`` into the module/optimizer/scheduler when resuming; returns the step."""
+def _maybe_resume(config, module: nn.Module, optimizer, scheduler) -> tuple[int, float | None]:
+    """Loads ``out/checkpoint`` into the module/optimizer/scheduler when resuming; returns the step and the
+    training seconds recorded up to it (0 for a fresh run, None if the checkpoint predates that record)."""
     path = checkpoint_dir(config.out)
     if not (config.resume and (path / "trainer_state.pt").exists()):
-        return 0
+        return 0, 0.0
     module.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
     state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["torch_rng"])
-    return int(state["step"])
+    return int(state["step"]), state.get("train_seconds")
 
 
 __all__ = ["DistInfo", "init_distributed", "training_batches", "accumulate_gradients", "TrainResult",

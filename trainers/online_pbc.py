@@ -134,7 +134,7 @@ def _start_from_previous(config: OnlinePBCConfig, k: int) -> None:
         shutil.rmtree(tmp)
     shutil.copytree(source, tmp)
     state = torch.load(tmp / "trainer_state.pt", map_location="cpu", weights_only=False)
-    torch.save({**state, "step": 0}, tmp / "trainer_state.pt")
+    torch.save({**state, "step": 0, "train_seconds": 0.0}, tmp / "trainer_state.pt")  # this round's own time
     tmp.rename(target)
 
 
@@ -166,7 +166,9 @@ def run_round(config: OnlinePBCConfig, k: int, progress: bool = True) -> dict[st
     summary = {"round": k, "games": int(len(returns)), "mean_return": float(returns.mean()),
                "success_rate": float((returns > lmrl_gym.MIN_RETURN).mean()),  # a lost game is six -1s
                "kept": int(keep.sum()), "kept_min_return": float(returns[keep].min()),
-               "steps": result.steps, "loss": result.final_metrics.get("loss")}
+               "steps": result.steps, "loss": result.final_metrics.get("loss"),
+               # playing and recording, then training (building the round's dataset not counted)
+               "seconds": json.loads((folder / "recorded.json").read_text())["seconds"] + result.total_seconds}
     summary_path.write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

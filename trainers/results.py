@@ -153,15 +153,23 @@ class SettingOutcome:
     sweep: dict[str, list] = dataclasses.field(default_factory=dict)
 
 
-#: per run folder: wall-clock seconds spent training it, summed over the invocations that advanced it, and the
-#: step it reached.
+#: per run folder begun before checkpoints carried their training time (``TrainResult.total_seconds``):
+#: wall-clock seconds of the calls that finished training it, and the step it reached.
 TRAIN_SECONDS = "train_seconds.json"
+
+
+def training_minutes(result: Any, call_seconds: float) -> float:
+    """The minutes a run took to train, over every call that advanced it: what its checkpoint carries
+    (``TrainResult.total_seconds``), or, for a run begun before checkpoints carried it, ``_add_training_seconds``
+    of this call (``call_seconds``), which misses the calls stopped before the end."""
+    if result.total_seconds is not None:
+        return result.total_seconds / 60
+    return _add_training_seconds(Path(result.out), call_seconds, result.steps) / 60
 
 
 def _add_training_seconds(run: Path, seconds: float, step: int) -> float:
     """Adds ``seconds`` to the training time recorded in ``run`` if this call advanced the run past the step
-    recorded there (to ``step``); returns the total. Reloading a finished run adds nothing, so the document
-    reports the time the run really took however often it is regenerated."""
+    recorded there (to ``step``); returns the total. Reloading a finished run adds nothing."""
     path = run / TRAIN_SECONDS
     saved = json.loads(path.read_text()) if path.exists() else {"seconds": 0.0, "step": 0}
     if step <= saved.get("step", 0):
@@ -239,8 +247,7 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
         config = experiment_config(experiment, dataset, runs, args.steps)
         started = time.perf_counter()
         trained = train(experiment.algorithm, config)
-        minutes[experiment.name] = _add_training_seconds(Path(config.out), time.perf_counter() - started,
-                                                         trained.steps) / 60
+        minutes[experiment.name] = training_minutes(trained, time.perf_counter() - started)
         for key in args.decodings:
             results[key].append(_evaluate_run(experiment, Path(config.out), config.steps, eval_config,
                                               DECODINGS[key], args.fresh))

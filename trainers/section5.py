@@ -32,7 +32,7 @@ import numpy as np
 from rlds_lang.env import as_text
 from rlds_lang.wordle import ilql_adversarial
 from trainers.build import REPO, tfds_build
-from trainers.results import SHARED, Experiment, _add_training_seconds, _slug, experiment_config
+from trainers.results import SHARED, Experiment, _slug, experiment_config, training_minutes
 
 #: training of every row: the shared model and optimisation, with undiscounted returns (the authors' ranking
 #: evaluator, ``config/wordle/eval_q_rank.yaml``, sets ``gamma: 1.0``) so that a value is the game's return.
@@ -268,7 +268,7 @@ def train_row(experiment: Experiment, dataset: str, runs: Path, steps: int | Non
     config = experiment_config(experiment, dataset, runs, steps, TRAINING)
     started = time.perf_counter()
     result = train(experiment.algorithm, config)
-    minutes = _add_training_seconds(Path(config.out), time.perf_counter() - started, result.steps) / 60
+    minutes = training_minutes(result, time.perf_counter() - started)
     return Path(config.out), minutes
 
 
