@@ -466,8 +466,9 @@ max (−1.94).
 ## What was trained
 
 Model and optimisation: `trainers.lmrl_gym_results.TRAINING` ({json.dumps({k: v for k, v in TRAINING.items() if k != "steps"})});
-overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" + (f" β={e.beta:g}" if e.beta else "") for e in ROWS)};
-MC returns and ILQL decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) of a second
+overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" for e in ROWS)};
+MC returns and ILQL decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) (β as in the
+section on β above) of a second
 transformer that starts from BC's and learns only Q and V (`ON_BC_POLICY`), as LMRL-Gym's value-based agents
 decode with its BC model and a separately trained value model;
 online %BC: {args.pbc_rounds} rounds × {args.pbc_games} games, top 30% kept, from the BC model.
