@@ -128,15 +128,16 @@ def test_training_time_is_carried_by_the_checkpoint_across_calls(wordle_dataset,
     assert torch.load(state, weights_only=False)["train_seconds"] == second.total_seconds
     reloaded = train("bc", dataclasses.replace(part, steps=4), progress=False)
     assert reloaded.steps == 4 and reloaded.total_seconds == second.total_seconds
-    assert training_minutes(reloaded, 100.0) == second.total_seconds / 60
+    assert training_minutes(reloaded) == second.total_seconds / 60
     assert not (tmp_path / "run" / TRAIN_SECONDS).exists()
     # a checkpoint saved before checkpoints carried the time: unknown, and the document falls back to the
     # calls that finished (train_seconds.json)
     legacy = torch.load(state, weights_only=False)
     del legacy["train_seconds"]
     torch.save(legacy, state)
+    (tmp_path / "run" / TRAIN_SECONDS).write_text('{"seconds": 30.0, "step": 4}')
     old = train("bc", dataclasses.replace(part, steps=4), progress=False)
-    assert old.total_seconds is None and training_minutes(old, 30.0) == 0.5
+    assert old.total_seconds is None and training_minutes(old) == 0.5
 
 
 def test_filtered_bc_keeps_its_episode_returns_for_a_resume(wordle_dataset, tmp_path):

@@ -141,9 +141,7 @@ def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) 
         shared = {**TRAINING, "model": {**TRAINING["model"], "checkpoint": str(finished_bc_lm(runs, steps)),
                                         "logit_scale": None}}
     config = experiment_config(experiment, dataset, runs, steps, shared)
-    started = time.perf_counter()
-    result = train(experiment.algorithm, config)
-    return Path(config.out), config.steps, training_minutes(result, time.perf_counter() - started)
+    return Path(config.out), config.steps, training_minutes(train(experiment.algorithm, config))
 
 
 def finished_bc_lm(runs: Path, steps: int | None) -> Path:

@@ -158,13 +158,13 @@ class SettingOutcome:
 TRAIN_SECONDS = "train_seconds.json"
 
 
-def training_minutes(result: Any, call_seconds: float) -> float:
+def training_minutes(result: Any) -> float:
     """The minutes a run took to train, over every call that advanced it: what its checkpoint carries
     (``TrainResult.total_seconds``), or, for a run begun before checkpoints carried it, ``_add_training_seconds``
-    of this call (``call_seconds``), which misses the calls stopped before the end."""
+    of this call's loop (``TrainResult.seconds``), which misses the calls stopped before the end."""
     if result.total_seconds is not None:
         return result.total_seconds / 60
-    return _add_training_seconds(Path(result.out), call_seconds, result.steps) / 60
+    return _add_training_seconds(Path(result.out), result.seconds, result.steps) / 60
 
 
 def _add_training_seconds(run: Path, seconds: float, step: int) -> float:
@@ -245,9 +245,7 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     minutes = {}
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
-        started = time.perf_counter()
-        trained = train(experiment.algorithm, config)
-        minutes[experiment.name] = training_minutes(trained, time.perf_counter() - started)
+        minutes[experiment.name] = training_minutes(train(experiment.algorithm, config))
         for key in args.decodings:
             results[key].append(_evaluate_run(experiment, Path(config.out), config.steps, eval_config,
                                               DECODINGS[key], args.fresh))

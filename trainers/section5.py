@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -266,10 +265,7 @@ def train_row(experiment: Experiment, dataset: str, runs: Path, steps: int | Non
     from trainers.loop import train
 
     config = experiment_config(experiment, dataset, runs, steps, TRAINING)
-    started = time.perf_counter()
-    result = train(experiment.algorithm, config)
-    minutes = training_minutes(result, time.perf_counter() - started)
-    return Path(config.out), minutes
+    return Path(config.out), training_minutes(train(experiment.algorithm, config))
 
 
 def render(data: Mapping[str, Any], ranks: Mapping[str, Mapping[str, float]], minutes: Mapping[str, float],
