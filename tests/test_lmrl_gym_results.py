@@ -15,7 +15,8 @@ from trainers.cli import main
 from trainers.eval import EvalResult, load_results
 from trainers.lmrl_gym_linear import LinearReport
 from trainers.model import plain_language_model
-from trainers.lmrl_gym_results import TRAINING, cached_report, comparison_lines, render_table
+from trainers.lmrl_gym_results import (STARTED_FROM_BC, TRAINING, cached_report, comparison_lines,
+                                      render_table)
 
 
 def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
@@ -76,6 +77,13 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     diagnostics = tmp_path / "runs" / "lmrl_gym" / "diagnostics"
     assert json.loads((diagnostics / "linear_reference.json").read_text())["key"]["train_games"] == 30
     assert json.loads((diagnostics / "bc_consistency.json").read_text())["report"]["states"] > 0
+    for name in ("MC_returns", "ILQL", "online__BC"):  # each row started from BC's checkpoint at its step 2
+        assert json.loads((runs / name / STARTED_FROM_BC).read_text())["bc_step"] == 2, name
+    longer = [*common[:common.index("--steps")], "--steps", "3"]  # BC trains on, one step
+    main([*longer, "--train-only", "BC", "--out", str(out)])
+    for row in ("MC returns", "online %BC"):  # rows from the old BC are not silently reused over the new one
+        with pytest.raises(ValueError, match=r"started from the BC row at step 2, but .* is now at step 3"):
+            main([*longer, "--train-only", row, "--out", str(out)])
 
 
 def test_diagnostic_reports_are_reused_only_under_the_same_key(tmp_path):

@@ -80,6 +80,8 @@ TARGET_ILQL_NORMALISED = 90.0
 #: the online %BC run's defaults (rounds x games x steps per round), sized for 2 CPU cores.
 PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
 DOC = REPO / "docs" / "lmrl_gym.md"
+#: in each row run that starts from the BC row: the BC checkpoint and step it started from (check_started_from_bc)
+STARTED_FROM_BC = "started_from_bc.json"
 #: the Decoding of every row (LMRL-Gym samples its policies; ``trainers.results.DECODINGS["sample"]``).
 SAMPLE = "sample"
 
@@ -135,12 +137,14 @@ def _train(experiment: Experiment, dataset: str, runs: Path, steps: int | None) 
     """Trains (or resumes) one offline row; ``(run folder, steps, training minutes)``."""
     from trainers.loop import train
 
-    shared = TRAINING
+    shared, bc_lm = TRAINING, None
     if experiment.overrides.get("separate_value_trunk"):
         # BC's saved lm/ holds its logit scale in its output layer already (ModelConfig.logit_scale)
-        shared = {**TRAINING, "model": {**TRAINING["model"], "checkpoint": str(finished_bc_lm(runs, steps)),
-                                        "logit_scale": None}}
+        bc_lm = finished_bc_lm(runs, steps)
+        shared = {**TRAINING, "model": {**TRAINING["model"], "checkpoint": str(bc_lm), "logit_scale": None}}
     config = experiment_config(experiment, dataset, runs, steps, shared)
+    if bc_lm is not None:
+        check_started_from_bc(Path(config.out), bc_lm.parent)
     return Path(config.out), config.steps, training_minutes(train(experiment.algorithm, config))
 
 
@@ -158,6 +162,25 @@ def finished_bc_lm(runs: Path, steps: int | None) -> Path:
     return checkpoint / "lm"
 
 
+def check_started_from_bc(run: Path, bc_checkpoint: Path) -> None:
+    """Records in ``run`` (a row that starts from the BC row: MC returns, ILQL, online %BC) the step of the BC
+    checkpoint it starts from, or, for a row trained before, checks that BC has not trained on since: a row
+    reused over a longer BC would silently keep acting on the old one. A row begun before this record existed
+    is taken to match the BC it finds (and the record is written)."""
+    from trainers.checkpoint import checkpoint_step
+
+    step = checkpoint_step(bc_checkpoint)
+    path = run / STARTED_FROM_BC
+    if path.exists():
+        recorded = json.loads(path.read_text())["bc_step"]
+        if recorded != step:
+            raise ValueError(f"{run} started from the BC row at step {recorded}, but {bc_checkpoint} is now at step "
+                             f"{step} ({path}): delete {run}, or train into another --runs, to retrain it on this BC")
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"bc_checkpoint": str(bc_checkpoint), "bc_step": step}) + "\n")
+
+
 def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, int, float]:
     """Online %BC from the BC model; ``(run folder, total steps, minutes of playing, recording and training)``."""
     from trainers.config import config_from_dict
@@ -167,6 +190,7 @@ def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, i
     values = {**TRAINING, "steps": steps, "out": str(runs / _slug(ONLINE)), "rounds": args.pbc_rounds,
               "games_per_round": args.pbc_games, "init_checkpoint": str(bc_run / "checkpoint")}
     config = config_from_dict(OnlinePBCConfig, values)
+    check_started_from_bc(Path(config.out), Path(config.init_checkpoint))
     summaries = run_online_pbc(config)
     return Path(config.out), steps * len(summaries), sum(summary["seconds"] for summary in summaries) / 60
 
