@@ -11,7 +11,7 @@ LMRL-Gym's formula (min -6, our dataset's mean return, our scripted policy's mea
 published raw and normalised numbers beside ours; the computed verdicts (ILQL - BC, ILQL - %BC, MC - BC,
 MC - %BC, each with its paired standard error) and whether the issue's targets are met, at the top; the data
 and scripted figures beside the published ones; V(s_0)/Q calibration of MC and ILQL on the held-out
-``eval`` split; training curves. Nothing in it is typed by hand.
+``eval`` split; training curves. Nothing in it is typed by hand (the page is ``trainers.lmrl_gym_document``).
 
 Example::
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import hashlib
 import json
 import shutil
@@ -37,6 +36,7 @@ import numpy as np
 from rlds_lang.wordle import lmrl_gym
 from trainers.beta_choice import BETA_GRID, choose_beta, parse_grid, render_beta_choices, tuning_config
 from trainers.build import REPO, built_dataset_dir, tfds_build
+from trainers.lmrl_gym_document import ONLINE, SCRIPTED, render_document
 from trainers.lmrl_gym_linear import LinearReport, add_linear_arguments, linear_reference_from_args
 from trainers.results import SHARED, Experiment, _evaluate_run, _slug, experiment_config, training_minutes
 
@@ -71,12 +71,6 @@ ROWS: tuple[Experiment, ...] = (
     Experiment("MC returns", "mc", ON_BC_POLICY, beta=16.0),
     Experiment("ILQL", "ilql", ON_BC_POLICY, beta=16.0),
 )
-ONLINE, SCRIPTED = "online %BC", "scripted"
-#: the published row each of ours is compared with.
-PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
-#: the comparisons of the issue: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
-COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
-TARGET_ILQL_NORMALISED = 90.0
 #: the online %BC run's defaults (rounds x games x steps per round), sized for 2 CPU cores.
 PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
 DOC = REPO / "docs" / "lmrl_gym.md"
@@ -195,42 +189,6 @@ def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, i
     return Path(config.out), steps * len(summaries), sum(summary["seconds"] for summary in summaries) / 60
 
 
-def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:
-    try:
-        return f"{lmrl_gym.normalised_score(mean, dataset_mean, scripted):.1f}"
-    except ValueError:  # a smoke run's tiny data can leave min < avg < max unmet
-        return "n/a"
-
-
-def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
-    """The computed verdicts of ``COMPARISONS`` (paired differences) and whether each clears 2 SE upwards."""
-    from trainers.eval import paired_difference
-
-    lines, met = [], []
-    for row, base in COMPARISONS:
-        diff, se = paired_difference(by_name[row], by_name[base])
-        ratio = abs(diff) / se if se else (float("inf") if diff else 0.0)
-        ok = diff > 0 and ratio > 2
-        met.append(ok)
-        word = ("beats {base} by more than 2 SE" if ok else "is below {base} by more than 2 SE" if ratio > 2
-                else "is not separated from {base} by 2 SE").format(base=base)
-        lines.append(f"- {row} − {base} = {diff:+.3f} ± {se:.3f} ({ratio:.1f} SE): {row} {word}.")
-    return lines, met
-
-
-def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
-    """Our rows (raw ± SE, normalised) beside the published ones."""
-    rows = ["| method | ours: mean return ± SE | ours: normalised | LMRL-Gym: mean return | LMRL-Gym: normalised |",
-            "| --- | --- | --- | --- | --- |"]
-    for r in results:
-        name = PUBLISHED_NAME.get(r.name, r.name)
-        theirs = lmrl_gym.PUBLISHED_TABLE.get(name) if name else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
-        raw, norm = (f"{theirs[0]:.2f}", f"{theirs[1]:.1f}") if theirs else ("—", "—")
-        rows.append(f"| {r.name} | {r.mean_reward:.3f} ± {r.stderr:.3f} | "
-                    f"{_normalised(r.mean_reward, dataset_mean, scripted_mean)} | {raw} | {norm} |")
-    return "\n".join(rows)
-
-
 def _dataset_figures(dataset: str) -> dict[str, float]:
     """Mean return, success rate and mean length (guesses) of the built ``train`` split."""
     from transforms.statistics import returns_and_lengths
@@ -344,8 +302,9 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
             curves.append(f"[{name}]({target.name})")
     document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
                                args.calibration_games, out), minutes, steps, curves, args,
-                               time.perf_counter() - started, consistency, linear,
-                               render_beta_choices(choices, held_out) if choices else "")
+                               time.perf_counter() - started, rows=ROWS, training=TRAINING,
+                               consistency=consistency, linear=linear,
+                               betas=render_beta_choices(choices, held_out) if choices else "")
     out.write_text(document)
     print(document)
     return out
@@ -383,132 +342,5 @@ def _diagnostics(runs_root: Path, bc_run: Path, args: argparse.Namespace) -> tup
     return consistency, linear
 
 
-def _command(args: argparse.Namespace) -> str:
-    parts = ["rlds-lang results --setting lmrl_gym"]
-    for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
-                        ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
-                        ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games),
-                        ("--beta-games", args.beta_games), ("--beta-grid", args.beta_grid),
-                        ("--consistency-games", args.consistency_games),
-                        ("--linear-train-games", args.linear_train_games),
-                        ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps)):
-        if value is not None:
-            parts.append(f"{flag} {value}")
-    return " ".join(parts)
-
-
-def _diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None,
-               linear: LinearReport | None = None) -> str:
-    """BC's success rate beside the data policy's, and (``consistency``: ``trainers.lmrl_gym.ConsistencyReport`` of
-    the BC model) how much of the data's one learnable regularity BC took up, on held-out games, beside (``linear``)
-    what a linear model of the board takes up."""
-    bc = by_name["BC"]
-    learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
-    text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
-            f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC's "
-            "logits (β·(Q − V) added to them).")
-    if consistency is not None:
-        c = consistency
-        text += (f" On {c.states} held-out states of the data policy, BC puts {c.model_mass:.1%} of its probability "
-                 f"on the words consistent with the feedback, the data policy {c.behaviour_mass:.1%} and uniform "
-                 f"guessing {c.uniform_mass:.1%}: BC has learned {c.learned:.0%} of the one regularity of the data "
-                 f"beyond the word list (held-out loss {c.model_nats:.3f} nats per guess; the data policy's own, the "
-                 f"lowest BC can reach, {c.behaviour_nats:.3f}; uniform guessing {c.uniform_nats:.3f}).")
-        if linear is not None:
-            reached = "has reached" if c.model_nats <= linear.lowest else "has not reached"
-            text += (f" A linear model of the board (`trainers.lmrl_gym_linear`: a softmax bilinear in the board's "
-                     f"(place, letter, colour) indicators and the word's spelling, no conjunction of constraints) "
-                     f"gets to {linear.lowest:.3f} nats per guess on {linear.states} held-out guesses: BC {reached} "
-                     "what a linear model of the board learns.")
-    return text
-
-
-def _committed_betas() -> str:
-    committed = ", ".join(f"{e.name} {e.beta:g}" for e in ROWS if e.beta is not None)
-    return f"Not chosen in this run (`--beta-games 0`): each row played its committed β ({committed}).\n"
-
-
-def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
-                    minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float,
-                    consistency: ConsistencyReport | None = None, linear: LinearReport | None = None,
-                    betas: str = "") -> str:
-    """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments)."""
-    lines, met = comparison_lines(by_name)
-    ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
-    norm_met = ilql_norm != "n/a" and float(ilql_norm) >= TARGET_ILQL_NORMALISED
-    missed = [line[2:] for line, ok in zip(lines, met) if not ok]
-    if not norm_met:
-        missed.append(f"ILQL's normalised score is {ilql_norm} (target ≥ {TARGET_ILQL_NORMALISED:g}).")
-    status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
-              f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
-              "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              _diagnosis(by_name, data, consistency, linear) + " What was trained (and so tried) is listed under *What was trained*.")
-    published = lmrl_gym.PUBLISHED_DATASET
-    trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
-    return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
-
-Generated by `{_command(args)}` on {datetime.date.today().isoformat()} (this invocation: {seconds / 60:.1f} min; finished
-training and evaluations are reused). Setting: `rlds_lang.wordle.lmrl_gym` (431-word list as guesses and answers,
-`ilql` colouring, hidden word redrawn every turn, reward −1 per guess that is not the win, 6 guesses); data:
-`wordle_synthetic/lmrl_gym`; every agent sampled at temperature 1 on the same {args.games} seeded games (seed
-{args.eval_seed}; LMRL-Gym evaluates on {lmrl_gym.PUBLISHED_EVAL_GAMES:,}).
-
-{status}
-
-## The table
-
-{render_table(results, data["mean_return"], scripted_mean)}
-
-Normalised score (LMRL-Gym's formula): 50 + 50·(R − avg)/(max − avg) at or above the dataset's mean return,
-50·(R − min)/(avg − min) below it, with min = −6, avg = our dataset's mean return ({data["mean_return"]:.3f}) and
-max = our scripted policy's mean return ({scripted_mean:.3f}); LMRL-Gym's columns use its own avg (−4.12) and
-max (−1.94).
-
-## Verdicts (paired differences on the same games)
-
-{chr(10).join(lines)}
-
-## β of MC returns and ILQL, chosen on held-out games
-
-{betas or _committed_betas()}
-
-## The data and the scripted policy
-
-| figure | ours | LMRL-Gym |
-| --- | --- | --- |
-| training games | {data["games"]:,} | {lmrl_gym.TRAIN_GAMES:,} |
-| data mean return | {data["mean_return"]:.3f} ± {data["stderr"]:.3f} | {published["mean_return"]:.2f} |
-| data success rate | {data["success_rate"]:.3f} | {published["success_rate"]:.2f} |
-| data mean length (guesses) | {data["mean_length"]:.3f} | {published["mean_length"]:.2f} |
-| scripted mean return | {scripted_mean:.3f} ± {by_name[SCRIPTED].stderr:.3f} | {lmrl_gym.PUBLISHED_SCRIPTED:.2f} |
-
-## Did Q and V learn? Calibration on held-out games (`eval` split, {args.calibration_games} games)
-
-{calibration}
-## What was trained
-
-Model and optimisation: `trainers.lmrl_gym_results.TRAINING` ({json.dumps({k: v for k, v in TRAINING.items() if k != "steps"})});
-overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" for e in ROWS)};
-MC returns and ILQL decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) (β as in the
-section on β above) of a second
-transformer that starts from BC's and learns only Q and V (`ON_BC_POLICY`), as LMRL-Gym's value-based agents
-decode with its BC model and a separately trained value model;
-online %BC: {args.pbc_rounds} rounds × {args.pbc_games} games, top 30% kept, from the BC model.
-Training curves: {", ".join(curves) or "—"}.
-
-| run | optimizer steps | training minutes (summed over resumed calls) |
-| --- | --- | --- |
-{trained}
-
-Differences from LMRL-Gym: its policies are a pretrained GPT-2 small trained on a GPU; ours are a small randomly
-initialised GPT-2-architecture transformer trained on 2 CPU cores, whose tokens are whole words and the board's
-(letter, colour) cells (`rlds_lang.wordle.board_tokenizer`).
-
-Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
-learning rate, each read with `python -m trainers.lmrl_gym --consistency` on held-out games): the README, section
-*LMRL-Gym's Wordle setting (issue 18)*.
-"""
-
-
-__all__ = ["TRAINING", "ON_BC_POLICY", "ROWS", "finished_bc_lm", "COMPARISONS", "add_arguments", "cached_report",
-           "comparison_lines", "render_table", "render_document", "run_lmrl_gym"]
+__all__ = ["TRAINING", "ON_BC_POLICY", "ROWS", "finished_bc_lm", "check_started_from_bc", "add_arguments",
+           "cached_report", "scripted_first_move", "train_rows", "run_lmrl_gym"]
