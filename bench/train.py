@@ -1,5 +1,7 @@
 """Benchmark of the trainers: training tokens/s of BC and ILQL at one fixed model size, and the share of the
-step time spent waiting for data (target < 5%), measured in one run on the same data.
+step time spent waiting for data (target < 5%), measured in one run on the same data; and the cost of
+resuming a run at step ``--resume-at``: replaying the data stream against restoring its saved position
+(``transforms.torch_bridge.ResumableBatches``), seconds to the first batch after the stop.
 
 The data is a small ``wordle_synthetic/branch`` build (``RLDS_LANG_SMALL`` games, built once into
 ``.cache/bench/tfds`` with the ``tfds`` command line) unless ``--dataset`` names a built dataset folder.
@@ -42,6 +44,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--resume-at", type=int, default=2000, help="step at which the resume figures stop a run")
     args = parser.parse_args()
     dataset = args.dataset or small_branch_dataset(args.games)
     model = ModelConfig(n_layer=args.layers, n_embd=args.width, n_head=4)
@@ -63,6 +66,10 @@ def main() -> None:
     padded, trimmed = padding_cost(BCConfig(dataset=dataset, batch_size=args.batch_size, model=model))
     print(f"BC step on batches cut to their longest sequence (trim_padding) vs padded to max_length 96: "
           f"{trimmed * 1e3:.0f} ms vs {padded * 1e3:.0f} ms, {padded / trimmed:.2f}x faster")
+    replay, restore, size = resume_cost(BCConfig(dataset=dataset, batch_size=args.batch_size, model=model),
+                                        args.resume_at)
+    print(f"resume at step {args.resume_at}: first batch after {replay:.2f} s replaying the stream, {restore:.2f} s "
+          f"restoring its saved position ({size / 2**20:.1f} MiB), {replay / restore:.1f}x faster")
 
 
 def padding_cost(config: BCConfig, batches: int = 20) -> tuple[float, float]:
@@ -90,6 +97,27 @@ def padding_cost(config: BCConfig, batches: int = 20) -> tuple[float, float]:
             model(batch).loss.backward()
             seconds[name] += time.perf_counter() - start
     return seconds["padded"] / batches, seconds["trimmed"] / batches
+
+
+def resume_cost(config: BCConfig, steps: int) -> tuple[float, float, int]:
+    """Seconds to the first batch after step ``steps`` of a run's stream, replayed (``skip``) and restored from
+    the position saved there, and the saved position's size in bytes."""
+    import time
+
+    from rlds_lang.tokenizers import make_tokenizer
+    from trainers.loop import DistInfo, training_batches
+
+    tokenizer = make_tokenizer(config.tokenizer)
+    with tempfile.TemporaryDirectory() as tmp:
+        stream = training_batches(config, tokenizer, DistInfo(), skip=steps)
+        stream.save(tmp)
+        size = sum(f.stat().st_size for f in Path(tmp).iterdir())
+        start = time.perf_counter()
+        next(training_batches(config, tokenizer, DistInfo(), skip=steps))
+        replay = time.perf_counter() - start
+        start = time.perf_counter()
+        next(training_batches(config, tokenizer, DistInfo(), restore=Path(tmp)))
+        return replay, time.perf_counter() - start, size
 
 
 if __name__ == "__main__":

@@ -113,6 +113,58 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_data
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
+
+def test_a_resumed_run_restores_the_data_position_instead_of_replaying(wordle_dataset, tmp_path):
+    """The checkpoint keeps the data stream's position: restored with nothing skipped, the stream gives the batch
+    that follows the last one trained on, i.e. the one a replay of the stream would give."""
+    from itertools import islice
+
+    from trainers.checkpoint import DATA_STATE
+
+    part = config("bc", wordle_dataset, tmp_path / "run", steps=3, checkpoint_every=3, grad_accum=2)
+    train("bc", part, progress=False)
+    state = tmp_path / "run" / "checkpoint" / DATA_STATE
+    assert state.is_dir()
+    tokenizer = make_tokenizer("wordle")
+    replayed = list(islice(training_batches(part, tokenizer, DistInfo()), 3 * 2 + 1))[-1]
+    restored = next(training_batches(part, tokenizer, DistInfo(), restore=state))
+    assert replayed.keys() == restored.keys()
+    for key, value in replayed.items():
+        if isinstance(value, torch.Tensor):
+            torch.testing.assert_close(restored[key], value, rtol=0, atol=0, msg=key)
+        else:  # text
+            assert restored[key] == value, key
+
+
+@pytest.mark.parametrize("saved_position", ["missing", "unreadable"])
+def test_a_checkpoint_without_a_readable_data_position_resumes_exactly_by_replaying(saved_position, wordle_dataset,
+                                                                                     tmp_path):
+    """A checkpoint from before the position was kept (or one that cannot be read) replays the stream instead; the
+    run so resumed keeps the position from then on, and a second resume from it is exact too."""
+    import shutil
+
+    from trainers.checkpoint import DATA_STATE
+
+    straight = config("bc", wordle_dataset, tmp_path / "straight", steps=6)
+    train("bc", straight, progress=False)
+    part = config("bc", wordle_dataset, tmp_path / "resumed", steps=2, checkpoint_every=2)
+    train("bc", part, progress=False)
+    state = tmp_path / "resumed" / "checkpoint" / DATA_STATE
+    shutil.rmtree(state)
+    if saved_position == "unreadable":
+        state.mkdir()
+        (state / "iterator.index").write_bytes(b"not a checkpoint")
+        with pytest.warns(UserWarning, match="saved position could not be read.*replaying 2 batches"):
+            train("bc", dataclasses.replace(part, steps=4), progress=False)
+    else:
+        train("bc", dataclasses.replace(part, steps=4), progress=False)
+    assert state.is_dir()  # the replayed run saved its position
+    train("bc", dataclasses.replace(part, steps=6), progress=False)
+    a, b = metrics(tmp_path / "straight"), metrics(tmp_path / "resumed")
+    assert [r["step"] for r in b] == [1, 2, 3, 4, 5, 6]
+    for step in (2, 3, 4, 5):
+        assert b[step]["loss"] == pytest.approx(a[step]["loss"], rel=1e-6, abs=1e-7), (a[step], b[step])
+
 def test_training_time_is_carried_by_the_checkpoint_across_calls(wordle_dataset, tmp_path):
     """A run's training time sums every call up to its last checkpoint (so a call killed at the end of a
     session still counts up to there), and reloading a finished run adds nothing."""

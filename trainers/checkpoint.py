@@ -9,6 +9,7 @@ Layout of ``<out>/checkpoint/``:
 | ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs), training seconds so far |
 | ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}}`` |
 | ``tokenizer.json`` | the tokenizer |
+| ``data_state/`` | the training data stream's position (``transforms.torch_bridge.ResumableBatches``), so a resumed run does not replay the stream; absent under ``torchrun`` and in checkpoints from before it existed |
 
 A checkpoint is written into a temporary folder and renamed over the previous one, so a run killed while
 saving keeps its last complete checkpoint.
@@ -28,12 +29,14 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
 CHECKPOINT = "checkpoint"
+#: the checkpoint's sub-folder holding the data stream's position (``save_checkpoint``'s ``data_state``).
+DATA_STATE = "data_state"
 
 
 def checkpoint_dir(out: str | os.PathLike) -> Path:
@@ -42,8 +45,12 @@ def checkpoint_dir(out: str | os.PathLike) -> Path:
 
 
 def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: nn.Module, tokenizer: Any,
-                    trainer_state: dict[str, Any]) -> Path:
-    """Writes ``out/checkpoint`` atomically (temporary folder, then rename) and returns its path."""
+                    trainer_state: dict[str, Any], data_state: Callable[[Path], None] | None = None) -> Path:
+    """Writes ``out/checkpoint`` atomically (temporary folder, then rename) and returns its path.
+
+    ``data_state``, if given, writes the data stream's position into the folder it is passed
+    (``checkpoint/DATA_STATE``; ``transforms.torch_bridge.ResumableBatches.save``), inside the same atomic
+    write, so a resumed run finds the stream's position of exactly the step it resumes from."""
     from trainers.config import config_to_dict
     from trainers.model import plain_language_model
 
@@ -58,6 +65,8 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     (tmp / "config.json").write_text(json.dumps({"algorithm": algorithm, "config": config_to_dict(config)},
                                                 sort_keys=True, indent=2))
     tokenizer.save(tmp / "tokenizer.json")
+    if data_state is not None:
+        data_state(tmp / DATA_STATE)
     old = final.with_name(CHECKPOINT + ".old")
     if final.exists():
         final.rename(old)
@@ -145,5 +154,5 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     return policy
 
 
-__all__ = ["CHECKPOINT", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
+__all__ = ["CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
            "load_agent_model", "load_policy"]

@@ -3,14 +3,15 @@
 ``train(algorithm, config)`` reads the episodes with ``transforms.loading.load`` (any RLDS dataset of
 ours), keeps the top ``p`` by return for %BC, turns them into padded token-MDP batches in ``tf.data``
 (``transforms.token_mdp.token_batches``, prefetched in TensorFlow's threads) and hands them to PyTorch
-through ``transforms.torch_bridge.TensorBatches``. Each optimizer step takes ``grad_accum`` micro-batches
+through ``transforms.torch_bridge.ResumableBatches``. Each optimizer step takes ``grad_accum`` micro-batches
 and weights each micro-batch's mean loss by its share of the step's tokens, so the step does not depend
 on how the batch was cut; under ``torchrun`` (``WORLD_SIZE > 1``) each process reads its own shard of
 episodes and DistributedDataParallel (gloo on CPU) averages gradients, the token counts summed over all
 processes first. Process 0 writes a tqdm bar, ``metrics.jsonl``, TensorBoard scalars (``tb/``), the
 checkpoint (``trainers.checkpoint``) and ``training_curves.png``. A run restarted with the same ``out``
 resumes from the checkpoint exactly: same weights, optimizer, learning-rate schedule, RNG and position in
-the (seeded, deterministic) data stream.
+the (seeded, deterministic) data stream; that position is restored from the checkpoint (``DATA_STATE``)
+rather than replayed, except under ``torchrun`` and for checkpoints saved before it was kept.
 
 Example::
 
@@ -29,8 +30,9 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -38,7 +40,12 @@ from torch import nn
 
 from trainers.algorithms import algorithm_by_name
 from rlds_lang.tokenizers import make_tokenizer
-from trainers.checkpoint import checkpoint_dir, save_checkpoint
+from trainers.checkpoint import DATA_STATE, checkpoint_dir, save_checkpoint
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    import tensorflow as tf
+
+    from transforms.torch_bridge import ResumableBatches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,17 +71,37 @@ def init_distributed() -> DistInfo:
     return DistInfo(dist.get_rank(), dist.get_world_size())
 
 
-def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0) -> Iterator[dict[str, Any]]:
-    """Torch batches for this process: load -> (top-p) -> shard -> token MDP -> padded batches, repeated, each cut
-    to its longest sequence (``transforms.torch_bridge.trim_padding``).
+def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0,
+                     restore: Path | None = None) -> ResumableBatches:
+    """Torch batches for this process (``training_dataset``), each cut to its longest sequence
+    (``transforms.torch_bridge.trim_padding``); their ``save(folder)`` keeps the stream's position.
 
-    ``skip`` micro-batches are dropped first (a resumed run continues where it stopped; the stream is a
-    pure function of the dataset, the config and the seed).
+    A resumed run continues where it stopped: from the position saved in ``restore`` if given, else by dropping
+    ``skip`` micro-batches first (the stream is a pure function of the dataset, the config and the seed, so
+    both give the same batches; replaying costs minutes per thousand steps). A saved position that cannot be
+    read (say, written by another TensorFlow version) falls back to replaying, with a warning.
     """
+    import tensorflow as tf
+
+    from transforms.torch_bridge import ResumableBatches, trim_padding
+
+    if restore is not None:
+        try:
+            return ResumableBatches(training_dataset(config, tokenizer, info), restore=restore, then=trim_padding)
+        except (tf.errors.OpError, AssertionError, ValueError) as error:
+            warnings.warn(f"{restore}: the data stream's saved position could not be read ({error}); "
+                          f"replaying {skip} batches instead")
+    # a new dataset: the failed attempt's iterator has drawn the reshuffling seeds of the one it was made from
+    return ResumableBatches(training_dataset(config, tokenizer, info), then=trim_padding, skip=skip)
+
+
+def training_dataset(config: Any, tokenizer: Any, info: DistInfo) -> tf.data.Dataset:
+    """The ``tf.data`` pipeline of a run's training batches: load -> (top-p) -> shard -> token MDP -> shuffled
+    padded batches, repeated. Each iterator of one such dataset draws its own reshuffling seeds, so a stream is
+    reproduced only by the first iterator of a freshly built dataset."""
     from transforms.loading import load
     from transforms.selection import cached_episode_returns, filter_min_return, filter_top_p
     from transforms.token_mdp import TokenMDPConfig, token_batches
-    from transforms.torch_bridge import TensorBatches, trim_padding
 
     if not config.dataset:
         raise ValueError("config.dataset is empty: give a folder written by `tfds build` or a dataset name")
@@ -89,9 +116,8 @@ def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0)
     # returns-to-go discounted per action token by the config's gamma, if it has one (the MC-returns trainer's targets)
     mdp = TokenMDPConfig(max_length=config.max_length, token_reward=config.token_reward,
                          gamma=getattr(config, "gamma", 1.0))
-    batches = token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
-                            seed=config.seed, repeat=True, drop_remainder=True)
-    return map(trim_padding, TensorBatches(batches.skip(skip)))
+    return token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
+                         seed=config.seed, repeat=True, drop_remainder=True)
 
 
 #: where a filtered-BC run keeps its dataset's episode returns (``transforms.selection.cached_episode_returns``).
@@ -238,8 +264,8 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
     model: nn.Module = nn.parallel.DistributedDataParallel(module) if info.world_size > 1 else module
     # a finished run (reloaded to regenerate a document) reads no data: %BC's top-p pass alone over a 1M-episode
     # dataset takes most of an hour
-    batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum) if step < config.steps \
-        else iter(())
+    batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum,
+                               restore=_saved_data_state(config, info, step)) if step < config.steps else None
     logs = _Logs(out, info.is_main)
     if info.is_main:
         _truncate_metrics_after(logs.path, step)
@@ -279,7 +305,7 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
             window, in_window = {}, 0
         if step % config.checkpoint_every == 0 or step == config.steps:
             saved_seconds = _elapsed(before, clock)
-            _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, saved_seconds, info)
+            _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, saved_seconds, info, batches)
     if bar is not None:
         bar.close()
     logs.close()
@@ -344,12 +370,22 @@ def _trainer_state(optimizer, scheduler, step: int, train_seconds: float | None)
 
 
 def _save(config, algorithm, module, tokenizer, optimizer, scheduler, step: int, train_seconds: float | None,
-          info: DistInfo) -> None:
+          info: DistInfo, batches: ResumableBatches) -> None:
+    """Process 0 writes the checkpoint; alone, it keeps the data stream's position in it too (under ``torchrun``
+    only process 0 writes, so the other processes' positions are not kept and a resume replays the stream)."""
     if info.is_main:
         save_checkpoint(config.out, algorithm, config, module, tokenizer,
-                        _trainer_state(optimizer, scheduler, step, train_seconds))
+                        _trainer_state(optimizer, scheduler, step, train_seconds),
+                        data_state=batches.save if info.world_size == 1 else None)
     if info.world_size > 1:
         dist.barrier()
+
+
+def _saved_data_state(config, info: DistInfo, step: int) -> Path | None:
+    """The data stream's position saved with the checkpoint a run resumes from at ``step`` (None: start at the
+    beginning, or replay ``step`` steps' batches, for a fresh run, under ``torchrun`` or for an older checkpoint)."""
+    path = checkpoint_dir(config.out) / DATA_STATE
+    return path if step > 0 and info.world_size == 1 and path.is_dir() else None
 
 
 def _maybe_resume(config, module: nn.Module, optimizer, scheduler) -> tuple[int, float | None]:
@@ -366,5 +402,5 @@ def _maybe_resume(config, module: nn.Module, optimizer, scheduler) -> tuple[int,
     return int(state["step"]), state.get("train_seconds")
 
 
-__all__ = ["DistInfo", "init_distributed", "training_batches", "accumulate_gradients", "TrainResult",
-           "train"]
+__all__ = ["DistInfo", "init_distributed", "training_batches", "training_dataset", "accumulate_gradients",
+           "TrainResult", "train"]

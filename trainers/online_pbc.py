@@ -44,7 +44,7 @@ import torch
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.bc import BCConfig
-from trainers.checkpoint import CHECKPOINT, checkpoint_dir
+from trainers.checkpoint import CHECKPOINT, DATA_STATE, checkpoint_dir
 
 
 @dataclasses.dataclass
@@ -133,6 +133,7 @@ def _start_from_previous(config: OnlinePBCConfig, k: int) -> None:
     if tmp.exists():
         shutil.rmtree(tmp)
     shutil.copytree(source, tmp)
+    shutil.rmtree(tmp / DATA_STATE, ignore_errors=True)  # the previous round's data position: this round reads its own
     state = torch.load(tmp / "trainer_state.pt", map_location="cpu", weights_only=False)
     torch.save({**state, "step": 0, "train_seconds": 0.0}, tmp / "trainer_state.pt")  # this round's own time
     tmp.rename(target)

@@ -19,7 +19,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import os
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -76,6 +77,58 @@ class TurnDataset(torch.utils.data.IterableDataset):
             turns = to_turns(episodes)
         for turn in turns.as_numpy_iterator():
             yield {k: _decode(v) for k, v in turn.items()}
+
+
+class ResumableBatches:
+    """Torch batches of a batched ``tf.data.Dataset`` from one iterator whose position can be saved and restored.
+
+    ``save(folder)`` writes tf.data's own checkpoint of the iterator (its shuffle buffer, shuffle seeds, file
+    positions and prefetched batches; a few MB for a 10,000-sequence buffer), and ``ResumableBatches(batches,
+    restore=folder)`` continues the stream exactly where it was saved, without replaying it: a training run
+    resumed at step 16,000 of a 1M-episode dataset would otherwise read and tokenise 16,000 batches again before
+    its first step (more than 18 minutes on one core for %BC). The dataset must be built the same way both times;
+``then`` is applied to every torch batch (e.g. ``trim_padding``); ``skip`` batches are dropped first (the
+replay, for a position that was not saved).
+
+    >>> import tempfile
+    >>> ds = tf.data.Dataset.range(10).shuffle(10, seed=0).batch(2)
+    >>> first = ResumableBatches(ds)
+    >>> _ = next(first)
+    >>> folder = tempfile.mkdtemp()
+    >>> first.save(folder)
+    >>> next(ResumableBatches(ds, restore=folder)).tolist() == next(first).tolist()
+    True
+    """
+
+    #: the checkpoint's file prefix inside the folder given to ``save``.
+    PREFIX = "iterator"
+
+    def __init__(self, batches: tf.data.Dataset, restore: str | os.PathLike | None = None,
+                 then: Callable[[Any], Any] | None = None, skip: int = 0):
+        self._then = then
+        options = tf.data.Options()
+        # token_mdp reads each episode's nested steps with get_single_element, which tf.data calls stateful
+        # (it would refuse to save the iterator) although it is a pure function of its input; no op of our
+        # pipelines keeps random state of its own (shuffle's seeds are saved by the shuffle itself)
+        options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+        self._iterator = iter(batches.with_options(options))
+        self._checkpoint = tf.train.Checkpoint(iterator=self._iterator)
+        if restore is not None:
+            self._checkpoint.read(os.path.join(os.fspath(restore), self.PREFIX)).assert_consumed()
+        for _ in range(skip):  # here rather than Dataset.skip, so the saved iterator's graph never depends on it
+            next(self._iterator)
+
+    def __iter__(self) -> "ResumableBatches":
+        return self
+
+    def __next__(self) -> Any:
+        batch = to_torch(tf.nest.map_structure(lambda tensor: tensor.numpy(), next(self._iterator)))
+        return batch if self._then is None else self._then(batch)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Writes the iterator's position into ``folder`` (created if missing) for ``restore``."""
+        os.makedirs(folder, exist_ok=True)
+        self._checkpoint.write(os.path.join(os.fspath(folder), self.PREFIX))
 
 
 def to_torch(batch: Any) -> Any:
@@ -145,4 +198,4 @@ class TensorBatches(torch.utils.data.IterableDataset):
             yield to_torch(batch)
 
 
-__all__ = ["TurnDataset", "TensorBatches", "to_torch", "trim_padding"]
+__all__ = ["TurnDataset", "TensorBatches", "ResumableBatches", "to_torch", "trim_padding"]
