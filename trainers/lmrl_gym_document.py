@@ -78,7 +78,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None,
-               linear: LinearReport | None = None) -> str:
+              linear: LinearReport | None = None) -> str:
     """BC's success rate beside the data policy's, and (``consistency``: ``trainers.lmrl_gym.ConsistencyReport`` of
     the BC model) how much of the data's one learnable regularity BC took up, on held-out games, beside (``linear``)
     what a linear model of the board takes up."""

@@ -86,9 +86,9 @@ class ResumableBatches:
     positions and prefetched batches; a few MB for a 10,000-sequence buffer), and ``ResumableBatches(batches,
     restore=folder)`` continues the stream exactly where it was saved, without replaying it: a training run
     resumed at step 16,000 of a 1M-episode dataset would otherwise read and tokenise 16,000 batches again before
-    its first step (more than 18 minutes on one core for %BC). The dataset must be built the same way both times;
-``then`` is applied to every torch batch (e.g. ``trim_padding``); ``skip`` batches are dropped first (the
-replay, for a position that was not saved).
+    its first step (about 30 minutes for %BC at step 16,000, beside one other training job). The dataset must be
+    built the same way both times; ``then`` is applied to every torch batch (e.g. ``trim_padding``); ``skip``
+    batches are dropped first (the replay, for a position that was not saved).
 
     >>> import tempfile
     >>> ds = tf.data.Dataset.range(10).shuffle(10, seed=0).batch(2)
