@@ -7,7 +7,8 @@ import dataclasses
 
 from trainers.eval import EvalResult
 from trainers.lmrl_gym import ConsistencyReport
-from trainers.lmrl_gym_document import comparison_lines, diagnosis, render_table
+from trainers.lmrl_gym_document import (comparison_lines, diagnosis, gains_over_bc, render_online_rounds,
+                                        render_table)
 from trainers.lmrl_gym_linear import LinearReport
 
 
@@ -23,7 +24,38 @@ def test_verdicts_and_normalised_scores_are_computed():
     assert lines[0].startswith("- ILQL − BC = +2.000") and "beats BC by more than 2 SE" in lines[0]
     assert "is not separated from BC by 2 SE" in lines[2]
     table = render_table([by_name["ILQL"]], dataset_mean=-4.12, scripted_mean=-1.94)
-    assert "| ILQL | -2.000 ± 0.041 | 98.6 | -2.04 | 97.7 |" in table
+    assert "| ILQL | -2.000 ± 0.041 | 98.6 | -2.04 | 97.7 | — | — |" in table  # no BC row: no gain over it
+
+
+def test_the_table_gives_each_rows_gain_over_bc_beside_the_published_gain():
+    bc, ilql = _result("BC", [-4, -3, -5, -4]), _result("ILQL", [-2, -2.5, -1.5, -3])
+    scripted = _result("scripted", [-2, -2, -2, -2])
+    lines = render_table([bc, ilql, scripted], dataset_mean=-4.12, scripted_mean=-1.94).splitlines()
+    assert lines[2].endswith("| -2.81 | 79.9 | — | — |")  # BC itself
+    # per-game differences 2, 0.5, 3.5, 1: mean 1.75, SE = std(ddof=1) / 2 = 1.323 / 2
+    assert lines[3].endswith("| -2.04 | 97.7 | +1.750 ± 0.661 | +0.77 |")  # LMRL-Gym: -2.04 - (-2.81)
+    assert lines[4].endswith("| -1.94 | 100.0 | +2.000 ± 0.408 | +0.87 |")
+
+
+def test_gains_over_bc_are_compared_with_the_published_gains():
+    bc = _result("BC", [-5, -4, -6, -5])
+    by_name = {"BC": bc, "MC returns": _result("MC returns", [-4, -3, -5, -4]),  # +1, published +0.65
+               "ILQL": _result("ILQL", [-5, -4, -6, -4]),  # +0.25 ± 0.25, published +0.77: 2.1 SE short
+               "online %BC": _result("online %BC", [-4.5, -3.5, -5.5, -4.5])}  # +0.5, published +0.66, SE 0
+    text = gains_over_bc(by_name)
+    assert "MC returns +1.000 ± 0.000 (LMRL-Gym +0.65); ILQL +0.250 ± 0.250 (LMRL-Gym +0.77)" in text
+    assert "1 of 3 rows that start from BC add at least the published gain" in text
+    assert "our BC itself is 2.190 below LMRL-Gym's BC (-5.000 against -2.81)" in text
+
+
+def test_the_online_rounds_table_names_the_best_and_the_last_round():
+    rounds = [{"round": k, "games": 1000, "mean_return": m, "success_rate": w, "kept": 300, "kept_min_return": -2.0,
+               "steps": 300, "loss": 0.7, "seconds": 100.0}
+              for k, (m, w) in enumerate([(-4.605, 0.544), (-3.181, 0.888), (-3.571, 0.747)])]
+    text = render_online_rounds(rounds)
+    assert "| 1 | 1000 | -3.181 | 0.888 | 300 | -2 |" in text
+    assert "The best round played -3.181 (round 1); the last -3.571" in text
+    assert render_online_rounds([]) == "No rounds were run.\n"
 
 
 def test_the_diagnosis_compares_bc_with_the_data_policy():

@@ -24,6 +24,8 @@ PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
 #: the comparisons of the issue: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
 COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
 TARGET_ILQL_NORMALISED = 90.0
+#: the rows that start from the BC row and act on (or train on) its model: their gain over BC is what they add to it.
+FROM_BC = ("MC returns", "ILQL", ONLINE)
 
 
 def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:
@@ -50,16 +52,44 @@ def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
 
 
 def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
-    """Our rows (raw ± SE, normalised) beside the published ones."""
-    rows = ["| method | ours: mean return ± SE | ours: normalised | LMRL-Gym: mean return | LMRL-Gym: normalised |",
-            "| --- | --- | --- | --- | --- |"]
+    """Our rows (raw ± SE, normalised) beside the published ones, and each row's gain over BC in raw return, ours
+    (paired on the same games) beside LMRL-Gym's: how much each method adds to the BC it is compared with."""
+    from trainers.eval import paired_difference
+
+    bc = next((r for r in results if r.name == "BC"), None)
+    published_bc = lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    rows = ["| method | ours: mean return ± SE | ours: normalised | LMRL-Gym: mean return | LMRL-Gym: normalised "
+            "| ours − BC (paired) | LMRL-Gym − BC |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         name = PUBLISHED_NAME.get(r.name, r.name)
         theirs = lmrl_gym.PUBLISHED_TABLE.get(name) if name else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
         raw, norm = (f"{theirs[0]:.2f}", f"{theirs[1]:.1f}") if theirs else ("—", "—")
+        gain, published_gain = "—", "—"
+        if bc is not None and r is not bc:
+            diff, se = paired_difference(r, bc)
+            gain = f"{diff:+.3f} ± {se:.3f}"
+            published_gain = f"{theirs[0] - published_bc:+.2f}" if theirs else "—"
         rows.append(f"| {r.name} | {r.mean_reward:.3f} ± {r.stderr:.3f} | "
-                    f"{_normalised(r.mean_reward, dataset_mean, scripted_mean)} | {raw} | {norm} |")
+                    f"{_normalised(r.mean_reward, dataset_mean, scripted_mean)} | {raw} | {norm} | {gain} | "
+                    f"{published_gain} |")
     return "\n".join(rows)
+
+
+def render_online_rounds(rounds: list[dict[str, Any]]) -> str:
+    """Online %BC round by round (``trainers.online_pbc``'s summaries, ``rounds.json``): what the policy of each
+    round scored in the games it played, and the return a game needed to be kept."""
+    if not rounds:
+        return "No rounds were run.\n"
+    lines = ["| round | games played | mean return of the games played | success rate | games kept | "
+             "lowest kept return |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['round']} | {r['games']} | {r['mean_return']:.3f} | {r['success_rate']:.3f} | {r['kept']} | "
+              f"{r['kept_min_return']:g} |" for r in rounds]
+    best = max(rounds, key=lambda r: r["mean_return"])
+    return ("Round 0 plays the BC model; round k plays the model trained in round k − 1 on its kept games. The table "
+            "plays the last round's model. The best round played " + f"{best['mean_return']:.3f} (round "
+            f"{best['round']}); the last {rounds[-1]['mean_return']:.3f} (these are the rounds' own games, not the "
+            "table's).\n\n" + "\n".join(lines) + "\n")
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -103,6 +133,25 @@ def diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None =
     return text
 
 
+def gains_over_bc(by_name: dict) -> str:
+    """Each ``FROM_BC`` row's paired gain over our BC beside LMRL-Gym's gain over its BC, whether ours reaches the
+    published gain (not below it by more than 2 SE), and how far our BC is below LMRL-Gym's: separates what the
+    methods add from where they start."""
+    from trainers.eval import paired_difference
+
+    bc, published_bc = by_name["BC"], lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    parts, reached = [], 0
+    for name in FROM_BC:
+        diff, se = paired_difference(by_name[name], bc)
+        published = lmrl_gym.PUBLISHED_TABLE[PUBLISHED_NAME.get(name, name)][0] - published_bc
+        reached += diff >= published - 2 * se
+        parts.append(f"{name} {diff:+.3f} ± {se:.3f} (LMRL-Gym {published:+.2f})")
+    return (f"Gains over BC in raw return, ours (paired) beside LMRL-Gym's: {'; '.join(parts)}. {reached} of "
+            f"{len(FROM_BC)} rows that start from BC add at least the published gain to it (within 2 SE); our BC "
+            f"itself is {published_bc - bc.mean_reward:.3f} below LMRL-Gym's BC ({bc.mean_reward:.3f} against "
+            f"{published_bc:.2f}).")
+
+
 def _committed_betas(rows: tuple[Experiment, ...]) -> str:
     committed = ", ".join(f"{e.name} {e.beta:g}" for e in rows if e.beta is not None)
     return f"Not chosen in this run (`--beta-games 0`): each row played its committed β ({committed}).\n"
@@ -112,11 +161,12 @@ def render_document(results: list, by_name: dict, data: dict, scripted_mean: flo
                     minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float, *,
                     rows: tuple[Experiment, ...], training: dict[str, Any],
                     consistency: ConsistencyReport | None = None, linear: LinearReport | None = None,
-                    betas: str = "") -> str:
+                    betas: str = "", online_rounds: list[dict[str, Any]] | None = None) -> str:
     """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments): ``results`` and
     ``by_name`` the evaluations (``trainers.eval.EvalResult``, the scripted one under ``SCRIPTED``), ``data`` the
     built dataset's figures, ``rows`` and ``training`` the offline rows and model/optimisation config that were
-    trained (``trainers.lmrl_gym_results.ROWS`` and ``TRAINING``), ``minutes``/``steps`` per run."""
+    trained (``trainers.lmrl_gym_results.ROWS`` and ``TRAINING``), ``minutes``/``steps`` per run,
+    ``online_rounds`` online %BC's round summaries."""
     lines, met = comparison_lines(by_name)
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
     norm_met = ilql_norm != "n/a" and float(ilql_norm) >= TARGET_ILQL_NORMALISED
@@ -126,7 +176,7 @@ def render_document(results: list, by_name: dict, data: dict, scripted_mean: flo
     status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
               f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
               "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              diagnosis(by_name, data, consistency, linear) + " What was trained (and so tried) is listed under *What was trained*.")
+              gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear) + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
     return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
@@ -152,6 +202,9 @@ max (−1.94).
 
 {chr(10).join(lines)}
 
+## Online %BC, round by round
+
+{render_online_rounds(online_rounds or [])}
 ## β of MC returns and ILQL, chosen on held-out games
 
 {betas or _committed_betas(rows)}
@@ -195,5 +248,5 @@ learning rate, each read with `python -m trainers.lmrl_gym --consistency` on hel
 
 
 
-__all__ = ["ONLINE", "SCRIPTED", "PUBLISHED_NAME", "COMPARISONS", "TARGET_ILQL_NORMALISED", "comparison_lines",
-           "command_line", "diagnosis", "render_table", "render_document"]
+__all__ = ["ONLINE", "SCRIPTED", "PUBLISHED_NAME", "COMPARISONS", "TARGET_ILQL_NORMALISED", "FROM_BC",
+           "comparison_lines", "command_line", "gains_over_bc", "diagnosis", "render_table", "render_online_rounds", "render_document"]

@@ -175,8 +175,9 @@ def check_started_from_bc(run: Path, bc_checkpoint: Path) -> None:
     path.write_text(json.dumps({"bc_checkpoint": str(bc_checkpoint), "bc_step": step}) + "\n")
 
 
-def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, int, float]:
-    """Online %BC from the BC model; ``(run folder, total steps, minutes of playing, recording and training)``."""
+def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, int, float, list[dict[str, Any]]]:
+    """Online %BC from the BC model; ``(run folder, total steps, minutes of playing, recording and training, the
+    rounds' summaries)``."""
     from trainers.config import config_from_dict
     from trainers.online_pbc import OnlinePBCConfig, run_online_pbc
 
@@ -186,7 +187,8 @@ def _online(bc_run: Path, runs: Path, args: argparse.Namespace) -> tuple[Path, i
     config = config_from_dict(OnlinePBCConfig, values)
     check_started_from_bc(Path(config.out), Path(config.init_checkpoint))
     summaries = run_online_pbc(config)
-    return Path(config.out), steps * len(summaries), sum(summary["seconds"] for summary in summaries) / 60
+    return (Path(config.out), steps * len(summaries), sum(summary["seconds"] for summary in summaries) / 60,
+            summaries)
 
 
 def _dataset_figures(dataset: str) -> dict[str, float]:
@@ -275,7 +277,7 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     for experiment in ROWS:
         runs[experiment.name], steps[experiment.name], minutes[experiment.name] = _train(
             experiment, dataset, runs_root, args.steps)
-    runs[ONLINE], steps[ONLINE], minutes[ONLINE] = _online(runs["BC"], runs_root, args)
+    runs[ONLINE], steps[ONLINE], minutes[ONLINE], online_rounds = _online(runs["BC"], runs_root, args)
     choices, held_out = [], tuning_config(eval_config, args.beta_games)
     grid = parse_grid(args.beta_grid) if args.beta_games > 0 else ()
     for experiment in (*ROWS, Experiment(ONLINE, "bc")):
