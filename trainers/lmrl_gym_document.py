@@ -176,7 +176,8 @@ def render_document(results: list, by_name: dict, data: dict, scripted_mean: flo
     status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
               f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
               "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear) + " What was trained (and so tried) is listed under *What was trained*.")
+              gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear)
+              + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
     return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
@@ -249,4 +250,5 @@ learning rate, each read with `python -m trainers.lmrl_gym --consistency` on hel
 
 
 __all__ = ["ONLINE", "SCRIPTED", "PUBLISHED_NAME", "COMPARISONS", "TARGET_ILQL_NORMALISED", "FROM_BC",
-           "comparison_lines", "command_line", "gains_over_bc", "diagnosis", "render_table", "render_online_rounds", "render_document"]
+           "comparison_lines", "command_line", "gains_over_bc", "diagnosis", "render_table", "render_online_rounds",
+           "render_document"]
