@@ -113,7 +113,6 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, wordle_data
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
-
 def test_a_resumed_run_restores_the_data_position_instead_of_replaying(wordle_dataset, tmp_path):
     """The checkpoint keeps the data stream's position: restored with nothing skipped, the stream gives the batch
     that follows the last one trained on, i.e. the one a replay of the stream would give."""

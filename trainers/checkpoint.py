@@ -154,5 +154,5 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     return policy
 
 
-__all__ = ["CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "LoadedModel",
-           "load_agent_model", "load_policy"]
+__all__ = ["CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config",
+           "LoadedModel", "load_agent_model", "load_policy"]

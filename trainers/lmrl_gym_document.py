@@ -51,25 +51,37 @@ def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
     return lines, met
 
 
+def _published_row(name: str) -> tuple[float, float] | None:
+    """LMRL-Gym's (mean return, normalised score) of our row ``name`` (the scripted bound is its 100), or None."""
+    published = PUBLISHED_NAME.get(name, name)
+    return lmrl_gym.PUBLISHED_TABLE.get(published) if published else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
+
+
+def _gain_over_bc(result: Any, bc: Any) -> tuple[float, float, float | None]:
+    """``result``'s paired gain over our ``bc`` in raw return (mean, SE) and its published row's gain over LMRL-Gym's
+    BC (None where LMRL-Gym publishes no such row)."""
+    from trainers.eval import paired_difference
+
+    diff, se = paired_difference(result, bc)
+    theirs = _published_row(result.name)
+    return diff, se, None if theirs is None else theirs[0] - lmrl_gym.PUBLISHED_TABLE["BC"][0]
+
+
 def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
     """Our rows (raw ± SE, normalised) beside the published ones, and each row's gain over BC in raw return, ours
     (paired on the same games) beside LMRL-Gym's: how much each method adds to the BC it is compared with."""
-    from trainers.eval import paired_difference
-
     bc = next((r for r in results if r.name == "BC"), None)
-    published_bc = lmrl_gym.PUBLISHED_TABLE["BC"][0]
     rows = ["| method | ours: mean return ± SE | ours: normalised | LMRL-Gym: mean return | LMRL-Gym: normalised "
             "| ours − BC (paired) | LMRL-Gym − BC |",
             "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
-        name = PUBLISHED_NAME.get(r.name, r.name)
-        theirs = lmrl_gym.PUBLISHED_TABLE.get(name) if name else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
+        theirs = _published_row(r.name)
         raw, norm = (f"{theirs[0]:.2f}", f"{theirs[1]:.1f}") if theirs else ("—", "—")
         gain, published_gain = "—", "—"
         if bc is not None and r is not bc:
-            diff, se = paired_difference(r, bc)
+            diff, se, published = _gain_over_bc(r, bc)
             gain = f"{diff:+.3f} ± {se:.3f}"
-            published_gain = f"{theirs[0] - published_bc:+.2f}" if theirs else "—"
+            published_gain = "—" if published is None else f"{published:+.2f}"
         rows.append(f"| {r.name} | {r.mean_reward:.3f} ± {r.stderr:.3f} | "
                     f"{_normalised(r.mean_reward, dataset_mean, scripted_mean)} | {raw} | {norm} | {gain} | "
                     f"{published_gain} |")
@@ -87,7 +99,7 @@ def render_online_rounds(rounds: list[dict[str, Any]]) -> str:
               f"{r['kept_min_return']:g} |" for r in rounds]
     best = max(rounds, key=lambda r: r["mean_return"])
     return ("Round 0 plays the BC model; round k plays the model trained in round k − 1 on its kept games. The table "
-            "plays the last round's model. The best round played " + f"{best['mean_return']:.3f} (round "
+            f"plays the last round's model. The best round played {best['mean_return']:.3f} (round "
             f"{best['round']}); the last {rounds[-1]['mean_return']:.3f} (these are the rounds' own games, not the "
             "table's).\n\n" + "\n".join(lines) + "\n")
 
@@ -137,13 +149,10 @@ def gains_over_bc(by_name: dict) -> str:
     """Each ``FROM_BC`` row's paired gain over our BC beside LMRL-Gym's gain over its BC, whether ours reaches the
     published gain (not below it by more than 2 SE), and how far our BC is below LMRL-Gym's: separates what the
     methods add from where they start."""
-    from trainers.eval import paired_difference
-
     bc, published_bc = by_name["BC"], lmrl_gym.PUBLISHED_TABLE["BC"][0]
     parts, reached = [], 0
     for name in FROM_BC:
-        diff, se = paired_difference(by_name[name], bc)
-        published = lmrl_gym.PUBLISHED_TABLE[PUBLISHED_NAME.get(name, name)][0] - published_bc
+        diff, se, published = _gain_over_bc(by_name[name], bc)
         reached += diff >= published - 2 * se
         parts.append(f"{name} {diff:+.3f} ± {se:.3f} (LMRL-Gym {published:+.2f})")
     return (f"Gains over BC in raw return, ours (paired) beside LMRL-Gym's: {'; '.join(parts)}. {reached} of "
