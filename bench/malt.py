@@ -26,11 +26,12 @@ from loggers.trees import TreeSpec, record_trees  # noqa: E402
 from rlds_lang.tokenizers import wordle_tokenizer  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import RandomMixturePolicy  # noqa: E402
-from trainers.bc import BCConfig, BCModel  # noqa: E402
-from trainers.checkpoint import load_policy, save_checkpoint  # noqa: E402
-from trainers.dpo import DPOConfig  # noqa: E402
-from trainers.dpo_train import train_dpo  # noqa: E402
-from trainers.model import ModelConfig  # noqa: E402
+from trainers.algorithms.bc import BCConfig, BCModel  # noqa: E402
+from trainers.algorithms.dpo.dpo import DPOConfig  # noqa: E402
+from trainers.algorithms.dpo.trainer import train_dpo  # noqa: E402
+from trainers.algorithms.registry import load_policy
+from trainers.core.checkpoint import save_checkpoint  # noqa: E402
+from trainers.core.model import ModelConfig  # noqa: E402
 
 
 def lm_checkpoint(out: Path, layers: int, width: int) -> Path:

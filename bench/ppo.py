@@ -3,7 +3,7 @@ tokens/s (forward + backward over query + response, every PPO epoch), at one fix
 
 The policy starts from random weights (speed does not depend on what it learned); the environment is Wordle
 with the guess-list constraint, rewards from the game. Figures are the means over the updates after the first
-(which also pays for start-up), as ``trainers.ppo_train.PPOResult`` reports them.
+(which also pays for start-up), as ``trainers.algorithms.ppo.trainer.PPOResult`` reports them.
 
     .venv/bin/python bench/ppo.py                       # 4 layers x 128, 16 games/update, 4 updates
     .venv/bin/python bench/ppo.py --n_layer 2 --n_embd 64 --episodes 32
@@ -22,8 +22,9 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from trainers.model import ModelConfig  # noqa: E402
-from trainers.ppo import PPOConfig, train_ppo  # noqa: E402
+from trainers.algorithms.ppo.config import PPOConfig
+from trainers.algorithms.ppo.trainer import train_ppo  # noqa: E402
+from trainers.core.model import ModelConfig  # noqa: E402
 
 
 def main() -> None:

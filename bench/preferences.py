@@ -3,7 +3,7 @@
 1. Segments/s: a scripted Wordle agent plays in ``PreferenceEnv`` with ``--segment-length`` steps per clip and
    a list as the clip sink, against the same games played in the bare environment (the wrapper's overhead is
    the ratio of the two, measured in one run).
-2. Labels/s: clips are fed to the multi-process pipeline (``trainers.preference_pipeline``, collect only:
+2. Labels/s: clips are fed to the multi-process pipeline (``trainers.algorithms.reward.pipeline``, collect only:
    selection, synthetic labelling, recording as RLDS, the never-dropping label queue and the routed
    databases), with a queue large enough that nothing is dropped; the rate is labels stored by the trainer
    process per second, from the first clip to the last label (process start-up excluded).
@@ -27,7 +27,7 @@ from rlds_lang.env import run_episode  # noqa: E402
 from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import make_policy  # noqa: E402
-from trainers.preference_pipeline import PipelineConfig, PreferencePipeline  # noqa: E402
+from trainers.algorithms.reward.pipeline import PipelineConfig, PreferencePipeline  # noqa: E402
 
 
 def _play(env, games: int) -> tuple[int, float]:

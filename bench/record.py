@@ -12,15 +12,14 @@ workers would) and extrapolate it to the published 1,100,000 games (TFDS seriali
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import tempfile
 import time
 
-import multiprocessing
-
 from loggers import read_episodes, record
 from loggers.wordle_recipes import play_shard
-from rlds_lang.wordle import lmrl_gym
 from rlds_lang.env import run_episode
+from rlds_lang.wordle import lmrl_gym
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy
 from rlds_lang.wordle.recipes import Shard

@@ -21,7 +21,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builders.reddit_comments.make_dummy_data import published_splits, row, write_published  # noqa: E402
+from builders.reddit_comments.make_dummy_data import (  # noqa: E402
+    published_splits,
+    row,
+    write_published,
+)
 from loggers.reddit_recipes import record_comments  # noqa: E402
 from rlds_lang.reddit.data import read_published  # noqa: E402
 from rlds_lang.reddit.rewards import PrecomputedReward, ToxicityReward  # noqa: E402

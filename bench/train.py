@@ -5,7 +5,7 @@ resuming a run at step ``--resume-at``: replaying the data stream against restor
 
 The data is a small ``wordle_synthetic/branch`` build (``RLDS_LANG_SMALL`` games, built once into
 ``.cache/bench/tfds`` with the ``tfds`` command line) unless ``--dataset`` names a built dataset folder.
-Throughput is measured from the end of each run's first step (``trainers.loop.TrainResult``).
+Throughput is measured from the end of each run's first step (``trainers.core.loop.TrainResult``).
 
     .venv/bin/python bench/train.py                      # 4 layers x 128, batch 32, 100 steps each
     .venv/bin/python bench/train.py --steps 300 --dataset /path/to/wordle_synthetic/branch/1.1.0
@@ -22,11 +22,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trainers.bc import BCConfig  # noqa: E402
-from trainers.build import tfds_build  # noqa: E402
-from trainers.ilql import ILQLConfig  # noqa: E402
-from trainers.loop import train  # noqa: E402
-from trainers.model import ModelConfig  # noqa: E402
+from trainers.algorithms.bc import BCConfig  # noqa: E402
+from trainers.algorithms.ilql.ilql import ILQLConfig  # noqa: E402
+from trainers.algorithms.registry import train  # noqa: E402
+from trainers.core.build import tfds_build  # noqa: E402
+from trainers.core.model import ModelConfig  # noqa: E402
 
 
 def small_branch_dataset(games: int) -> str:
@@ -80,8 +80,8 @@ def padding_cost(config: BCConfig, batches: int = 20) -> tuple[float, float]:
     import torch
 
     from rlds_lang.tokenizers import make_tokenizer
-    from trainers.bc import BCModel
-    from trainers.loop import DistInfo, training_batches
+    from trainers.algorithms.bc import BCModel
+    from trainers.core.loop import DistInfo, training_batches
 
     tokenizer = make_tokenizer(config.tokenizer)
     model = BCModel(config, tokenizer)
@@ -105,7 +105,7 @@ def resume_cost(config: BCConfig, steps: int) -> tuple[float, float, int]:
     import time
 
     from rlds_lang.tokenizers import make_tokenizer
-    from trainers.loop import DistInfo, training_batches
+    from trainers.core.loop import DistInfo, training_batches
 
     tokenizer = make_tokenizer(config.tokenizer)
     with tempfile.TemporaryDirectory() as tmp:

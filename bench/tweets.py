@@ -18,10 +18,16 @@ import time
 
 import numpy as np
 
+from loggers.wordle_recipes import record_retrofits
 from rlds_lang.wordle.engine import FeedbackMatrix
 from rlds_lang.wordle.game import pattern_from_id
-from loggers.wordle_recipes import record_retrofits
-from rlds_lang.wordle.retrofit import RetrofitIndex, RetrofitMode, RetrofittedGame, game_seed, retrofit
+from rlds_lang.wordle.retrofit import (
+    RetrofitIndex,
+    RetrofitMode,
+    RetrofittedGame,
+    game_seed,
+    retrofit,
+)
 from rlds_lang.wordle.tweets import SCHEMES, TweetGame, parse_share, share_text
 from rlds_lang.wordle.words import official_answers, official_guesses
 

@@ -25,13 +25,19 @@ sys.path.insert(0, str(REPO))
 
 from loggers.visdial_recipes import record_dialogues  # noqa: E402
 from rlds_lang.visdial.backend import build_local_backend  # noqa: E402
-from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, cache_file, load_reward_cache, read_split  # noqa: E402
+from rlds_lang.visdial.data import (  # noqa: E402
+    FEATURES_FILE,
+    FeatureStore,
+    cache_file,
+    load_reward_cache,
+    read_split,
+)
 from rlds_lang.visdial.env import VisDialEnv  # noqa: E402
 from rlds_lang.visdial.fixtures import write_fixture  # noqa: E402
 from rlds_lang.visdial.http import HttpBackend  # noqa: E402
 from rlds_lang.visdial.rewards import RewardConfig  # noqa: E402
 from rlds_lang.visdial.server import BackendServer  # noqa: E402
-from trainers.visdial_guesser import Guesser, GuesserConfig  # noqa: E402
+from trainers.tasks.visdial_guesser import Guesser, GuesserConfig  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

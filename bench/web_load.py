@@ -50,7 +50,7 @@ def scripts(clients: int) -> list[tuple[str, list[str]]]:
 def start_server(data_dir: str) -> tuple[subprocess.Popen, str]:
     """``rlds-lang web`` on 127.0.0.1 and a free port; returns once it answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli", "web", "--data-dir", data_dir, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli.main", "web", "--data-dir", data_dir, "--port", str(port)],
                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"

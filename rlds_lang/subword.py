@@ -160,7 +160,7 @@ class SubwordTokenizer:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "SubwordTokenizer":
         """The tokenizer ``save`` wrote to ``path``; errors name the file."""
-        from rlds_lang.tokenizers import from_json_file
+        from rlds_lang.char_tokenizer import from_json_file
 
         return from_json_file(cls.from_dict, path)
 

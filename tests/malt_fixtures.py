@@ -10,9 +10,9 @@ from loggers.trees import TreeSpec, record_trees
 from rlds_lang.tokenizers import wordle_tokenizer
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import RandomMixturePolicy
-from trainers.bc import BCConfig, BCModel
-from trainers.checkpoint import save_checkpoint
-from trainers.model import ModelConfig
+from trainers.algorithms.bc import BCConfig, BCModel
+from trainers.core.checkpoint import save_checkpoint
+from trainers.core.model import ModelConfig
 
 TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=128)
 WORDLE_SPEC = TreeSpec(branching=2, max_depth=None, reward_range=(-6.0, 0.0), pair_method="interval")

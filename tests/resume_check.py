@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
-from trainers.loop import train
+from trainers.algorithms.registry import train
 
 
 def train_straight_and_resumed(algorithm: str, config: Callable[..., Any], root: Path, steps: int = 6) -> None:

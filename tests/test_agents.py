@@ -11,14 +11,19 @@ import pytest
 import torch
 from torch import nn
 
+from rlds_lang.char_tokenizer import CharTokenizer
 from rlds_lang.env import Policy, run_episode
-from rlds_lang.tokenizers import CharTokenizer, wordle_tokenizer
+from rlds_lang.tokenizers import wordle_tokenizer
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.words import official_guesses
-from trainers.agents import (
-    LanguageModelPolicy, PrefixConstraint, next_token_logits, positions_from_mask, sample_tokens,
+from trainers.core.model import ModelConfig, ValueHeads, build_language_model
+from trainers.core.policy import (
+    LanguageModelPolicy,
+    PrefixConstraint,
+    next_token_logits,
+    positions_from_mask,
+    sample_tokens,
 )
-from trainers.model import ModelConfig, ValueHeads, build_language_model
 
 TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=128)
 
@@ -280,8 +285,8 @@ def test_agent_pickles_and_plays_the_same(lm, tok):
 
 @pytest.mark.parametrize("algorithm", ["bc", "ilql"])
 def test_checkpoint_agents_decode_like_the_trained_module(tmp_path, tok, algorithm):
-    from trainers.algorithms import algorithm_by_name
-    from trainers.checkpoint import load_policy, save_checkpoint
+    from trainers.algorithms.registry import algorithm_by_name, load_policy
+    from trainers.core.checkpoint import save_checkpoint
 
     spec = algorithm_by_name(algorithm)
     config = spec.config_class(dataset="unused", model=TINY)
@@ -299,7 +304,7 @@ def test_checkpoint_agents_decode_like_the_trained_module(tmp_path, tok, algorit
 
 @pytest.mark.parametrize("greedy", [True, False])
 def test_reused_turn_states_give_the_same_actions(lm, tok, greedy):
-    from trainers.eval import EvalConfig, evaluate
+    from trainers.evaluation.wordle import EvalConfig, evaluate
 
     words = official_guesses().words
     results = [evaluate(LanguageModelPolicy(lm, tok, greedy=greedy, allowed_actions=words, reuse_states=reuse),

@@ -1,4 +1,4 @@
-"""Choosing β on held-out games (``trainers.beta_choice``): the best mean wins, ties go to the smaller β, the
+"""Choosing β on held-out games (``trainers.experiments.beta_choice``): the best mean wins, ties go to the smaller β, the
 held-out seeds never meet the table's, and bad grids are named."""
 
 from __future__ import annotations
@@ -6,8 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainers.beta_choice import TUNING_SEED_OFFSET, BetaChoice, parse_grid, render_beta_choices, tuning_config
-from trainers.eval import EvalConfig, EvalResult
+from trainers.evaluation.wordle import EvalConfig, EvalResult
+from trainers.experiments.beta_choice import (
+    TUNING_SEED_OFFSET,
+    BetaChoice,
+    parse_grid,
+    render_beta_choices,
+    tuning_config,
+)
 
 
 def _result(rewards):

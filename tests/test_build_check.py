@@ -1,4 +1,4 @@
-"""``trainers.build``'s split-size check: a build that lost episodes fails, naming the folder and the split."""
+"""``trainers.core.build``'s split-size check: a build that lost episodes fails, naming the folder and the split."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from trainers.build import IncompleteBuildError, check_split_sizes, split_sizes, tfds_build
+from trainers.core.build import (
+    IncompleteBuildError,
+    check_split_sizes,
+    split_sizes,
+    tfds_build,
+)
 
 
 def _fake_built(tmp_path, train_shards, eval_shards):

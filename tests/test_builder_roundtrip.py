@@ -12,8 +12,8 @@ import tensorflow_datasets as tfds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loggers import tfds_examples as common
 from loggers import record
+from loggers import tfds_examples as common
 from loggers.reader import log_dirs
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from rlds_lang.schema import FieldSpec, TaskSchema

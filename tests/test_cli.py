@@ -9,11 +9,13 @@ import pytest
 import torch
 
 from tests.toy_data import build_dataset, wordle_like
-from trainers.beta_choice import TUNING_SEED_OFFSET
-from trainers.build import tfds_build
-from trainers.cli import main, parse_agent
-from trainers.eval import EvalResult, load_results
-from trainers.results import BETA_SWEEP, DECODINGS, _add_training_seconds, verdict
+from trainers.algorithms.registry import parse_agent
+from trainers.cli.main import main
+from trainers.core.build import tfds_build
+from trainers.evaluation.wordle import EvalResult, load_results
+from trainers.experiments.beta_choice import TUNING_SEED_OFFSET
+from trainers.experiments.common import DECODINGS, add_training_seconds
+from trainers.experiments.results import BETA_SWEEP, verdict
 
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "96",
         "--max_length", "64", "--batch_size", "8", "--no-progress"]
@@ -103,8 +105,8 @@ def test_results_verdict_reads_the_paired_differences():
 
 
 def test_training_time_adds_up_over_resumed_runs_that_advanced(tmp_path):
-    assert _add_training_seconds(tmp_path, 5.0, 100) == 5.0
-    assert _add_training_seconds(tmp_path, 0.3, 100) == 5.0  # a finished run reloaded: nothing trained
+    assert add_training_seconds(tmp_path, 5.0, 100) == 5.0
+    assert add_training_seconds(tmp_path, 0.3, 100) == 5.0  # a finished run reloaded: nothing trained
     assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 5.0, "step": 100}
-    assert _add_training_seconds(tmp_path, 2.0, 150) == 7.0  # resumed and trained on to step 150
+    assert add_training_seconds(tmp_path, 2.0, 150) == 7.0  # resumed and trained on to step 150
     assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 7.0, "step": 150}

@@ -1,4 +1,4 @@
-"""Detail 12 of the PPO recipe: the reward model trained on best-of-K comparisons (trainers.comparison_reward)."""
+"""Detail 12 of the PPO recipe: the reward model trained on best-of-K comparisons (trainers.algorithms.reward.comparison)."""
 
 import dataclasses
 
@@ -7,11 +7,19 @@ import pytest
 import torch
 
 from rlds_lang.preferences.types import Clip
-from trainers.comparison_reward import (Comparison, ComparisonConfig, best_of, build_comparison_model,
-                                        candidate_scores, comparison_accuracy, label_groups, train_on_comparisons)
-from trainers.model import ModelConfig
-from trainers.ppo_losses import comparison_loss
-from trainers.reward_model import RewardModel, RewardModelConfig
+from trainers.algorithms.reward.comparison import (
+    Comparison,
+    ComparisonConfig,
+    best_of,
+    build_comparison_model,
+    candidate_scores,
+    comparison_accuracy,
+    label_groups,
+    train_on_comparisons,
+)
+from trainers.algorithms.reward.losses import comparison_loss
+from trainers.algorithms.reward.model import RewardModel, RewardModelConfig
+from trainers.core.model import ModelConfig
 
 TINY = RewardModelConfig(members=2, tokenizer="continuation", max_tokens=32,
                          model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=48))
@@ -69,7 +77,7 @@ def test_one_epoch_sees_each_comparison_once_with_the_lr_annealed_to_zero(monkey
         seen.append((member, [id(c) for c in batch]))
         return original(model, member, batch)
 
-    monkeypatch.setattr("trainers.comparison_reward.candidate_scores", spy)
+    monkeypatch.setattr("trainers.algorithms.reward.comparison.candidate_scores", spy)
     metrics = train_on_comparisons(model, comparisons, ComparisonConfig(batch_size=8, lr=1e-3))
     steps = -(-len(comparisons) // 8)
     assert len(metrics) == steps and [m["step"] for m in metrics] == list(range(1, steps + 1))
@@ -113,8 +121,8 @@ def test_pairwise_is_the_two_candidate_special_case():
 
 
 def test_the_trunk_starts_from_the_language_model_when_asked(tmp_path):
-    from trainers.checkpoint import load_agent_model
-    from trainers.sentiment_base import BaseLMConfig, pretrain_base
+    from trainers.algorithms.registry import load_agent_model
+    from trainers.experiments.ppo.sentiment_base import BaseLMConfig, pretrain_base
 
     base = pretrain_base(BaseLMConfig(out=str(tmp_path / "base"), steps=2, max_examples=16,
                                       model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=96)))

@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 from creator_web.app import create_app
 from creator_web.server import free_port
 from loggers import read_episodes, record
+from loggers.preferences_dataset import read_judgements
 from rlds_lang.preferences.types import Label
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy
-from loggers.preferences_dataset import read_judgements
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -232,7 +232,7 @@ def test_an_export_builds_with_tfds_and_is_reviewable_as_a_built_folder(client, 
 def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli", "web", "--data-dir", str(data_dir),
+    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli.main", "web", "--data-dir", str(data_dir),
                              "--port", str(port)], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:

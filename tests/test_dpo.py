@@ -8,12 +8,23 @@ import torch
 
 from rlds_lang.tokenizers import wordle_tokenizer
 from tests.malt_fixtures import TINY, tiny_checkpoint, wordle_trees
-from trainers.checkpoint import load_agent_model
-from trainers.dpo import DPOConfig, DPOModel, batch_indices, dpo_loss, pair_logps, sequence_logps
-from trainers.dpo_data import encode_pairs, encode_response, load_tree_episodes, tree_pairs
-from trainers.dpo_train import prepare
-from trainers.loop import train
-from trainers.model import build_language_model
+from trainers.algorithms.dpo.data import (
+    encode_pairs,
+    encode_response,
+    load_tree_episodes,
+    tree_pairs,
+)
+from trainers.algorithms.dpo.dpo import (
+    DPOConfig,
+    DPOModel,
+    batch_indices,
+    dpo_loss,
+    pair_logps,
+    sequence_logps,
+)
+from trainers.algorithms.dpo.trainer import prepare
+from trainers.algorithms.registry import fit_dpo, load_agent_model, train
+from trainers.core.model import build_language_model
 
 torch.set_num_threads(1)
 
@@ -68,7 +79,7 @@ def test_every_response_token_is_counted():
 
 
 def _pair(observations, actions, chosen, rejected):
-    from trainers.dpo_data import PreferencePair
+    from trainers.algorithms.dpo.data import PreferencePair
 
     return PreferencePair(tuple(observations), tuple(actions), chosen, rejected, ("c", "r"))
 
@@ -83,20 +94,26 @@ def test_pairs_from_recorded_trees(setup):
     assert all(len(p.observations) == len(p.actions) + 1 for p in repaired)
 
 
+def prepare_from(config: DPOConfig):
+    """``prepare`` with the starting policy and reference loaded from the config's checkpoint folders."""
+    reference = load_agent_model(config.reference).lm if config.reference else None
+    return prepare(config, load_agent_model(config.init), reference)
+
+
 def test_reference_is_the_starting_policy_unless_asked(setup):
     config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), out=str(setup["root"] / "unused"))
-    _, _, module, tensors = prepare(config)
+    _, _, module, tensors = prepare_from(config)
     with torch.no_grad():
         out = module(tensors)
     assert float(out.metrics["rewards/margin"]) == 0.0 and float(out.loss) == pytest.approx(math.log(2), abs=1e-6)
     config.reference = str(setup["other"])
-    _, _, _, other = prepare(config)
+    _, _, _, other = prepare_from(config)
     assert not torch.allclose(other["ref_chosen_logps"], tensors["ref_chosen_logps"])
 
 
 def test_metrics_mean_the_same_at_batch_size_one(setup):
     config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), reference=str(setup["other"]))
-    _, _, module, tensors = prepare(config)
+    _, _, module, tensors = prepare_from(config)
     n = min(4, tensors["chosen_input_ids"].shape[0])
     with torch.no_grad():
         whole = module({k: v[:n] for k, v in tensors.items()}).metrics
@@ -108,7 +125,7 @@ def test_metrics_mean_the_same_at_batch_size_one(setup):
 
 def test_nll_coef_adds_the_chosen_per_token_nll(setup):
     config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), reference=str(setup["other"]))
-    _, _, module, tensors = prepare(config)
+    _, _, module, tensors = prepare_from(config)
     with torch.no_grad():
         plain = module(tensors)
         chosen, _ = pair_logps(module.lm, tensors)
@@ -122,7 +139,7 @@ def test_nll_coef_adds_the_chosen_per_token_nll(setup):
     grads = [p.grad for p in module.parameters() if p.grad is not None]
     assert grads and any(float(g.abs().sum()) > 0 for g in grads)
     with pytest.raises(ValueError, match="nll_coef"):
-        prepare(DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), nll_coef=-1.0))
+        prepare_from(DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), nll_coef=-1.0))
 
 
 def test_training_raises_the_margin_and_never_updates_the_reference(setup):
@@ -135,7 +152,7 @@ def test_training_raises_the_margin_and_never_updates_the_reference(setup):
     assert result.steps == 40
     after = load_agent_model(out / "checkpoint")
     assert after.algorithm == "dpo"
-    _, _, start, tensors = prepare(config)
+    _, _, start, tensors = prepare_from(config)
     with torch.no_grad():
         before_margin = float(start(tensors).metrics["rewards/margin"])
         assert isinstance(after.model, DPOModel)
@@ -161,16 +178,16 @@ def test_batches_are_seeded_epochs():
 def test_unused_train_config_fields_are_rejected(setup):
     config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), top_p=0.5)
     with pytest.raises(ValueError, match="DPOConfig.top_p=0.5 is not used by DPO"):
-        prepare(config)
+        prepare_from(config)
     with pytest.raises(ValueError, match="DPOConfig.init is empty"):
-        prepare(DPOConfig(dataset=str(setup["trees"])))
+        fit_dpo(DPOConfig(dataset=str(setup["trees"])))
 
 
 def test_pairs_are_the_same_from_logs_and_from_the_built_dataset(tmp_path):
     import tensorflow_datasets as tfds
 
     from builders.response_trees import response_trees_dataset_builder as trees_builder
-    from trainers.build import built_dataset_dir
+    from trainers.core.build import built_dataset_dir
 
     dummy = trees_builder.__file__.rsplit("/", 1)[0] + "/dummy_data"
     builder = trees_builder.Builder(config="manual_dir", data_dir=str(tmp_path))

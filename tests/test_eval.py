@@ -1,4 +1,4 @@
-"""Tests of trainers.eval: paired seeded games, statistics against numpy, lockstep batching that does not
+"""Tests of trainers.evaluation.wordle: paired seeded games, statistics against numpy, lockstep batching that does not
 change results, invalid actions, the comparison table, the plot and the JSON round trip."""
 
 from __future__ import annotations
@@ -13,12 +13,20 @@ import torch
 from rlds_lang.tokenizers import wordle_tokenizer
 from rlds_lang.wordle.policies import OptimalPolicy, RandomMixturePolicy
 from rlds_lang.wordle.words import official_answers, word_list_from
-from trainers.agents import LanguageModelPolicy
-from trainers.eval import (
-    EvalConfig, EvalResult, answer_schedule, evaluate, load_results, paired_difference, plot_results,
-    results_table, save_results, torch_threads,
+from trainers.core.model import ModelConfig, build_language_model
+from trainers.core.policy import LanguageModelPolicy
+from trainers.evaluation.stats import paired_difference
+from trainers.evaluation.wordle import (
+    EvalConfig,
+    EvalResult,
+    answer_schedule,
+    evaluate,
+    load_results,
+    plot_results,
+    results_table,
+    save_results,
+    torch_threads,
 )
-from trainers.model import ModelConfig, build_language_model
 
 ANSWERS = ["pleat", "crane", "tolls", "abide", "speed"]
 GUESSES = ANSWERS + ["mound", "fjord", "vinyl", "quirk", "gawky", "ebony", "salet"]

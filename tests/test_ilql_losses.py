@@ -8,7 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the trainers need torch (installed by setup.cfg)")
 
-from trainers import ilql_losses as L  # noqa: E402
+from trainers.algorithms.ilql import losses as L  # noqa: E402
+from trainers.core.policy import perturbed_logits  # noqa: E402
 
 
 def test_docstring_examples_run():
@@ -90,17 +91,17 @@ def test_beta_perturbed_sampling_follows_advantage():
     logits = torch.log(torch.tensor([0.7, 0.2, 0.1]))  # the behaviour policy prefers token 0
     q = torch.tensor([0.0, 0.0, 2.0])                   # but token 2 has the advantage
     v = torch.tensor(0.5)
-    assert torch.equal(L.perturbed_logits(logits, q, v, 0.0), logits)
+    assert torch.equal(perturbed_logits(logits, q, v, 0.0), logits)
     for beta in (0.0, 1.0, 4.0):
         expected = torch.softmax(logits + beta * (q - v), -1)
         gen = torch.Generator().manual_seed(0)
-        draws = torch.multinomial(torch.softmax(L.perturbed_logits(logits, q, v, beta), -1), 20000, True,
+        draws = torch.multinomial(torch.softmax(perturbed_logits(logits, q, v, beta), -1), 20000, True,
                                   generator=gen)
         freq = torch.bincount(draws, minlength=3).float() / 20000
         assert torch.allclose(freq, expected, atol=0.015), (beta, freq, expected)
     # larger beta moves mass towards the high-advantage token
-    p = [float(torch.softmax(L.perturbed_logits(logits, q, v, b), -1)[2]) for b in (0.0, 1.0, 4.0)]
+    p = [float(torch.softmax(perturbed_logits(logits, q, v, b), -1)[2]) for b in (0.0, 1.0, 4.0)]
     assert p[0] < p[1] < p[2] and p[2] > 0.9
     # batched: V has one value per state
-    out = L.perturbed_logits(logits.expand(2, 3), q.expand(2, 3), torch.tensor([0.0, 1.0]), 1.0)
+    out = perturbed_logits(logits.expand(2, 3), q.expand(2, 3), torch.tensor([0.0, 1.0]), 1.0)
     assert torch.allclose(out[1] - out[0], torch.full((3,), -1.0))

@@ -1,6 +1,8 @@
 """The layers import one way: ``rlds_lang`` (core) <- ``loggers``, ``transforms`` <- ``builders``, ``trainers``,
-``creator_web``. Checked on every import statement of every module (function-level imports included), so a
-lazy import cannot slip an upward arrow in."""
+``creator_web``; inside ``trainers``, ``core`` <- ``tasks`` <- ``evaluation`` <- ``algorithms`` <- ``experiments``
+<- ``cli``. No module imports another's underscore names, and the project's import graph has no circle. Checked on
+every import statement of every module (function-level imports included), so a lazy import cannot slip an upward
+arrow or a circle in."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "creator_web": {"rlds_lang", "loggers", "transforms"},
 }
 #: the one sanctioned sideways import: the ``rlds-lang`` command line serves the browser tool (``rlds-lang web``).
-EXCEPTIONS = {("trainers/cli.py", "creator_web")}
+EXCEPTIONS = {("trainers/cli/main.py", "creator_web")}
 
 
 def project_imports(path: Path) -> set[str]:
@@ -49,3 +51,137 @@ def test_the_check_sees_function_level_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from trainers.loop import train\n    import loggers.record\n")
     assert project_imports(module) == {"trainers", "loggers"}
+
+
+#: trainers' sub-package -> the sub-packages it may import (besides itself): the arrows run one way.
+TRAINERS_ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "tasks": {"core"},
+    "evaluation": {"core", "tasks"},
+    "algorithms": {"core", "tasks", "evaluation"},
+    "experiments": {"core", "tasks", "evaluation", "algorithms"},
+    "cli": {"core", "tasks", "evaluation", "algorithms", "experiments"},
+}
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of the project's packages, by dotted name."""
+    modules = {}
+    for package in ALLOWED:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+    return modules
+
+
+def imported_names(path: Path, name: str) -> list[tuple[str, str | None]]:
+    """``(module, imported name or None)`` for every import statement of ``path`` (module ``name``), relative
+    imports resolved, function-level ones included."""
+    out: list[tuple[str, str | None]] = []
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([base] if base else []))
+            out.extend((base, alias.name) for alias in node.names)
+    return out
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (``from package import module`` counts as the module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for module, imported in imported_names(path, name):
+            if imported and f"{module}.{imported}" in modules:
+                targets.add(f"{module}.{imported}")
+            elif module in modules:
+                targets.add(module)
+        graph[name] = targets - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more modules (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_no_import_circle_anywhere():
+    found = circles(import_graph(project_modules()))
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(group) for group in found)
+
+
+def test_the_circle_check_finds_a_lazy_circle(tmp_path):
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    from c import g\n")
+    (tmp_path / "c.py").write_text("def g():\n    import a\n")
+    (tmp_path / "d.py").write_text("import a\n")
+    modules = {name: tmp_path / f"{name}.py" for name in "abcd"}
+    assert circles(import_graph(modules)) == [["a", "b", "c"]]
+
+
+def test_trainers_sub_packages_import_one_way():
+    wrong = []
+    for name, path in project_modules().items():
+        parts = name.split(".")
+        if parts[0] != "trainers" or len(parts) < 3:
+            continue
+        for module, _ in imported_names(path, name):
+            target = module.split(".")
+            if target[0] == "trainers" and len(target) > 1 and target[1] != parts[1] \
+                    and target[1] not in TRAINERS_ALLOWED[parts[1]]:
+                wrong.append(f"{name} imports {module}")
+    assert not wrong, "imports against trainers' layering:\n" + "\n".join(wrong)
+
+
+def test_no_module_imports_another_modules_underscore_names():
+    wrong = []
+    for name, path in project_modules().items():
+        for module, imported in imported_names(path, name):
+            if imported and imported.startswith("_") and not imported.startswith("__") and module != name \
+                    and module.split(".")[0] in ALLOWED:
+                wrong.append(f"{name} imports {module}.{imported}")
+    assert not wrong, "private names imported across modules:\n" + "\n".join(wrong)

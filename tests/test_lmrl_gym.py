@@ -10,7 +10,8 @@ from rlds_lang.env import run_episode
 from rlds_lang.wordle import lmrl_gym
 from rlds_lang.wordle.knowledge import feedback_history
 from rlds_lang.wordle.words import lmrl_gym_words, resolve_word_list
-from trainers.lmrl_gym import main, measure_setting, setting_table
+from trainers.experiments.lmrl_gym.__main__ import main
+from trainers.experiments.lmrl_gym.setting import measure_setting, setting_table
 
 
 def test_the_list_ships_with_its_licence():
@@ -103,11 +104,11 @@ def test_word_log_probs_are_the_language_models_and_consistency_of_an_untrained_
     import torch
 
     from rlds_lang.tokenizers import lmrl_gym_word_tokenizer
-    from trainers.bc import BCConfig, BCModel
-    from trainers.checkpoint import LoadedModel
-    from trainers.diagnostics import word_log_probs
-    from trainers.lmrl_gym import consistency_learned
-    from trainers.model import ModelConfig
+    from trainers.algorithms.bc import BCConfig, BCModel
+    from trainers.core.checkpoint import LoadedModel
+    from trainers.core.model import ModelConfig
+    from trainers.evaluation.diagnostics import word_log_probs
+    from trainers.experiments.lmrl_gym.setting import consistency_learned
 
     tokenizer = lmrl_gym_word_tokenizer()
     torch.manual_seed(0)
@@ -131,7 +132,7 @@ def test_word_log_probs_are_the_language_models_and_consistency_of_an_untrained_
     assert 4.0 < report.behaviour_nats < report.uniform_nats == pytest.approx(np.log(431))
     assert report.behaviour_nats < report.model_nats <= report.uniform_nats + 0.1
     assert "learned" in report.line() and dataclasses.is_dataclass(report)
-    from trainers.checkpoint import save_checkpoint
+    from trainers.core.checkpoint import save_checkpoint
 
     path = save_checkpoint(tmp_path, "bc", config, model, tokenizer, {"step": 0})
     assert main(["--consistency", str(path), "--consistency-games", "2"]).startswith(f"{path}: consistent-word mass")

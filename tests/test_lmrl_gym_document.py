@@ -1,15 +1,20 @@
-"""``trainers.lmrl_gym_document``: the page's verdicts, normalised scores and BC's diagnosis are computed from
+"""``trainers.experiments.lmrl_gym.document``: the page's verdicts, normalised scores and BC's diagnosis are computed from
 the evaluations and reports it is given."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from trainers.eval import EvalResult
-from trainers.lmrl_gym import ConsistencyReport
-from trainers.lmrl_gym_document import (comparison_lines, diagnosis, gains_over_bc, render_online_rounds,
-                                        render_table)
-from trainers.lmrl_gym_linear import LinearReport
+from trainers.evaluation.wordle import EvalResult
+from trainers.experiments.lmrl_gym.document import (
+    comparison_lines,
+    diagnosis,
+    gains_over_bc,
+    render_online_rounds,
+    render_table,
+)
+from trainers.experiments.lmrl_gym.linear import LinearReport
+from trainers.experiments.lmrl_gym.setting import ConsistencyReport
 
 
 def _result(name, rewards):

@@ -5,7 +5,12 @@ import pytest
 
 from rlds_lang.env import run_episode
 from rlds_lang.wordle import lmrl_gym
-from trainers.lmrl_gym_linear import COLOURS, FEATURES, board_features, linear_reference
+from trainers.experiments.lmrl_gym.linear import (
+    COLOURS,
+    FEATURES,
+    board_features,
+    linear_reference,
+)
 
 
 def _index(place: int, letter: str, colour: int) -> int:
@@ -38,7 +43,7 @@ def test_linear_reference_learns_from_the_data_policy_and_stays_above_its_floor(
 
 
 def test_the_setting_command_prints_the_linear_reference():
-    from trainers.lmrl_gym import main
+    from trainers.experiments.lmrl_gym.__main__ import main
 
     line = main(["--linear-reference", "--linear-train-games", "200", "--linear-held-out-games", "10",
                  "--linear-steps", "16"])

@@ -9,12 +9,12 @@ import re
 import pytest
 import torch
 
-from trainers.checkpoint import load_agent_model
-from trainers.cli import main
-from trainers.eval import load_results
-from trainers.lmrl_gym_linear import LinearReport
-from trainers.model import plain_language_model
-from trainers.lmrl_gym_results import STARTED_FROM_BC, TRAINING, cached_report
+from trainers.algorithms.registry import load_agent_model
+from trainers.cli.main import main
+from trainers.core.model import plain_language_model
+from trainers.evaluation.wordle import load_results
+from trainers.experiments.lmrl_gym.linear import LinearReport
+from trainers.experiments.lmrl_gym.run import STARTED_FROM_BC, TRAINING, cached_report
 
 
 def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):

@@ -11,8 +11,13 @@ import torch
 from rlds_lang.tokenizers import word_tokenizer
 from tests.resume_check import train_straight_and_resumed
 from tests.toy_data import build_dataset, wordle_like
-from trainers.checkpoint import load_agent_model
-from trainers.model import ModelConfig, ScaledOutput, build_language_model, language_model_for
+from trainers.algorithms.registry import load_agent_model
+from trainers.core.model import (
+    ModelConfig,
+    ScaledOutput,
+    build_language_model,
+    language_model_for,
+)
 
 WORDS = ["crane", "crate", "lousy", "slate", "abide", "speed", "geese", "these", "lever", "eerie", "elder"]
 TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=64)
@@ -39,7 +44,7 @@ def test_a_checkpoint_start_refuses_a_new_scale(tmp_path):
 
 
 def test_bc_with_a_logit_scale_learns_it_resumes_exactly_and_saves_a_plain_lm(tmp_path):
-    from trainers.bc import BCConfig
+    from trainers.algorithms.bc import BCConfig
 
     dataset = build_dataset(wordle_like(48, seed=3), tmp_path / "data")
     word_tokenizer(WORDS).save(tmp_path / "words.json")

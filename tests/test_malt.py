@@ -10,10 +10,20 @@ import torch
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import RandomMixturePolicy
 from tests.malt_fixtures import tiny_checkpoint
-from trainers.checkpoint import read_checkpoint_config
-from trainers.cli import main
-from trainers.expert_iteration import RoundManifest, compatible, keep_mask, reusable_rounds
-from trainers.malt import MALTConfig, dpo_round_steps, env_config, malt_round
+from trainers.algorithms.malt.expert_iteration import (
+    RoundManifest,
+    compatible,
+    keep_mask,
+    reusable_rounds,
+)
+from trainers.algorithms.malt.malt import (
+    MALTConfig,
+    dpo_round_steps,
+    env_config,
+    malt_round,
+)
+from trainers.cli.main import main
+from trainers.core.checkpoint import read_checkpoint_config
 
 torch.set_num_threads(1)
 

@@ -3,9 +3,9 @@ arm and a MALT arm, the same seeded games for every row, computed verdicts."""
 
 import torch
 
-from trainers.checkpoint import read_checkpoint_config
-from trainers.cli import main
-from trainers.expert_iteration import RoundManifest
+from trainers.algorithms.malt.expert_iteration import RoundManifest
+from trainers.cli.main import main
+from trainers.core.checkpoint import read_checkpoint_config
 
 torch.set_num_threads(1)
 
@@ -31,7 +31,7 @@ def test_rollout_steps_counts_the_actions_a_run_recorded(tmp_path):
     from loggers import read_episodes, record
     from rlds_lang.wordle.env import WordleEnv
     from rlds_lang.wordle.policies import OptimalPolicy
-    from trainers.malt_results import rollout_steps
+    from trainers.experiments.malt import rollout_steps
 
     (tmp_path / "run" / "checkpoint").mkdir(parents=True)
     assert rollout_steps(tmp_path / "run" / "checkpoint") is None  # no rollouts: not known

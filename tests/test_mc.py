@@ -13,10 +13,14 @@ import torch
 from rlds_lang.tokenizers import make_tokenizer
 from tests.test_trainers import config, metrics
 from tests.toy_data import build_dataset, rare_best_action, wordle_like
-from trainers.algorithms import algorithm_by_name
-from trainers.checkpoint import load_agent_model, load_policy
-from trainers.loop import DistInfo, train, training_batches
-from trainers.mc import MCConfig, MCModel
+from trainers.algorithms.ilql.mc import MCConfig, MCModel
+from trainers.algorithms.registry import (
+    algorithm_by_name,
+    load_agent_model,
+    load_policy,
+    train,
+)
+from trainers.core.loop import DistInfo, training_batches
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +98,7 @@ def rare_mc(tmp_path_factory):
 def test_mc_prefers_a_rare_rewarded_action(rare_mc):
     """Q of the first letter learns the returns straight from the data, so MC's perturbed policy takes ``ab``
     although BC's logits favour ``ba``."""
-    from trainers.agents import next_token_logits
+    from trainers.core.policy import next_token_logits
 
     _, loaded = rare_mc
     tokenizer = make_tokenizer("wordle")
@@ -110,7 +114,11 @@ def test_mc_prefers_a_rare_rewarded_action(rare_mc):
 
 
 def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
-    from trainers.diagnostics import ranking_fraction, utterance_values, value_calibration
+    from trainers.evaluation.diagnostics import (
+        ranking_fraction,
+        utterance_values,
+        value_calibration,
+    )
 
     dataset, loaded = rare_mc
     calibration = value_calibration(loaded, dataset, split="train", episodes=60, batch_size=16)
@@ -125,7 +133,7 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
     assert ranking_fraction(loaded, [([""], [])] * 2, better=["ab", "ba"], worse=["ba", "ab"]) == 0.5
     episodes = [{"policy": b"optimal", "steps": [{"action": b"ab"}]}, {"policy": "replay", "steps": [{"action": "ba"}]},
                 {"policy": "replay", "steps": [{"action": "ab"}]}, {"policy": "replay", "steps": [{"action": "ba"}]}]
-    from trainers.diagnostics import first_move_pairs, first_move_ranking
+    from trainers.evaluation.diagnostics import first_move_pairs, first_move_ranking
 
     assert first_move_pairs(episodes) == ("ab", ["ba", "ba"])
     assert first_move_ranking(loaded, episodes) == 1.0  # Q ranks the rewarded 'ab' above every 'ba'
@@ -136,7 +144,11 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
 
 
 def test_branch_pairs_rank_the_parent_move_against_the_branch_move(rare_mc):
-    from trainers.diagnostics import branch_pairs, ranking_fraction, utterance_values
+    from trainers.evaluation.diagnostics import (
+        branch_pairs,
+        ranking_fraction,
+        utterance_values,
+    )
 
     def step(text, action):
         return {"observation": {"text": text.encode()}, "action": action.encode()}
@@ -157,7 +169,7 @@ def test_branch_pairs_rank_the_parent_move_against_the_branch_move(rare_mc):
 
 
 def test_train_help_lists_mc_and_online_pbc(capsys):
-    from trainers.cli import main
+    from trainers.cli.main import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["train", "--help"])

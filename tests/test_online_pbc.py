@@ -15,10 +15,10 @@ import torch
 from loggers import read_episodes
 from rlds_lang.schema import check_episode
 from rlds_lang.wordle.words import lmrl_gym_words
-from trainers.checkpoint import load_agent_model
-from trainers.cli import main
-from trainers.model import ModelConfig
-from trainers.online_pbc import OnlinePBCConfig, round_dir, run_online_pbc
+from trainers.algorithms.online_pbc import OnlinePBCConfig, round_dir, run_online_pbc
+from trainers.algorithms.registry import load_agent_model
+from trainers.cli.main import main
+from trainers.core.model import ModelConfig
 from transforms.loading import load
 from transforms.selection import filter_top_p
 

@@ -13,8 +13,16 @@ from rlds_lang.env import Policy, policy_params_json, run_episode
 from rlds_lang.wordle import game
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import (
-    MixturePolicy, MonteCarloPolicy, OptimalPolicy, RandomMixturePolicy, RepeatPolicy, StartWordPolicy,
-    UserPolicy, WrongPolicy, feedback_history, make_policy,
+    MixturePolicy,
+    MonteCarloPolicy,
+    OptimalPolicy,
+    RandomMixturePolicy,
+    RepeatPolicy,
+    StartWordPolicy,
+    UserPolicy,
+    WrongPolicy,
+    feedback_history,
+    make_policy,
 )
 
 

@@ -13,14 +13,19 @@ import pytest
 import torch
 from dm_env import specs
 
+from rlds_lang.char_tokenizer import CharTokenizer
 from rlds_lang.env import LanguageEnv, text_spec
-from rlds_lang.tokenizers import CharTokenizer
-from trainers.model import ModelConfig, build_language_model
-from trainers.ppo import PPOConfig, train_ppo
-from trainers.ppo_model import PolicyWithValue, frozen_reference, left_pad, score_responses
-from trainers.ppo_rollout import RolloutPolicy, collect_rollouts
-from trainers.ppo_train import ppo_update, prepare_batch
 from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
+from trainers.algorithms.ppo.config import PPOConfig
+from trainers.algorithms.ppo.networks import (
+    PolicyWithValue,
+    frozen_reference,
+    left_pad,
+    score_responses,
+)
+from trainers.algorithms.ppo.rollout import RolloutPolicy, collect_rollouts
+from trainers.algorithms.ppo.trainer import ppo_update, prepare_batch, train_ppo
+from trainers.core.model import ModelConfig, build_language_model
 
 ACTIONS = ["ab", "ba"]
 
@@ -147,7 +152,7 @@ def test_one_minibatch_equals_accumulated_micro_batches(biased_lm, tok, tmp_path
 
 def test_resume_is_exact(biased_lm, tok, tmp_path, monkeypatch):
     run(config(tmp_path / "full"), biased_lm, tok)
-    import trainers.ppo_train as ppo_train
+    import trainers.algorithms.ppo.trainer as ppo_train
 
     real = ppo_train.collect_rollouts
 
@@ -170,9 +175,9 @@ def test_resume_is_exact(biased_lm, tok, tmp_path, monkeypatch):
 
 def test_checkpoint_loads_as_an_agent_and_cli_parses(tmp_path, tok):
     from rlds_lang.tokenizers import TOKENIZERS
-    from trainers.checkpoint import load_policy
-    from trainers.cli import build_parser
-    from trainers.config import dataclass_from_args
+    from trainers.algorithms.registry import load_policy
+    from trainers.cli.main import build_parser
+    from trainers.core.config import dataclass_from_args
 
     TOKENIZERS["pick"] = lambda: tok
     try:
@@ -188,7 +193,7 @@ def test_checkpoint_loads_as_an_agent_and_cli_parses(tmp_path, tok):
     assert (parsed.init, parsed.reward, parsed.kl_coef, parsed.model.n_layer) == ("runs/bc/checkpoint", "model:/tmp/rm",
                                                                                   0.2, 1)
     with pytest.raises(ValueError, match="expected 'env'"):
-        from trainers.ppo_rewards import reward_source
+        from trainers.algorithms.ppo.rewards import reward_source
 
         reward_source("bogus")
 

@@ -8,17 +8,36 @@ import pytest
 import torch
 from torch import nn
 
-from rlds_lang.tokenizers import CharTokenizer
-from trainers.config import field_docs
-from trainers.model import ModelConfig, build_language_model
-from trainers.ppo import PPOConfig
-from trainers.ppo_losses import (comparison_loss, gae, kl_penalized_rewards, minibatch_order, normalization_gain_bias,
-                                 penalize_untruncated, policy_loss, response_logits, reward_head_init_, token_logprobs,
-                                 truncate_responses, value_loss, whiten)
-from trainers.ppo_model import PolicyWithValue, frozen_reference, generate, ids_text, left_pad, score_responses
-from trainers.ppo_optim import AdaptiveKLController, TFAdam, linear_annealing
-from trainers.ppo_rewards import Turn, returns_to_go
+from rlds_lang.char_tokenizer import CharTokenizer
 from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
+from trainers.algorithms.ppo.config import PPOConfig
+from trainers.algorithms.ppo.losses import (
+    gae,
+    kl_penalized_rewards,
+    minibatch_order,
+    normalization_gain_bias,
+    penalize_untruncated,
+    policy_loss,
+    response_logits,
+    token_logprobs,
+    truncate_responses,
+    value_loss,
+    whiten,
+)
+from trainers.algorithms.ppo.networks import (
+    PolicyWithValue,
+    frozen_reference,
+    generate,
+    ids_text,
+    left_pad,
+    score_responses,
+)
+from trainers.algorithms.ppo.optim import AdaptiveKLController, TFAdam, linear_annealing
+from trainers.algorithms.ppo.rewards import Turn, returns_to_go
+from trainers.algorithms.reward.losses import comparison_loss
+from trainers.algorithms.reward.networks import reward_head_init_
+from trainers.core.config import field_docs
+from trainers.core.model import ModelConfig, build_language_model
 
 
 @pytest.fixture(scope="module")
@@ -249,11 +268,11 @@ def test_turn_scores_are_returns_to_go():
 def test_the_ppo_modules_doctests_pass():
     import doctest
 
-    import trainers.ppo_losses
-    import trainers.ppo_model
-    import trainers.ppo_optim
-    import trainers.ppo_rewards
+    import trainers.algorithms.ppo.losses
+    import trainers.algorithms.ppo.networks
+    import trainers.algorithms.ppo.optim
+    import trainers.algorithms.ppo.rewards
 
-    for module in (trainers.ppo_losses, trainers.ppo_model, trainers.ppo_optim, trainers.ppo_rewards):
+    for module in (trainers.algorithms.ppo.losses, trainers.algorithms.ppo.networks, trainers.algorithms.ppo.optim, trainers.algorithms.ppo.rewards):
         result = doctest.testmod(module, raise_on_error=False)
         assert result.attempted > 0 and result.failed == 0, module.__name__

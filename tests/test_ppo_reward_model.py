@@ -1,4 +1,4 @@
-"""PPO against a learned reward model: ``trainers.reward_model.load_reward_model`` loads what ``rlds-lang train
+"""PPO against a learned reward model: ``trainers.algorithms.reward.model.load_reward_model`` loads what ``rlds-lang train
 reward`` writes and scores PPO's turns identically to the trained model; ``rlds-lang train ppo --reward
 model:<dir>`` trains on those scores (the recorded rollouts' rewards are the model's, the true game return is
 logged beside them)."""
@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
-from trainers.model import ModelConfig
-from trainers.ppo_rewards import episode_turns, returns_to_go, reward_source
-from trainers.reward_model import RewardModelConfig, load_reward_model
-from trainers.reward_scorer import RewardModelScorer, turn_clip
+from trainers.algorithms.ppo.rewards import episode_turns, returns_to_go, reward_source
+from trainers.algorithms.reward.model import RewardModelConfig
+from trainers.algorithms.reward.scorer import (
+    RewardModelScorer,
+    load_reward_model,
+    turn_clip,
+)
+from trainers.core.model import ModelConfig
 
 TINY_REWARD = RewardModelConfig(steps=4, members=2, lr=1e-3, hidden=16, log_every=2, val_every=2,
                                 model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
@@ -39,8 +42,8 @@ def trained(wordle_episodes, tmp_path_factory):
     from rlds_lang.preferences.labellers import SyntheticLabeller
     from rlds_lang.preferences.segments import clips_from_episode
     from rlds_lang.preferences.types import Judgement
-    from trainers.reward_demo import random_pairs
-    from trainers.reward_training import train_reward
+    from trainers.algorithms.reward.trainer import train_reward
+    from trainers.experiments.preferences.wordle_demo import random_pairs
 
     clips = [clip for ep in wordle_episodes for clip in clips_from_episode(ep, segment_length=8)]
     labeller = SyntheticLabeller(0.0, 0.0, 0)
@@ -102,7 +105,7 @@ def test_load_reward_model_errors_name_the_folder_or_file(trained, tmp_path):
 
 def test_train_ppo_cli_with_a_learned_reward_uses_the_models_rewards(trained, tmp_path):
     from loggers import read_episodes
-    from trainers.cli import main
+    from trainers.cli.main import main
 
     out = tmp_path / "ppo"
     main(["train", "ppo", "--task", "wordle", "--reward", f"model:{trained.out}", "--updates", "1", "--episodes", "2",
@@ -128,7 +131,7 @@ def test_a_saved_gain_scales_the_scores_and_fit_gain_gives_unit_std(trained, wor
     import shutil
 
     from rlds_lang.preferences.segments import clips_from_episode
-    from trainers.reward_scorer import GAIN_FILE, fit_gain, save_gain
+    from trainers.algorithms.reward.scorer import GAIN_FILE, fit_gain, save_gain
 
     turns = [turn for ep in wordle_episodes for turn in episode_turns(ep)]
     folder = tmp_path / "reward"

@@ -1,4 +1,4 @@
-"""Result 3 of docs/ppo.md (trainers.ppo_sentiment) and the continuation task's core (rlds_lang.continuation), tiny."""
+"""Result 3 of docs/ppo.md (trainers.experiments.ppo.sentiment) and the continuation task's core (rlds_lang.continuation), tiny."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from rlds_lang.continuation.corpus import ALPHABET, continuation_tokenizer, corpus_examples, make_example, normalise
+from rlds_lang.continuation.corpus import (
+    ALPHABET,
+    continuation_tokenizer,
+    corpus_examples,
+    make_example,
+    normalise,
+)
 from rlds_lang.continuation.env import ContinuationEnv, CorpusPolicy
 from rlds_lang.continuation.scorer import VaderScorer
 
@@ -53,7 +59,7 @@ def test_env_rewards_vader_and_records_losslessly(tmp_path):
 
 
 def test_paired_difference_and_side():
-    from trainers.ppo_sentiment import paired
+    from trainers.experiments.ppo.sentiment import paired
 
     base = np.zeros(100)
     mean, se, side = paired(base + 0.5 + np.linspace(-0.1, 0.1, 100), base)
@@ -63,8 +69,8 @@ def test_paired_difference_and_side():
 
 def test_section_3_pipeline_tiny_writes_only_section_3(tmp_path):
     """The whole result-3 pipeline at tiny sizes, through `ppo-results --section 3`: sections 1-2 are kept."""
-    from trainers import ppo_results
-    from trainers.ppo_sentiment import SentimentSizes
+    from trainers.experiments.ppo import results as ppo_results
+    from trainers.experiments.ppo.sentiment import SentimentSizes
 
     out = tmp_path / "docs" / "ppo.md"
     out.parent.mkdir()

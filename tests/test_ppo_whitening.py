@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 import torch
 
-from rlds_lang.tokenizers import CharTokenizer
+from rlds_lang.char_tokenizer import CharTokenizer
 from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
-from trainers.model import ModelConfig, build_language_model
-from trainers.ppo import PPOConfig
-from trainers.ppo_losses import gae, whiten
-from trainers.ppo_model import PolicyWithValue, frozen_reference
+from trainers.algorithms.ppo.config import PPOConfig
+from trainers.algorithms.ppo.losses import gae, whiten
+from trainers.algorithms.ppo.networks import PolicyWithValue, frozen_reference
+from trainers.core.model import ModelConfig, build_language_model
 
 
 def published_whiten(values: np.ndarray, shift_mean: bool = True) -> np.ndarray:
@@ -50,8 +50,8 @@ def test_whiten_is_the_published_formula_over_the_kept_tokens(shift_mean):
 
 def _batch(n: int = 6, response_length: int = 3):
     """A prepared PPO batch of ``n`` random turns of a tiny policy (rewards with a clearly non-zero mean)."""
-    from trainers.ppo_rollout import Rollouts
-    from trainers.ppo_train import prepare_batch
+    from trainers.algorithms.ppo.rollout import Rollouts
+    from trainers.algorithms.ppo.trainer import prepare_batch
 
     tok = CharTokenizer("abcde")
     torch.manual_seed(0)
@@ -68,7 +68,7 @@ def _batch(n: int = 6, response_length: int = 3):
 
 
 def test_each_minibatch_whitens_rewards_keeping_the_mean_and_centres_the_advantages(monkeypatch):
-    import trainers.ppo_train as ppo_train
+    import trainers.algorithms.ppo.trainer as ppo_train
 
     model, batch = _batch()
     seen: list[dict[str, torch.Tensor]] = []
@@ -106,7 +106,7 @@ def test_each_minibatch_whitens_rewards_keeping_the_mean_and_centres_the_advanta
 
 
 def test_whiten_rewards_off_leaves_the_rewards_alone(monkeypatch):
-    import trainers.ppo_train as ppo_train
+    import trainers.algorithms.ppo.trainer as ppo_train
 
     model, batch = _batch()
     seen = []

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from rlds_lang.tokenizers import wordle_tokenizer
-from trainers.bc import BCConfig, BCModel
-from trainers.checkpoint import save_checkpoint
-from trainers.cli import main
-from trainers.model import ModelConfig
 from tests.ppo_helpers import one_thread  # noqa: F401  (autouse fixture)
+from trainers.algorithms.bc import BCConfig, BCModel
+from trainers.cli.main import main
+from trainers.core.checkpoint import save_checkpoint
+from trainers.core.model import ModelConfig
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoi
     main(["ppo-results", "--bc", str(bc_checkpoint), "--runs", str(tmp_path / "runs"), "--updates", "1",
           "--games", "12", "--out", str(doc), "--no-progress", "--rlhf-updates", "2", "--rlhf-labels", "40",
           "--rlhf-games-per-policy", "4", "--rlhf-bc-games", "4", "--rlhf-reward-steps", "3",
-          # result 3 (trainers.ppo_sentiment) at small sizes: a base LM of 3 steps writes continuations that VADER
+          # result 3 (trainers.experiments.ppo.sentiment) at small sizes: a base LM of 3 steps writes continuations that VADER
           # scores all alike, so every best-of-4 group would be a tie and nothing would be left to train on
           "--sentiment-base-steps", "30", "--sentiment-base-examples", "64", "--sentiment-preference-prompts", "24",
           "--sentiment-reward-epochs", "1", "--sentiment-reward-members", "1", "--sentiment-updates", "1",
@@ -66,8 +66,9 @@ def test_ppo_results_smoke_writes_a_document_with_a_computed_verdict(bc_checkpoi
 
 
 def test_ppo_starts_from_an_ilql_checkpoint_with_its_lm(tmp_path):
-    from trainers.ilql import ILQLConfig, ILQLModel
-    from trainers.ppo import PPOConfig, initial_model
+    from trainers.algorithms.ilql.ilql import ILQLConfig, ILQLModel
+    from trainers.algorithms.ppo.config import PPOConfig
+    from trainers.algorithms.ppo.trainer import initial_model
 
     torch.manual_seed(1)
     config = ILQLConfig(out=str(tmp_path), model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=80))
@@ -89,7 +90,7 @@ def test_torchrun_two_processes_train_ppo(bc_checkpoint, tmp_path):
 
     repo = Path(__file__).resolve().parents[1]
     out = tmp_path / "ddp"
-    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "trainers.cli",
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "trainers.cli.main",
             "train", "ppo", "--init", str(bc_checkpoint), "--updates", "2", "--episodes", "1", "--ppo_epochs", "2",
             "--out", str(out), "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}

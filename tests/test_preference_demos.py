@@ -11,9 +11,23 @@ from rlds_lang.moving_dot.env import MovingDotEnv, best_return
 
 torch = pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
 
-from trainers.dot_demo import DotDemoConfig, QAgent, evaluate, random_clips, render_doc, run_dot_demo, train_agent  # noqa: E402,E501
-from trainers.preference_curves import CurvesConfig, budget_list, render_doc as render_curves, run_curves, summarise  # noqa: E402,E501
-from trainers.reward_model import RewardModelConfig  # noqa: E402
+from trainers.algorithms.reward.model import RewardModelConfig  # noqa: E402
+from trainers.experiments.preferences.curves import (
+    CurvesConfig,
+    budget_list,
+    run_curves,  # noqa: E402,E501
+    summarise,
+)
+from trainers.experiments.preferences.curves import render_doc as render_curves
+from trainers.experiments.preferences.dot import (
+    DotDemoConfig,
+    QAgent,
+    evaluate,
+    random_clips,
+    render_doc,
+    run_dot_demo,  # noqa: E402,E501
+    train_agent,
+)
 
 
 class MovingDotConformanceTest(test_utils.EnvironmentTestMixin, unittest.TestCase):

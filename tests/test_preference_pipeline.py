@@ -22,9 +22,9 @@ from rlds_lang.preferences.queues import DroppingSink, put_blocking  # noqa: E40
 from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import make_policy  # noqa: E402
-from trainers.model import ModelConfig  # noqa: E402
-from trainers.preference_pipeline import PipelineConfig, PreferencePipeline  # noqa: E402
-from trainers.reward_model import RewardModelConfig  # noqa: E402
+from trainers.algorithms.reward.model import RewardModelConfig  # noqa: E402
+from trainers.algorithms.reward.pipeline import PipelineConfig, PreferencePipeline  # noqa: E402
+from trainers.core.model import ModelConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_REWARD = RewardModelConfig(members=2, batch_size=8, hidden=16, lr=1e-3, val_every=2,
@@ -124,7 +124,7 @@ SIGTERM_SCRIPT = textwrap.dedent("""
     from rlds_lang.wordle.env import WordleEnv
     from rlds_lang.wordle.policies import make_policy
     from tests.test_preference_pipeline import tiny_config
-    from trainers.preference_pipeline import PreferencePipeline, stop_on_sigterm
+    from trainers.algorithms.reward.pipeline import PreferencePipeline, stop_on_sigterm
 
     if __name__ == "__main__":
         config = tiny_config(Path(sys.argv[1]), max_training_steps=0, checkpoint_every=1)
@@ -186,7 +186,7 @@ TINY_OPTIONS = ["--reward.members", "2", "--reward.batch_size", "8", "--reward.h
 
 
 def test_cli_workflows_collect_then_train_only_then_use_model(tmp_path):
-    from trainers.cli import main
+    from trainers.cli.main import main
 
     collected, trained, used = tmp_path / "collect", tmp_path / "train", tmp_path / "use"
     main(["preferences", "run", "--workflow", "collect-only", "--episodes", "30", "--clip_queue_size", "64",
@@ -209,7 +209,7 @@ def test_cli_workflows_collect_then_train_only_then_use_model(tmp_path):
 
 
 def test_cli_collect_and_train_records_every_label_and_completes_its_training_steps(tmp_path):
-    from trainers.cli import main
+    from trainers.cli.main import main
 
     out = tmp_path / "run"
     main(["preferences", "run", "--episodes", "60", "--clip_queue_size", "64", "--max_training_steps", "4",

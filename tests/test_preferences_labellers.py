@@ -7,7 +7,12 @@ import time
 
 import pytest
 
-from rlds_lang.preferences.labellers import HumanQueueLabeller, LabelTimeout, SyntheticLabeller, judge
+from rlds_lang.preferences.labellers import (
+    HumanQueueLabeller,
+    LabelTimeout,
+    SyntheticLabeller,
+    judge,
+)
 from rlds_lang.preferences.types import Clip, Label
 
 

@@ -13,11 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loggers.preferences import PreferenceRecorder, read_clips, read_preference_logs, record_judgements
+from loggers.preferences import (
+    PreferenceRecorder,
+    read_clips,
+    read_preference_logs,
+    record_judgements,
+)
+from loggers.preferences_dataset import read_judgements
 from rlds_lang.preferences.labellers import SyntheticLabeller, judge
 from rlds_lang.preferences.segments import Segmenter
 from rlds_lang.preferences.types import Clip, Judgement, Label
-from loggers.preferences_dataset import read_judgements
 
 ROOT = Path(__file__).resolve().parents[1]
 TRICKY = ["", "é\u0301 — “quotes”", "🟩🟨⬛ emoji", "tab\tnew\nline", "zero\u200bwidth", "\x01ctl", "日本語"]
@@ -120,9 +125,9 @@ def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp
     import torch
 
     from builders.preferences.preferences_dataset_builder import Builder
-    from trainers.model import ModelConfig
-    from trainers.reward_model import RewardModelConfig
-    from trainers.reward_training import train_reward
+    from trainers.algorithms.reward.model import RewardModelConfig
+    from trainers.algorithms.reward.trainer import train_reward
+    from trainers.core.model import ModelConfig
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(1)

@@ -14,9 +14,9 @@ from tests.reward_fixtures import judgements, vector_clip
 
 torch = pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
 
-from trainers.reward_model import RewardModelConfig  # noqa: E402
-from trainers.reward_predictor import CheckpointRewardPredictor  # noqa: E402
-from trainers.reward_training import train_reward  # noqa: E402
+from trainers.algorithms.reward.model import RewardModelConfig  # noqa: E402
+from trainers.algorithms.reward.predictor import CheckpointRewardPredictor  # noqa: E402
+from trainers.algorithms.reward.trainer import train_reward  # noqa: E402
 
 
 class VectorEnv(dm_env.Environment):

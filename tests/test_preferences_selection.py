@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from rlds_lang.preferences import defaults
-from rlds_lang.preferences.database import PreferenceDatabase, RoutedDatabases, ValidationRouter
+from rlds_lang.preferences.database import (
+    PreferenceDatabase,
+    RoutedDatabases,
+    ValidationRouter,
+)
 from rlds_lang.preferences.selection import PairSelector, QuerySchedule, pair_key
 from rlds_lang.preferences.types import Clip, Judgement, Label
 

@@ -6,10 +6,18 @@ import numpy as np
 import pytest
 
 from loggers import record_and_read
-from rlds_lang.wordle.policies import make_policy
 from loggers.wordle_recipes import play_shard
-from rlds_lang.wordle.recipes import (BranchPrefixError, BranchHook, Recipe, Shard, TaggedWordleEnv, TakeoverPolicy,
-                                      branch_plan, check_branch_prefix)
+from rlds_lang.wordle.policies import make_policy
+from rlds_lang.wordle.recipes import (
+    BranchHook,
+    BranchPrefixError,
+    Recipe,
+    Shard,
+    TaggedWordleEnv,
+    TakeoverPolicy,
+    branch_plan,
+    check_branch_prefix,
+)
 
 # The ILQL MDP: the hidden word is redrawn from the env's RNG after every wrong guess.
 RECIPE = Recipe("adv", "optimal", episodes=None, mode="adversarial_resample", rule="ilql", branch_policy="wrong")

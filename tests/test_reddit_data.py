@@ -6,8 +6,14 @@ import json
 import pytest
 
 from builders.reddit_comments import make_dummy_data as dummy
-from rlds_lang.reddit.data import (RedditDataError, hash_split, load_index_splits, read_dump, read_published,
-                                   rejection_report)
+from rlds_lang.reddit.data import (
+    RedditDataError,
+    hash_split,
+    load_index_splits,
+    read_dump,
+    read_published,
+    rejection_report,
+)
 
 
 def _published(tmp_path, pos=None, neg=None, splits=None):

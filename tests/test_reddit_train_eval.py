@@ -11,9 +11,9 @@ from builders.reddit_comments import make_dummy_data as dummy
 from builders.reddit_comments import reddit_comments_dataset_builder as rcb
 from rlds_lang.subword import SubwordTokenizer
 from rlds_lang.tokenizers import load_tokenizer, make_tokenizer
-from trainers.checkpoint import load_agent_model
-from trainers.cli import main
-from trainers.reddit_eval import mean_and_se
+from trainers.algorithms.registry import load_agent_model
+from trainers.cli.main import main
+from trainers.evaluation.stats import mean_and_se
 from transforms.selection import episode_returns, filter_min_return
 
 PUBLISHED = os.path.join(dummy.OUT, "published")
@@ -77,7 +77,7 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
 
 def main_eval(extra):
     """``rlds-lang eval --task reddit`` on the dummy published folder; returns the results dict."""
-    from trainers.cli import build_parser
+    from trainers.cli.main import build_parser
 
     args = build_parser().parse_args(["eval", "--task", "reddit", "--data", PUBLISHED, *extra])
     return args.func(args)

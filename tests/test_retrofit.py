@@ -9,11 +9,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlds_lang.wordle import game
 from loggers.wordle_recipes import record_retrofits
-from rlds_lang.wordle.retrofit import (RetrofitIndex, RetrofitMode, RetrofittedGame, game_seed, load_answer_table,
-                                       retrofit, retrofit_tweets)
-from rlds_lang.wordle.tweets import SCHEMES, Reason, Rejected, ShareGame, TweetGame, parse_share, share_text
+from rlds_lang.wordle import game
+from rlds_lang.wordle.retrofit import (
+    RetrofitIndex,
+    RetrofitMode,
+    RetrofittedGame,
+    game_seed,
+    load_answer_table,
+    retrofit,
+    retrofit_tweets,
+)
+from rlds_lang.wordle.tweets import (
+    SCHEMES,
+    Reason,
+    Rejected,
+    ShareGame,
+    TweetGame,
+    parse_share,
+    share_text,
+)
 from rlds_lang.wordle.words import official_answers, official_guesses, word_list_from
 
 SMALL = word_list_from(["crane", "slate", "abide", "speed", "abbey", "eerie", "geese", "llama", "mamma", "tweet"],

@@ -11,7 +11,12 @@ import pytest
 pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
 
 from rlds_lang.preferences.types import Clip  # noqa: E402
-from trainers.reward_demo import RewardDemoConfig, random_pairs, ranking_accuracy, run_demo  # noqa: E402
+from trainers.experiments.preferences.wordle_demo import (  # noqa: E402
+    RewardDemoConfig,
+    random_pairs,
+    ranking_accuracy,
+    run_demo,
+)
 
 
 def _clip(name: str, true_return: float) -> Clip:

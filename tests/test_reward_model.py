@@ -16,11 +16,20 @@ torch = pytest.importorskip("torch", reason="the reward model needs torch (insta
 
 from rlds_lang.preferences.types import Judgement, Label  # noqa: E402
 from tests.reward_fixtures import judgements, text_clip, vector_clip  # noqa: E402
-from trainers import reward_losses, reward_nets  # noqa: E402
-from trainers.model import ModelConfig  # noqa: E402
-from trainers.reward_losses import AdaptiveL2, RewardNormalizer, preference_loss  # noqa: E402
-from trainers.reward_model import RewardModel, RewardModelConfig  # noqa: E402
-from trainers.reward_training import RewardModelTrainer, RewardTrainerFactory, trainable  # noqa: E402
+from trainers.algorithms.reward import losses as reward_losses  # noqa: E402
+from trainers.algorithms.reward import networks as reward_nets
+from trainers.algorithms.reward.losses import (  # noqa: E402
+    AdaptiveL2,
+    RewardNormalizer,
+    preference_loss,
+)
+from trainers.algorithms.reward.model import RewardModel, RewardModelConfig  # noqa: E402
+from trainers.algorithms.reward.trainer import (  # noqa: E402
+    RewardModelTrainer,
+    RewardTrainerFactory,
+    trainable,
+)
+from trainers.core.model import ModelConfig  # noqa: E402
 
 TINY = RewardModelConfig(members=3, batch_size=8, hidden=16, lr=1e-3,
                          model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))

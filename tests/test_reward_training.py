@@ -13,9 +13,14 @@ import pytest
 torch = pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
 
 from tests.reward_fixtures import dot_clip, judgements, text_clip, vector_clip  # noqa: E402
-from trainers.model import ModelConfig  # noqa: E402
-from trainers.reward_model import RewardModel, RewardModelConfig  # noqa: E402
-from trainers.reward_training import RewardModelTrainer, evaluate, split_validation, train_reward  # noqa: E402
+from trainers.algorithms.reward.model import RewardModel, RewardModelConfig  # noqa: E402
+from trainers.algorithms.reward.trainer import (  # noqa: E402
+    RewardModelTrainer,
+    evaluate,
+    split_validation,
+    train_reward,
+)
+from trainers.core.model import ModelConfig  # noqa: E402
 
 SMALL = RewardModelConfig(members=2, batch_size=16, hidden=32, lr=1e-3, val_every=10,
                           model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
@@ -81,18 +86,19 @@ def test_train_reward_writes_checkpoint_and_metrics(tmp_path):
 
 
 def test_cli_train_reward_is_its_own_parser(tmp_path, monkeypatch):
-    from trainers import cli, reward_training
+    from trainers.cli import main as cli
+    from trainers.cli import preferences as reward_cli
 
     args = cli.build_parser().parse_args(["train", "reward", "--dataset", "/data/prefs", "--out", str(tmp_path),
                                           "--members", "2", "--model.n_layer", "1", "--batch_norm", "true"])
-    assert args.func is reward_training.cmd_train_reward
+    assert args.func is reward_cli.cmd_train_reward
     seen = {}
 
     def fake_train(config, progress):
         seen["config"] = config
         raise SystemExit(0)
 
-    monkeypatch.setattr(reward_training, "train_reward", fake_train)
+    monkeypatch.setattr(reward_cli, "train_reward", fake_train)
     with pytest.raises(SystemExit):
         args.func(args)
     config = seen["config"]
@@ -109,7 +115,7 @@ def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch
     import sys
     import types
 
-    from trainers.cli import main
+    from trainers.cli.main import main
 
     data = {"train": judgements(vector_clip, 50, seed=11), "validation": judgements(vector_clip, 20, seed=12, prefix="v")}
     calls = []
@@ -128,7 +134,7 @@ def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch
     assert "validation accuracy" in capsys.readouterr().out
     assert RewardModel.load(out / "checkpoint").state["step"] == 20
     # without --val_split, 20% of the training split is held out by pair
-    from trainers.reward_training import read_dataset
+    from trainers.algorithms.reward.trainer import read_dataset
 
     train, val = read_dataset(RewardModelConfig(dataset="/built/prefs"))
     assert len(train) + len(val) == 50 and val and calls[-1] == ("/built/prefs", "train")

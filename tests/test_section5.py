@@ -1,11 +1,19 @@
-"""trainers.section5: the ILQL paper's Section-5 ranking test, end to end on a small build, and its verdict."""
+"""trainers.experiments.section5: the ILQL paper's Section-5 ranking test, end to end on a small build, and its verdict."""
 
 import json
 
 import pytest
 
-from trainers.cli import main
-from trainers.section5 import ROW_TAU, ROWS, TARGET_FRACTION, Game, render, tabular_prediction, tabular_q
+from trainers.cli.main import main
+from trainers.experiments.section5 import (
+    ROW_TAU,
+    ROWS,
+    TARGET_FRACTION,
+    Game,
+    render,
+    tabular_prediction,
+    tabular_q,
+)
 
 
 def test_results_setting_section5_writes_the_document(tmp_path, capsys):
@@ -53,7 +61,7 @@ def test_the_verdict_is_computed_from_the_best_ilql_row(ilql, word):
 
 
 def _game(episode_id, policy, texts, moves, rewards, parent="", turn=-1):
-    """A recorded game as ``trainers.section5`` reads it: one step per observation, the last without a move."""
+    """A recorded game as ``trainers.experiments.section5`` reads it: one step per observation, the last without a move."""
     steps = [{"observation": {"text": t.encode()}, "action": m.encode(), "reward": r}
              for t, m, r in zip(texts, [*moves, ""], [*rewards, 0.0])]
     return Game(episode_id, policy, parent, turn, steps)

@@ -1,4 +1,4 @@
-"""ILQL's value heads on their own transformer (``separate_value_trunk``, ``trainers.model.PolicyValueLM``): the
+"""ILQL's value heads on their own transformer (``separate_value_trunk``, ``trainers.core.model.PolicyValueLM``): the
 value losses reach only the value trunk and BC only the policy, the shared cache decodes exactly like a full
 recomputation, checkpoints save the policy as ``lm/`` and reload both, and training changes both trunks."""
 
@@ -8,16 +8,17 @@ import pytest
 import torch
 
 from rlds_lang.tokenizers import make_tokenizer
+from rlds_lang.wordle.words import official_guesses
 from tests.test_agents import game_histories, one_thread  # noqa: F401  (autouse fixture)
 from tests.test_trainers import config
 from tests.toy_data import build_dataset, wordle_like
-from trainers.agents import LanguageModelPolicy
-from trainers.checkpoint import load_agent_model, load_policy, save_checkpoint
-from trainers.eval import EvalConfig, evaluate
-from trainers.ilql import ILQLConfig, ILQLModel
-from trainers.loop import DistInfo, train, training_batches
-from trainers.model import ModelConfig, PolicyValueLM
-from rlds_lang.wordle.words import official_guesses
+from trainers.algorithms.ilql.ilql import ILQLConfig, ILQLModel
+from trainers.algorithms.registry import load_agent_model, load_policy, train
+from trainers.core.checkpoint import save_checkpoint
+from trainers.core.loop import DistInfo, training_batches
+from trainers.core.model import ModelConfig, PolicyValueLM
+from trainers.core.policy import LanguageModelPolicy
+from trainers.evaluation.wordle import EvalConfig, evaluate
 
 TINY = ModelConfig(n_layer=2, n_embd=32, n_head=2, n_positions=128)
 
@@ -123,7 +124,7 @@ def test_a_fixed_bc_policy_stays_exactly_bc_while_the_values_learn(wordle_datase
     """LMRL-Gym's value-based agents: the BC model's logits perturbed by a separately trained value model."""
     from transformers import GPT2LMHeadModel
 
-    from trainers.model import language_model_for
+    from trainers.core.model import language_model_for
 
     torch.manual_seed(3)
     language_model_for(TINY, make_tokenizer("wordle")).save_pretrained(tmp_path / "bc_lm")

@@ -5,7 +5,6 @@ checkpoints resume exactly and their ``lm/`` is a plain GPT-2 with the same outp
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,9 +13,14 @@ from torch import nn
 from rlds_lang.tokenizers import token_spellings, word_tokenizer
 from tests.resume_check import train_straight_and_resumed
 from tests.toy_data import build_dataset, wordle_like
-from trainers.checkpoint import load_agent_model, load_policy
-from trainers.model import (ModelConfig, SpelledEmbedding, build_language_model, language_model_for,
-                            plain_language_model)
+from trainers.algorithms.registry import load_agent_model, load_policy
+from trainers.core.model import (
+    ModelConfig,
+    SpelledEmbedding,
+    build_language_model,
+    language_model_for,
+    plain_language_model,
+)
 
 WORDS = ["crane", "crate", "lousy", "slate", "abide", "speed", "geese", "these", "lever", "eerie", "elder",
          "sassy", "essay"]
@@ -108,7 +112,7 @@ def word_run(tmp_path_factory):
     word_tokenizer(WORDS).save(tokenizer_file)
 
     def config(out: str, **kwargs):
-        from trainers.bc import BCConfig
+        from trainers.algorithms.bc import BCConfig
 
         base = dict(dataset=dataset, out=str(root / out), model=dataclasses.replace(TINY, spelled_embeddings=True),
                     tokenizer=f"file:{tokenizer_file}", max_length=32, batch_size=8, lr=3e-3, warmup_steps=0,

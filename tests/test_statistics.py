@@ -14,7 +14,11 @@ import pytest
 import tensorflow as tf
 
 from transforms import statistics
-from transforms.statistics import DatasetStatistics, compute_statistics, dataset_statistics
+from transforms.statistics import (
+    DatasetStatistics,
+    compute_statistics,
+    dataset_statistics,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -258,7 +262,7 @@ def test_statistics_of_a_built_dataset(built):
 
 
 def test_cli_stats(built, tmp_path, capsys):
-    from trainers.cli import main
+    from trainers.cli.main import main
 
     data_dir, tfds_root = built
     out = tmp_path / "cli.png"

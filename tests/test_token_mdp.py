@@ -11,12 +11,20 @@ import pytest
 import tensorflow as tf
 import torch
 
-from rlds_lang.tokenizers import CharTokenizer, wordle_tokenizer
+from rlds_lang.char_tokenizer import CharTokenizer
+from rlds_lang.tokenizers import wordle_tokenizer
 from tests.test_transforms import EPISODES, dataset_dir  # noqa: F401  (dataset_dir is a pytest fixture)
 from transforms import token_mdp as token_mdp_module
 from transforms.loading import load
-from transforms.token_mdp import (EPISODE_KEYS, TOKEN_KEYS, TokenMDPConfig, collate_token_mdp, pad_batches,
-                                  token_batches, token_mdp)
+from transforms.token_mdp import (
+    EPISODE_KEYS,
+    TOKEN_KEYS,
+    TokenMDPConfig,
+    collate_token_mdp,
+    pad_batches,
+    token_batches,
+    token_mdp,
+)
 from transforms.torch_bridge import TensorBatches
 
 PLAIN = TokenMDPConfig(observation_key="observation")

@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from rlds_lang import tokenizers
-from rlds_lang.tokenizers import WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, wordle_tokenizer
+from rlds_lang import char_tokenizer, tokenizers
+from rlds_lang.char_tokenizer import WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer
+from rlds_lang.tokenizers import wordle_tokenizer
 
 TEXTS = ["", "crane", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩", "zz⬜🟧🟦a", "abcdefghijklmnopqrstuvwxyz"]
 
@@ -117,8 +118,9 @@ def test_importing_does_not_import_tensorflow():
 def test_docstring_examples_run():
     import tensorflow as tf
 
-    result = doctest.testmod(tokenizers, extraglobs={"tf": tf, "np": np})
-    assert result.failed == 0 and result.attempted >= 10
+    for module, examples in ((tokenizers, 6), (char_tokenizer, 4)):
+        result = doctest.testmod(module, extraglobs={"tf": tf, "np": np})
+        assert result.failed == 0 and result.attempted >= examples, module.__name__
 
 
 def test_lmrl_gym_word_tokenizer_makes_each_word_and_feedback_one_id(tmp_path):

@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.toy_data import build_dataset, rare_best_action, wordle_like
-from trainers.algorithms import algorithm_by_name
-from trainers.checkpoint import load_agent_model
-from trainers.ilql import ILQLConfig
 from rlds_lang.tokenizers import make_tokenizer
-from trainers.loop import DistInfo, accumulate_gradients, train, training_batches
-from trainers.model import ModelConfig
+from tests.toy_data import build_dataset, rare_best_action, wordle_like
+from trainers.algorithms.ilql.ilql import ILQLConfig
+from trainers.algorithms.registry import algorithm_by_name, load_agent_model, train
+from trainers.core.loop import DistInfo, accumulate_gradients, training_batches
+from trainers.core.model import ModelConfig
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=64)
@@ -118,7 +117,7 @@ def test_a_resumed_run_restores_the_data_position_instead_of_replaying(wordle_da
     that follows the last one trained on, i.e. the one a replay of the stream would give."""
     from itertools import islice
 
-    from trainers.checkpoint import DATA_STATE
+    from trainers.core.checkpoint import DATA_STATE
 
     part = config("bc", wordle_dataset, tmp_path / "run", steps=3, checkpoint_every=3, grad_accum=2)
     train("bc", part, progress=False)
@@ -142,7 +141,7 @@ def test_a_checkpoint_without_a_readable_data_position_resumes_exactly_by_replay
     run so resumed keeps the position from then on, and a second resume from it is exact too."""
     import shutil
 
-    from trainers.checkpoint import DATA_STATE
+    from trainers.core.checkpoint import DATA_STATE
 
     straight = config("bc", wordle_dataset, tmp_path / "straight", steps=6)
     train("bc", straight, progress=False)
@@ -167,7 +166,7 @@ def test_a_checkpoint_without_a_readable_data_position_resumes_exactly_by_replay
 def test_training_time_is_carried_by_the_checkpoint_across_calls(wordle_dataset, tmp_path):
     """A run's training time sums every call up to its last checkpoint (so a call killed at the end of a
     session still counts up to there), and reloading a finished run adds nothing."""
-    from trainers.results import TRAIN_SECONDS, training_minutes
+    from trainers.experiments.common import TRAIN_SECONDS, training_minutes
 
     part = config("bc", wordle_dataset, tmp_path / "run", steps=2, checkpoint_every=2)
     first = train("bc", part, progress=False)
@@ -194,7 +193,7 @@ def test_training_time_is_carried_by_the_checkpoint_across_calls(wordle_dataset,
 def test_filtered_bc_keeps_its_episode_returns_for_a_resume(wordle_dataset, tmp_path):
     """%BC's first pass over the episodes (an hour on 1M games) is done once per run: the resumed run reads
     the stored returns, and keeps to the same episodes (it would fail loudly otherwise)."""
-    from trainers.loop import RETURNS_CACHE
+    from trainers.core.loop import RETURNS_CACHE
 
     straight = config("bc", wordle_dataset, tmp_path / "straight", steps=4, top_p=0.5)
     train("bc", straight, progress=False)
@@ -223,7 +222,7 @@ def test_a_row_logged_after_a_resume_averages_only_the_steps_since(wordle_datase
 def test_ilql_prefers_a_rare_rewarded_action_that_bc_rarely_takes(tmp_path):
     """Data: 10% of episodes take ``ab`` (reward 0), 90% ``ba`` (reward -1). BC imitates the data; ILQL's
     perturbed policy should take ``ab``. Compared by each policy's exact expected reward."""
-    from trainers.agents import next_token_logits
+    from trainers.core.policy import next_token_logits
 
     dataset = build_dataset(rare_best_action(n_good=12, n_bad=108), tmp_path / "data")
     common = dict(steps=150, batch_size=24, lr=2e-3, log_every=50, shuffle_buffer=120, seed=1)
@@ -253,7 +252,7 @@ def test_torchrun_two_processes_match_one_process(wordle_dataset, tmp_path):
     single = config("bc", wordle_dataset, tmp_path / "single", steps=2, batch_size=8, shuffle_buffer=0)
     train("bc", single, progress=False)
     args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-            "-m", "trainers.cli", "train", "bc", "--dataset", wordle_dataset, "--out", str(tmp_path / "ddp"),
+            "-m", "trainers.cli.main", "train", "bc", "--dataset", wordle_dataset, "--out", str(tmp_path / "ddp"),
             "--steps", "2", "--batch_size", "4", "--shuffle_buffer", "0", "--lr", "3e-3", "--warmup_steps", "0",
             "--log_every", "1", "--max_length", "64", "--model.n_layer", "1", "--model.n_embd", "32",
             "--model.n_head", "2", "--model.n_positions", "64", "--no-progress"]

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["trainers.config", "trainers.model", "trainers.ilql_losses", "trainers.agents", "trainers.eval"]
+MODULES = ["trainers.core.config", "trainers.core.model", "trainers.algorithms.ilql.losses", "trainers.core.policy", "trainers.evaluation.wordle"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -17,10 +17,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transforms
-from transforms import (add_episode_return, add_returns_to_go, batch, batch_nested_steps, concat_if_terminal,
-                        episode_length, episode_returns, filter_top_p, final_step, map_nested_steps, mean_and_std,
-                        n_step_windows, sar_fields_mask, shift_keys, split_by_episode_id, sum_nested_steps,
-                        truncate_after_condition)
+from transforms import (
+    add_episode_return,
+    add_returns_to_go,
+    batch,
+    batch_nested_steps,
+    concat_if_terminal,
+    episode_length,
+    episode_returns,
+    filter_top_p,
+    final_step,
+    map_nested_steps,
+    mean_and_std,
+    n_step_windows,
+    sar_fields_mask,
+    shift_keys,
+    split_by_episode_id,
+    sum_nested_steps,
+    truncate_after_condition,
+)
 
 MODULES = ["specs", "windows", "steps", "alignment", "moments", "returns", "selection", "statistics", "loading", "torch_bridge"]
 
@@ -240,7 +255,8 @@ def test_every_public_function_has_an_example_and_type_hints():
 
 
 def test_realign_between_sar_ars_rsa():
-    from transforms import AlignmentType as A, realign
+    from transforms import AlignmentType as A
+    from transforms import realign
 
     sar = tf.data.Dataset.from_tensor_slices({"observation": ["o0", "o1", "o2", "o3"], "action": ["a0", "a1", "a2", ""],
                                               "reward": [1.0, 2.0, 3.0, 0.0]})

@@ -7,8 +7,16 @@ import pytest
 from loggers import read_episodes
 from loggers.trees import TreeSpec, branch_seed, grow_tree, record_trees
 from rlds_lang.env import LanguageEnv, text_spec
-from rlds_lang.trees import (ResponseTree, TreeError, expected_rewards, pair_histories, pseudo_parent_id,
-                             rebuild_trees, select_pairs, tree_step_fields)
+from rlds_lang.trees import (
+    ResponseTree,
+    TreeError,
+    expected_rewards,
+    pair_histories,
+    pseudo_parent_id,
+    rebuild_trees,
+    select_pairs,
+    tree_step_fields,
+)
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import RandomMixturePolicy
 
@@ -275,8 +283,8 @@ def test_docstring_examples():
     import doctest
 
     import rlds_lang.trees
-    import trainers.expert_iteration
+    import trainers.algorithms.malt.expert_iteration
 
-    for module in (rlds_lang.trees, trainers.expert_iteration):
+    for module in (rlds_lang.trees, trainers.algorithms.malt.expert_iteration):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__

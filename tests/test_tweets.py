@@ -6,8 +6,18 @@ import csv
 
 import pytest
 
-from rlds_lang.wordle.tweets import (CSV_COLUMNS, SCHEMES, Reason, Rejected, ShareGame, TweetsCsvError, parse_share,
-                                     read_tweets_csv, rejection_report, share_text)
+from rlds_lang.wordle.tweets import (
+    CSV_COLUMNS,
+    SCHEMES,
+    Reason,
+    Rejected,
+    ShareGame,
+    TweetsCsvError,
+    parse_share,
+    read_tweets_csv,
+    rejection_report,
+    share_text,
+)
 
 ROWS = ((0, 1, 0, 0, 0), (2, 2, 0, 1, 2), (2, 2, 2, 2, 2))
 

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from rlds_lang.visdial import data
-from rlds_lang.visdial.data import FeatureStore, VisDialDataError, load_reward_cache, read_split
+from rlds_lang.visdial.data import (
+    FeatureStore,
+    VisDialDataError,
+    load_reward_cache,
+    read_split,
+)
 from rlds_lang.visdial.fixtures import write_fixture
 
 SIZES = {"train": 3, "val": 2}

@@ -6,11 +6,28 @@ import numpy as np
 import pytest
 
 from rlds_lang.env import run_episode
-from rlds_lang.visdial.backend import CachedBackend, LocalBackend, Scene, TfidfAnswerer, turn
-from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, cache_file, load_reward_cache, read_split
+from rlds_lang.visdial.backend import (
+    CachedBackend,
+    LocalBackend,
+    Scene,
+    TfidfAnswerer,
+    turn,
+)
+from rlds_lang.visdial.data import (
+    FEATURES_FILE,
+    FeatureStore,
+    cache_file,
+    load_reward_cache,
+    read_split,
+)
 from rlds_lang.visdial.env import DataQuestionPolicy, VisDialEnv
 from rlds_lang.visdial.fixtures import write_fixture
-from rlds_lang.visdial.rewards import STOP, RewardConfig, percentile_score, replay_rewards
+from rlds_lang.visdial.rewards import (
+    STOP,
+    RewardConfig,
+    percentile_score,
+    replay_rewards,
+)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 from rlds_lang.env import run_episode
-from rlds_lang.visdial.backend import BackendError, TfidfAnswerer, TfidfQuestioner, build_local_backend, turn
+from rlds_lang.visdial.backend import (
+    BackendError,
+    TfidfAnswerer,
+    TfidfQuestioner,
+    build_local_backend,
+    turn,
+)
 from rlds_lang.visdial.data import Dialogue, read_split
 from rlds_lang.visdial.env import BotQuestionPolicy, VisDialEnv
 from rlds_lang.visdial.fixtures import write_fixture

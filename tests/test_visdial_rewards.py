@@ -7,8 +7,17 @@ the answers ANSWERS. The env_stops cutoff (p_t - p_0) / (1 - p_0) >= 0.5 needs p
 import numpy as np
 import pytest
 
-from rlds_lang.visdial.rewards import (DialogueScorer, RewardConfig, cutoff_fired, distance_score, is_yes_no,
-                                       percentile_from_distances, percentile_score, replay_rewards, score_change)
+from rlds_lang.visdial.rewards import (
+    DialogueScorer,
+    RewardConfig,
+    cutoff_fired,
+    distance_score,
+    is_yes_no,
+    percentile_from_distances,
+    percentile_score,
+    replay_rewards,
+    score_change,
+)
 
 ROW = [0.25, 0.125, 0.0, 0.25, 0.125, -0.125, 0.0, 0.0, 0.0, 0.0, 0.0]
 ANSWERS = ["yes", "no it is not", "maybe", "Yes", "no", "red", "two", "i think so", "a dog", "can't tell"]

@@ -19,8 +19,8 @@ from rlds_lang.visdial.fixtures import write_fixture
 from rlds_lang.visdial.http import HttpBackend
 from rlds_lang.visdial.rewards import RewardConfig
 from rlds_lang.visdial.server import BackendServer
-from trainers.cli import build_parser
-from trainers.visdial_guesser import GuesserConfig, load_guesser, train_guesser
+from trainers.cli.main import build_parser
+from trainers.tasks.visdial_guesser import GuesserConfig, load_guesser, train_guesser
 
 
 @pytest.fixture(scope="module")

@@ -2,17 +2,14 @@
 steps -> train the guesser -> ``eval --task visdial`` against our server (started by the command, 127.0.0.1)."""
 
 import json
-import os
 
 import pytest
-
-
 import tensorflow_datasets as tfds
 
 from builders.visdial import make_dummy_data as dummy
 from builders.visdial import visdial_dataset_builder as vdb
 from builders.visdial.visdial_dataset_builder_test import check_build
-from trainers.cli import build_parser, main
+from trainers.cli.main import build_parser, main
 
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--model.n_positions", "256",
         "--max_length", "256", "--batch_size", "2", "--no-progress", "--steps", "2"]
@@ -54,7 +51,7 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
 
 
 def test_cumulative_by_round_keeps_an_early_stop_at_its_final_return():
-    from trainers.visdial_eval import cumulative_by_round
+    from trainers.evaluation.visdial import cumulative_by_round
 
     mean, se = cumulative_by_round([[-1.0, 0.0, -1.0], [-2.0]], 3)
     assert mean.tolist() == [-1.5, -1.5, -2.0]

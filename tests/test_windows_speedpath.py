@@ -14,7 +14,13 @@ import pytest
 import tensorflow as tf
 
 from tests.test_transforms_library import reference_windows
-from transforms.windows import EPISODES_PER_BLOCK, batch, batch_nested_steps, episode_blocks, n_step_windows
+from transforms.windows import (
+    EPISODES_PER_BLOCK,
+    batch,
+    batch_nested_steps,
+    episode_blocks,
+    n_step_windows,
+)
 
 TEXTS = ["", "\x00", "a\x00b", "🟩🟨⬛", "👩‍👩‍👧 é", "中文", "x" * 40]
 

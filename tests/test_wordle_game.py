@@ -2,7 +2,8 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlds_lang.wordle import game
 from rlds_lang.wordle.engine import FeedbackMatrix, encode_words, pattern_block

@@ -2,7 +2,12 @@
 
 import pytest
 
-from rlds_lang.wordle.words import WordListError, load_word_list, official_answers, official_guesses
+from rlds_lang.wordle.words import (
+    WordListError,
+    load_word_list,
+    official_answers,
+    official_guesses,
+)
 
 
 def test_official_lists():

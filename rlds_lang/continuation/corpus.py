@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from rlds_lang.tokenizers import CharTokenizer
+from rlds_lang.char_tokenizer import CharTokenizer
 
 #: the characters of the task (every corpus text is normalised to them).
 ALPHABET = "abcdefghijklmnopqrstuvwxyz .,!?'-"

@@ -3,7 +3,7 @@
 ``PairSelector`` draws pairs of two different clips never asked before (in either order: ``pair_key``).
 ``method="random"`` takes them as drawn; ``method="disagreement"`` draws ``candidates`` unasked pairs per
 query, scores them with an injected ``disagreement(pairs) -> np.ndarray`` (one score per pair, e.g.
-``trainers.reward_model.RewardModel.disagreement``: the std over ensemble members of P(left > right)) and
+``trainers.algorithms.reward.model.RewardModel.disagreement``: the std over ensemble members of P(left > right)) and
 keeps the most disagreed -- the paper's choice ("select those trajectories for which the predictions have
 the highest variance across ensemble members", arXiv 1706.03741 section 2.2.4).
 

@@ -6,7 +6,7 @@ segment of an episode is padded with its last observation and reward 0, the padd
 (``Label.LEFT`` / ``Label.RIGHT``), both as good (``Label.EQUAL``), or incomparable (``Label.SKIP``).
 These are the units every part of the preference pipeline exchanges: the segmenting wrapper makes
 clips, pair selection pairs them, labellers (synthetic or a person in ``creator_web``) judge them,
-``loggers`` records them as RLDS and the reward model (``trainers.reward_model``) learns from them.
+``loggers`` records them as RLDS and the reward model (``trainers.algorithms.reward.model``) learns from them.
 
 Example::
 

@@ -4,7 +4,7 @@ The paper's classifier is a RoBERTa pooler followed by an MLP, trained with bina
 predict ``score > 0``. No pretrained weights can be shipped or downloaded here, so the encoder is a
 hashed bag of lower-cased word unigrams and bigrams (``EmbeddingBag``, mean) followed by the same kind
 of MLP (hidden layer twice the embedding width, ReLU, one logit). Training lives in
-``trainers/reddit_upvotes.py`` (``rlds-lang reddit-upvotes``); this module only defines, saves and
+``trainers/tasks/reddit_upvotes.py`` (``rlds-lang reddit-upvotes``); this module only defines, saves and
 loads the model, so the core never imports the trainers.
 
 A saved model is a folder: ``config.json`` (``UpvoteModelConfig`` plus the validation accuracy and the

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from rlds_lang.tokenizers import (WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, from_json_file, ragged_positions,
+from rlds_lang.char_tokenizer import (WORDLE_LETTERS, WORDLE_SQUARES, CharTokenizer, from_json_file, ragged_positions,
                                   write_json_object)
 from rlds_lang.wordle.words import WORD_LENGTH
 

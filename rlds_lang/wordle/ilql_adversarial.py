@@ -15,7 +15,7 @@ turns or more, so 1 : 10 x 0.5 : 5 gives those shares: ``N_ADVERSARIAL = 10``, `
 adversarial policy is ``WrongPolicy`` (a word inconsistent with the feedback: it can never win, so its games
 score -6); the suboptimal one ``RandomMixturePolicy(prob_smart=0.5)``, whose mean here (-4.29 on 300 games)
 matches the paper's -4.262. No recording here: the builder config ``wordle_synthetic/ilql_adversarial``
-records ``recipes()``; ``trainers.section5`` trains on it and ranks.
+records ``recipes()``; ``trainers.experiments.section5`` trains on it and ranks.
 """
 
 from __future__ import annotations

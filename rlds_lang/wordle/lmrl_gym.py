@@ -11,7 +11,7 @@ word with probability 0.66 and otherwise a random word consistent with the feedb
 
 The published figures (``PUBLISHED_*``) are LMRL-Gym's table as quoted in ``shared/REFERENCE_TASKS.md``;
 ``normalised_score`` is its normalisation. No recording and no TensorFlow here: the builder config
-``wordle_synthetic/lmrl_gym`` records ``RECIPES``, ``trainers.lmrl_gym`` measures and compares.
+``wordle_synthetic/lmrl_gym`` records ``RECIPES``, ``trainers.experiments.lmrl_gym.setting`` measures and compares.
 
 Example::
 

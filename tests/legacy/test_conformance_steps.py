@@ -12,9 +12,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import transforms as T  # ours (torch-free modules only)
-from tests.legacy.conformance import (condition, each_episode_steps, episode_lists, episodes_dataset, R, rlds_kwargs,
-                                      same, SETTINGS, step_fn, tf, to_sum)
-
+from tests.legacy.conformance import (
+    SETTINGS,
+    R,
+    condition,
+    each_episode_steps,
+    episode_lists,
+    episodes_dataset,
+    rlds_kwargs,
+    same,
+    step_fn,
+    tf,
+    to_sum,
+)
 
 RLDS_NAMES = ["map_steps", "map_nested_steps", "apply_nested_steps", "batch", "sum_dataset", "sum_nested_steps",
               "episode_length", "final_step", "concatenate", "concat_if_terminal", "mean_and_std", "sar_fields_mask",

@@ -13,8 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import transforms as T  # ours (torch-free modules only)
-from tests.legacy.conformance import (assert_same, each_episode_steps, episode_lists, episodes_dataset, numeric_view,
-                                      R, RLDS_BATCH, same, SETTINGS, steps_dataset, tf, to_numpy)
+from tests.legacy.conformance import (
+    RLDS_BATCH,
+    SETTINGS,
+    R,
+    assert_same,
+    each_episode_steps,
+    episode_lists,
+    episodes_dataset,
+    numeric_view,
+    same,
+    steps_dataset,
+    tf,
+    to_numpy,
+)
 
 
 @SETTINGS

@@ -1,0 +1,3 @@
+"""Direct preference optimisation on the pairs of response trees: the loss and model (``dpo``), the pairs
+(``data``) and the training run (``trainer``).
+"""

@@ -1,0 +1,162 @@
+"""Per-token Implicit Language Q-Learning (ILQL; Snell, Kostrikov, Su, Yang, Levine 2022, arXiv 2206.11871).
+
+The token-level MDP (``transforms.token_mdp``): the state before an action token is the whole sequence
+before it, the action is that token, observation tokens are deterministic environment transitions, and the
+episode's per-turn reward sits on the last token of each action utterance. On the transformer's last hidden
+states sit twin ``Q`` heads over the vocabulary and a ``V`` head (``trainers.core.model.ValueHeads``); their
+target copies move only by Polyak averaging. One training step minimises
+
+    q_weight    * sum_i (Q_i(s_t, a_t) - [r_t + gamma * (1 - done_t) * V(s_{t+1})])^2    (TD, V detached)
+  + v_weight    * |tau - 1[min_i Q^target_i(s_t, a_t) < V(s_t)]| * (min_i Q^target_i - V)^2  (expectile)
+  + cql_weight  * sum_i CE(Q_i(s_t, .), a_t)                                              (CQL)
+  + awac_weight * -exp(awac_beta * (Q - V)) log pi(a_t | s_t)                              (BC / AWAC)
+
+averaged over the dataset's action tokens; ``s_{t+1}`` is the state before the next action token. At
+inference, actions are sampled from the BC logits perturbed by ``beta * (min_i Q^target_i - V)``
+(``trainers.core.policy``).
+
+Where the defaults come from: ``tau=0.7``, ``gamma=0.99``, ``alpha=0.005`` (Polyak), ``cql_weight=1e-4``,
+``awac_weight=1``, ``awac_beta=0`` (plain BC weights), twin Q heads, and ``beta=16`` at inference are the
+ILQL authors' Wordle configuration (config/wordle/train_iql.yaml and eval_policy.yaml of
+Sea-Snell/Implicit-Language-Q-Learning). Differences, all to train on 2 CPU cores: the paper fine-tunes
+three pretrained GPT-2 small models (policy, value, target value); here one small randomly initialised
+transformer carries the LM head and the value heads (the authors' ``seperate_policy: false`` variant), and the
+target network is the pair of target Q heads on the shared trunk. ``separate_value_trunk=True`` gives the value
+heads their own transformer (their ``seperate_policy: true``), still with target heads, not a target trunk.
+
+Example (the CLI: ``rlds-lang train ilql --dataset DIR --steps 500``)::
+
+    from trainers.algorithms.ilql.ilql import ILQLConfig
+    from trainers.algorithms.registry import train
+
+    result = train("ilql", ILQLConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.1.0", steps=200, out="runs/ilql"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+from trainers.algorithms.ilql.losses import (
+    bc_loss,
+    cql_loss,
+    expectile_loss,
+    next_action_values,
+    polyak_update,
+    q_loss,
+    td_targets,
+)
+from trainers.core.config import TrainConfig
+from trainers.core.model import (
+    PolicyValueLM,
+    ValueHeads,
+    action_targets,
+    language_model_for,
+)
+from trainers.core.objective import LossOutput, masked_mean
+
+
+@dataclasses.dataclass
+class ValueLearningConfig(TrainConfig):
+    """What ILQL and its Monte-Carlo-returns variant (``trainers.algorithms.ilql.mc``) share on top of ``TrainConfig``: the value
+    heads' losses, the BC/AWAC term and the decoding ``beta`` (defaults: the ILQL authors' Wordle configuration)."""
+
+    #: discount per action token (of ILQL's TD targets; of the returns-to-go MC regresses onto).
+    gamma: float = 0.99
+    #: expectile of V's regression (0.5 = mean; towards 1 = max over dataset actions).
+    tau: float = 0.7
+    #: weight of the Q loss of both Q heads.
+    q_weight: float = 1.0
+    #: weight of V's expectile loss.
+    v_weight: float = 1.0
+    #: weight of the CQL term (cross-entropy of Q over the vocabulary against the dataset token).
+    cql_weight: float = 1e-4
+    #: weight of the BC / AWAC term that trains the LM head (the behaviour policy sampled at inference).
+    awac_weight: float = 1.0
+    #: AWAC temperature: the BC term is weighted by ``exp(awac_beta * (Q - V))``; 0 = plain BC.
+    awac_beta: float = 0.0
+    #: inference default: ``beta`` of the perturbed logits ``logits + beta * (Q - V)`` (recorded in the checkpoint).
+    beta: float = 16.0
+    #: put the value heads on a second transformer of the same size (``trainers.core.model.PolicyValueLM``; the
+    #: authors' ``seperate_policy: true``) instead of on the policy's: the value losses then do not shape the
+    #: policy's features, nor BC the values', at about twice the compute per step. Off: one shared trunk.
+    #: With ``awac_weight=0`` the policy is not trained at all and not run in training: with ``model.checkpoint``
+    #: set to a BC run's ``lm/`` it stays that BC policy, which the values perturb (LMRL-Gym's MC and ILQL agents).
+    separate_value_trunk: bool = False
+    #: start Q and V as this constant (output weights zero, bias this value; ``ValueHeads.start_at``), so the
+    #: advantage starts at 0; LMRL-Gym's Wordle heads start at -4.4. None: PyTorch's default random init.
+    head_init_value: float | None = None
+
+
+@dataclasses.dataclass
+class ILQLConfig(ValueLearningConfig):
+    """ILQL hyperparameters: ``ValueLearningConfig`` plus the target heads' Polyak rate."""
+
+    #: output folder.
+    out: str = "runs/ilql"
+    #: Polyak rate of the target Q heads after every optimizer step.
+    alpha: float = 0.005
+
+
+class ILQLModel(nn.Module):
+    """The LM (behaviour policy) plus ILQL's value heads; ``forward(batch)`` is the ILQL loss."""
+
+    def __init__(self, config: ILQLConfig, tokenizer):
+        super().__init__()
+        self.config = config
+        self.lm = language_model_for(config.model, tokenizer)
+        if config.separate_value_trunk:
+            self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
+        self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size)
+        if config.head_init_value is not None:
+            self.heads.start_at(config.head_init_value)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
+        """The weighted sum of the TD, expectile, CQL and BC/AWAC terms on the batch's action tokens."""
+        c = self.config
+        actions, mask = action_targets(batch)
+        if c.awac_weight == 0 and isinstance(self.lm, PolicyValueLM):  # a fixed policy: only the value trunk runs
+            logits, hidden = None, self.lm.value_hidden(batch["input_ids"], batch["attention_mask"])[:, :-1]
+        else:
+            out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                          output_hidden_states=True)
+            logits, hidden = out.logits[:, :-1], out.hidden_states[-1][:, :-1]
+
+        q1, q2, v = self.heads(hidden)
+        taken = actions.unsqueeze(-1)
+        q1_taken, q2_taken = q1.gather(-1, taken).squeeze(-1), q2.gather(-1, taken).squeeze(-1)
+        target_q = self.heads.target_q(hidden).gather(-1, taken).squeeze(-1)
+        q_targets, v_targets = self.regression_targets(batch, v, target_q, mask)
+
+        losses = {
+            "q_loss": q_loss(q1_taken, q_targets, mask) + q_loss(q2_taken, q_targets, mask),
+            "v_loss": expectile_loss(v_targets - v, c.tau, mask),
+            "cql_loss": cql_loss(q1, actions, mask) + cql_loss(q2, actions, mask),
+        }
+        advantage = (target_q - v).detach()
+        weights = torch.exp(c.awac_beta * advantage) if c.awac_beta else None
+        losses["awac_loss"] = bc_loss(logits, actions, mask, weights) if logits is not None else q1.new_zeros(())
+        total = (c.q_weight * losses["q_loss"] + c.v_weight * losses["v_loss"] + c.cql_weight * losses["cql_loss"]
+                 + c.awac_weight * losses["awac_loss"])
+        metrics = {k: val.detach() for k, val in losses.items()}
+        metrics.update(q_mean=masked_mean(q1_taken.detach(), mask), v_mean=masked_mean(v.detach(), mask),
+                       advantage_mean=masked_mean(advantage, mask))
+        return LossOutput(total, mask.sum(), metrics)
+
+    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
+                           mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(Q's targets, V's targets)`` on the action positions: ILQL's one-step TD targets
+        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q, the target Q of the dataset action for V."""
+        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
+        next_v, _ = next_action_values(v.detach(), mask)
+        return td_targets(rewards, next_v, dones, self.config.gamma), target_q
+
+    def after_optimizer_step(self) -> None:
+        """Moves the target Q heads towards the online ones by ``alpha`` (Polyak averaging)."""
+        polyak_update(self.heads.target_q1, self.heads.q1, self.config.alpha)
+        polyak_update(self.heads.target_q2, self.heads.q2, self.config.alpha)
+
+
+__all__ = ["ValueLearningConfig", "ILQLConfig", "ILQLModel"]

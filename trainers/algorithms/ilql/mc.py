@@ -1,0 +1,68 @@
+"""Monte-Carlo returns (MC): ILQL's heads and decoding, with value targets from the data's own returns.
+
+The baseline "MC returns" of the ILQL paper and of LMRL-Gym's table. Same token-level MDP, model and heads as
+``trainers.algorithms.ilql.ilql`` (an LM head plus twin ``Q`` heads over the vocabulary and a ``V`` head on one transformer),
+but instead of bootstrapped TD targets both value heads regress onto the discounted Monte-Carlo
+return-to-go of the dataset's action token, ``G_t = sum_k gamma^k r_{t+k}`` over this and the later action
+tokens of the whole episode (``transforms.token_mdp``'s ``returns_to_go``, which a cut sequence keeps whole):
+
+    q_weight    * sum_i (Q_i(s_t, a_t) - G_t)^2                       (regression onto MC returns)
+  + v_weight    * |tau - 1[G_t < V(s_t)]| * (G_t - V(s_t))^2          (expectile regression onto MC returns)
+  + cql_weight  * sum_i CE(Q_i(s_t, .), a_t)                          (CQL)
+  + awac_weight * -exp(awac_beta * (Q - V)) log pi(a_t | s_t)          (BC / AWAC)
+
+Nothing bootstraps, so there is no target network to lag: the "target" Q heads the agents decode with are
+copied from the online ones after every optimizer step. At inference it acts exactly like ILQL: the BC logits
+perturbed by ``beta * (min_i Q_i - V)`` (``trainers.core.policy``; checkpoints load through the algorithm registry
+like ILQL's). Q of a token estimates the behaviour policy's return after it (no max over actions), so MC
+improves on the data by one step of policy improvement, where ILQL's expectile backs up better-than-average
+continuations through the TD chain.
+
+Where the defaults come from: everything the two share is ILQL's Wordle configuration (``trainers.algorithms.ilql.ilql``:
+``gamma=0.99``, ``tau=0.7``, ``cql_weight=1e-4``, ``awac_weight=1``, ``awac_beta=0``, ``beta=16``), because
+the ILQL authors' MC-returns baseline is their ILQL code with the TD target replaced (its ``V`` regresses by
+expectile onto discounted Monte-Carlo returns instead of target Q, ``shared/REFERENCE_TASKS.md``); ``alpha``
+has no use here.
+
+Example (the CLI: ``rlds-lang train mc --dataset DIR --steps 500``)::
+
+    from trainers.algorithms.ilql.mc import MCConfig
+    from trainers.algorithms.registry import train
+
+    result = train("mc", MCConfig(dataset="/tmp/tfds/wordle_synthetic/lmrl_gym/1.1.0", steps=200, out="runs/mc"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from trainers.algorithms.ilql.ilql import ILQLModel, ValueLearningConfig
+from trainers.algorithms.ilql.losses import polyak_update
+
+
+@dataclasses.dataclass
+class MCConfig(ValueLearningConfig):
+    """MC-returns hyperparameters: ILQL's shared ones (``trainers.algorithms.ilql.ilql.ValueLearningConfig``); no target lag."""
+
+    #: output folder.
+    out: str = "runs/mc"
+
+
+class MCModel(ILQLModel):
+    """ILQL's model and loss with Monte-Carlo returns-to-go as the targets of Q and V."""
+
+    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
+                           mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Q and V both regress onto the discounted return-to-go of the dataset's action token."""
+        returns = batch["returns_to_go"][:, 1:].to(v.dtype)
+        return returns, returns
+
+    def after_optimizer_step(self) -> None:
+        """Copies the online Q heads into the ones the agents decode with (nothing bootstraps, nothing lags)."""
+        polyak_update(self.heads.target_q1, self.heads.q1, 1.0)
+        polyak_update(self.heads.target_q2, self.heads.q2, 1.0)
+
+
+__all__ = ["MCConfig", "MCModel"]

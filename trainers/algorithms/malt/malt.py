@@ -1,0 +1,288 @@
+"""MALT on Wordle: rounds of expert iteration, then rounds of response trees + DPO, from a BC checkpoint.
+
+``rlds-lang malt --task wordle --init runs/bc/checkpoint --rounds 3`` runs ``run_malt``. Round ``r`` (folder
+``out/round_XX``) starts from the previous round's checkpoint (round 0 from ``init``):
+
+* the first ``num_initial_ei_rounds`` rounds are expert iteration (``trainers.algorithms.malt.expert_iteration``): sample
+  ``ei_games`` games with the current policy, keep those with return >= ``ei_min_return`` (or the top
+  ``ei_top_fraction``), BC on them (and on the kept games of compatible earlier EI rounds);
+* the others are MALT rounds: from ``trees`` start states grow response trees of the current policy
+  (``loggers.trees``: ``branching`` responses at each of the first ``branch_depth`` guesses, every branch
+  played to the end), score each node by its expected return and pick pairs (``pair_method``), then DPO
+  (``trainers.algorithms.dpo.dpo``) with the round's starting policy as the frozen reference, on the round's pairs and on
+  those of compatible earlier MALT rounds (``reuse_rollouts``; EI samples are never used as pairs).
+
+Every round's data is an RLDS log folder (``samples``/``kept`` or ``trees``), its model a checkpoint
+(``train/checkpoint``), and ``round.json`` records what it did (environment steps, returns, pairs, an
+optional evaluation). Rerunning the same command resumes: finished rounds are skipped, recorded data is
+reused, training resumes from its checkpoint.
+
+Where the defaults come from: ``branching=3`` and a binary split of each node's children at the mid-point
+of the reward range (``positive_negative``) follow the MALT paper (Motwani et al. 2024, arXiv 2412.01928:
+three samples per agent, value iteration, threshold 0.5 on a 0/1 reward); ``branch_depth=2`` keeps Wordle
+trees at 9 games per start state like MALT's per-question budget of 27 for three agents. DPO and BC settings
+are those of ``trainers.algorithms.dpo.dpo`` and ``trainers.algorithms.bc`` with fewer steps per round. One departure, found on Wordle:
+``nll_coef=1`` (DPO lowered the chosen responses' likelihood from 0.98 to 0.52 in a round, and the round played
+worse than its start). Options that Wordle's result needed (``trainers.experiments.malt``, measured on held-out games):
+``branch_from`` (a BC policy's first guess is fixed, so trees branch at the 2nd and 3rd guesses), ``dpo_epochs``
+(a fixed step count made 37 passes over a round's 64 pairs) and the ``interval`` selector. ``distinct_tries``
+(resampling a sibling's repeated response) gave pairs whose rejected side the policy never samples, and DPO on
+them changed nothing; it is off by default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loggers import read_episodes
+from loggers.trees import TreeSpec, record_trees
+from rlds_lang.trees import rebuild_trees
+from rlds_lang.wordle.env import WordleEnv
+from trainers.algorithms.malt.expert_iteration import (
+    RoundManifest,
+    bc_manual_dir,
+    record_once,
+    reusable_rounds,
+    sample_and_keep,
+)
+
+
+@dataclasses.dataclass
+class MALTConfig:
+    """The MALT / expert-iteration loop (see the module docstring)."""
+
+    #: the task (``wordle``).
+    task: str = "wordle"
+    #: checkpoint folder of the starting policy (a BC run's ``checkpoint``); required.
+    init: str = ""
+    #: output folder: ``round_XX`` per round and ``malt_config.json``.
+    out: str = "runs/malt"
+    #: rounds in all, expert-iteration rounds first.
+    rounds: int = 3
+    #: expert-iteration rounds before switching to MALT (DPO on response trees).
+    num_initial_ei_rounds: int = 1
+    #: games sampled per EI round.
+    ei_games: int = 512
+    #: EI keeps games with return >= this (Wordle: -5 = won); None to use ``ei_top_fraction``.
+    ei_min_return: float | None = -5.0
+    #: EI keeps this top fraction of games by return instead (set ``ei_min_return`` to None).
+    ei_top_fraction: float | None = None
+    #: start states (trees) per MALT round.
+    trees: int = 128
+    #: responses sampled at each branching decision point (MALT paper: 3).
+    branching: int = 3
+    #: decision points (guesses) that branch; later ones get one response each, played to the end.
+    branch_depth: int | None = 2
+    #: decision points before this one get one response each (a shared trunk; ``loggers.trees.TreeSpec``).
+    branch_from: int = 0
+    #: ``positive_negative`` (MALT paper's threshold split) or ``interval``.
+    pair_method: str = "positive_negative"
+    #: ``positive_negative``'s threshold (None: the mid-point of the reward range).
+    pair_threshold: float | None = None
+    #: ``interval``'s minimum gap as a share of the reward range.
+    interval_threshold_proportion: float = 0.1
+    #: lowest possible return (Wordle: six wrong guesses, -6).
+    reward_min: float = -6.0
+    #: highest possible return (Wordle: a first-guess win, 0).
+    reward_max: float = 0.0
+    #: a branching response that repeats a sibling's is sampled again up to this many times (``TreeSpec``); a
+    #: repeated response can never be paired, and a BC-trained Wordle policy repeats its first choice most times.
+    #: MALT rounds: a repeated sibling response is sampled again up to this many times (``loggers.trees.TreeSpec``).
+    distinct_tries: int = 0
+    #: sampling temperature of the policy during rollouts.
+    temperature: float = 1.0
+    #: reuse the data of compatible earlier rounds of the same kind (``trainers.algorithms.malt.expert_iteration``).
+    reuse_rollouts: bool = True
+    #: BC optimizer steps per EI round.
+    bc_steps: int = 200
+    #: BC episodes per step.
+    bc_batch_size: int = 32
+    #: BC learning rate.
+    bc_lr: float = 3e-4
+    #: DPO optimizer steps per MALT round.
+    dpo_steps: int = 200
+    #: DPO passes over a round's pairs: the round takes ceil(epochs x pairs / batch) steps (None: ``dpo_steps``).
+    dpo_epochs: float | None = None
+    #: DPO pairs per step.
+    dpo_batch_size: int = 16
+    #: DPO learning rate.
+    dpo_lr: float = 1e-4
+    #: DPO beta.
+    beta: float = 0.1
+    #: DPO loss: ``sigmoid`` or ``ipo``.
+    loss_type: str = "sigmoid"
+    #: DPO label smoothing.
+    label_smoothing: float = 0.0
+    #: weight of the chosen responses' NLL in the DPO loss (``trainers.algorithms.dpo.dpo``; iterative RPO's 1).
+    nll_coef: float = 1.0
+    #: evaluation games of each round's policy (0: none), seeded from ``eval_seed``.
+    eval_games: int = 0
+    #: seed of the evaluation games (disjoint from the rollouts' seeds).
+    eval_seed: int = 1_000_000_000
+    #: Wordle colouring rule.
+    rule: str = "official"
+    #: Wordle hidden-word mode.
+    mode: str = "fixed"
+    #: seed of rollouts (round ``r`` plays seeds ``seed + (r + 1) * 10_000_000 + i``) and training.
+    seed: int = 0
+
+    def tree_spec(self, kind: str) -> TreeSpec:
+        """The trees of an ``ei`` round (one episode per start state) or a ``malt`` round."""
+        common = dict(reward_range=(self.reward_min, self.reward_max), pair_method=self.pair_method,
+                      threshold=self.pair_threshold, interval_threshold_proportion=self.interval_threshold_proportion)
+        if kind == "ei":
+            return TreeSpec(branching=1, **common)
+        return TreeSpec(branching=self.branching, branch_depth=self.branch_depth, branch_from=self.branch_from,
+                        distinct_tries=self.distinct_tries, **common)
+
+
+def make_env(config: MALTConfig) -> WordleEnv:
+    """The task's environment."""
+    if config.task != "wordle":
+        raise ValueError(f"MALTConfig.task: only 'wordle' is supported, got {config.task!r}")
+    return WordleEnv(rule=config.rule, mode=config.mode, seed=config.seed)
+
+
+def env_config(env: WordleEnv) -> dict[str, Any]:
+    """What makes two rounds' games comparable: task, rule, mode and the word lists by hash."""
+    return {"task": env.task_name, "rule": env.rule.value, "mode": env.mode.value,
+            "answers_sha256": env.answers.sha256, "guesses_sha256": env.guesses.sha256}
+
+
+def round_seeds(config: MALTConfig, r: int, n: int) -> list[int]:
+    """The start-state seeds of round ``r``."""
+    return [config.seed + (r + 1) * 10_000_000 + i for i in range(n)]
+
+
+def _spec_dict(spec: TreeSpec) -> dict[str, Any]:
+    return json.loads(json.dumps(dataclasses.asdict(spec)))
+
+
+def ei_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: int, round_dir: Path,
+             earlier: list[RoundManifest], progress: bool) -> RoundManifest:
+    """One expert-iteration round (see the module docstring)."""
+    from trainers.algorithms.bc import BCConfig
+    from trainers.algorithms.registry import load_agent_model, train
+    from trainers.core.build import built_dataset_dir, tfds_build
+
+    spec = config.tree_spec("ei")
+    sampled = sample_and_keep(env, policy, spec, round_seeds(config, r, config.ei_games), round_dir, f"ei-r{r:02d}",
+                              config.ei_min_return, config.ei_top_fraction)
+    reused = reusable_rounds(earlier, "ei", env_config(env), _spec_dict(spec)) if config.reuse_rollouts else []
+    folders = [m.data["kept"] for m in reused] + [str(round_dir / "kept")]
+    if int(sampled.keep.sum()) + sum(m.selected for m in reused) == 0:
+        raise ValueError(f"EI round {r}: no game reached ei_min_return={config.ei_min_return}; lower it or use "
+                         f"ei_top_fraction")
+    tfds_dir = round_dir / "tfds"
+    manual = bc_manual_dir(round_dir, folders) if built_dataset_dir(tfds_dir) is None else None
+    dataset = tfds_build("wordle_synthetic", "manual_dir", tfds_dir, manual_dir=manual, quiet=not progress)
+    start = load_agent_model(current)
+    bc = BCConfig(dataset=dataset, out=str(round_dir / "train"), steps=config.bc_steps, batch_size=config.bc_batch_size,
+                  lr=config.bc_lr, warmup_steps=0, seed=config.seed + r, checkpoint_every=config.bc_steps,
+                  model=dataclasses.replace(start.config.model, checkpoint=str(current / "lm")),
+                  tokenizer=start.config.tokenizer, max_length=start.config.max_length, shuffle_buffer=4096)
+    train("bc", bc, progress=progress)
+    return RoundManifest(r, "ei", env_config(env), _spec_dict(spec),
+                         {"samples": str(round_dir / "samples"), "kept": str(round_dir / "kept")}, folders,
+                         str(round_dir / "train" / "checkpoint"), sampled.env_steps, len(sampled.paths),
+                         float(np.mean(sampled.returns)) if len(sampled.returns) else 0.0, int(sampled.keep.sum()))
+
+
+def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: int, round_dir: Path,
+               earlier: list[RoundManifest], progress: bool) -> RoundManifest:
+    """One MALT round: response trees of the current policy, then DPO against it (see the module docstring)."""
+    from trainers.algorithms.dpo.data import load_tree_episodes, tree_pairs
+    from trainers.algorithms.dpo.dpo import DPOConfig
+    from trainers.algorithms.dpo.trainer import train_dpo
+    from trainers.algorithms.registry import load_agent_model
+
+    spec = config.tree_spec("malt")
+    trees_dir = record_once(round_dir / "trees", lambda d: record_trees(
+        env, policy, spec, config.trees, d, seeds=round_seeds(config, r, config.trees), run_name=f"malt-r{r:02d}"))
+    episodes = list(read_episodes(trees_dir))
+    trees = rebuild_trees(episodes)
+    returns = [float(t.returns()[leaf, 0]) for t in trees for leaf in np.nonzero(t.is_leaf())[0]]
+    reused = reusable_rounds(earlier, "malt", env_config(env), _spec_dict(spec)) if config.reuse_rollouts else []
+    folders = [m.data["trees"] for m in reused] + [str(trees_dir)]
+    pairs = [p for folder in folders[:-1] for p in tree_pairs(load_tree_episodes(folder))] + tree_pairs(episodes)
+    checkpoint = current
+    if pairs:
+        steps = dpo_round_steps(config, len(pairs))
+        dpo = DPOConfig(dataset=str(trees_dir), init=str(current), out=str(round_dir / "train"), steps=steps,
+                        batch_size=config.dpo_batch_size, lr=config.dpo_lr, beta=config.beta, loss_type=config.loss_type,
+                        label_smoothing=config.label_smoothing, nll_coef=config.nll_coef, seed=config.seed + r,
+                        checkpoint_every=steps)
+        train_dpo(dpo, load_agent_model(dpo.init), None, progress, pairs=pairs)
+        checkpoint = round_dir / "train" / "checkpoint"
+    return RoundManifest(r, "malt", env_config(env), _spec_dict(spec), {"trees": str(trees_dir)}, folders,
+                         str(checkpoint), sum(t.num_nodes for t in trees), len(episodes),
+                         float(np.mean(returns)) if returns else 0.0, len(pairs))
+
+
+def dpo_round_steps(config: MALTConfig, pairs: int) -> int:
+    """DPO steps of a MALT round with ``pairs`` pairs: ``dpo_steps``, or ``dpo_epochs`` passes over the pairs."""
+    if config.dpo_epochs is None:
+        return config.dpo_steps
+    return max(1, math.ceil(config.dpo_epochs * pairs / config.dpo_batch_size))
+
+
+def evaluate_round(config: MALTConfig, checkpoint: Path, name: str, progress: bool) -> dict[str, float]:
+    """Mean return ± standard error of a round's policy on ``eval_games`` seeded games."""
+    from trainers.algorithms.registry import load_policy
+    from trainers.evaluation.wordle import EvalConfig, evaluate
+
+    eval_config = EvalConfig(games=config.eval_games, seed=config.eval_seed, rule=config.rule, mode=config.mode)
+    policy = load_policy(checkpoint, allowed_actions=eval_config.guesses, name=name)
+    result = evaluate(policy, eval_config, name=name, progress=progress)
+    return {"games": float(result.games), "mean": float(result.mean_reward), "se": float(result.stderr)}
+
+
+def run_malt(config: MALTConfig, progress: bool = True) -> list[RoundManifest]:
+    """Runs (or resumes) every round of ``config``; returns the round manifests."""
+    from trainers.algorithms.registry import load_policy
+
+    if not config.init:
+        raise ValueError("MALTConfig.init is empty: give the checkpoint folder of a trained BC policy")
+    if not 0 <= config.num_initial_ei_rounds <= config.rounds:
+        raise ValueError(f"num_initial_ei_rounds={config.num_initial_ei_rounds} must be in [0, rounds={config.rounds}]")
+    env = make_env(config)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "malt_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True))
+    manifests: list[RoundManifest] = []
+    current = Path(config.init)
+    for r in range(config.rounds):
+        round_dir = out / f"round_{r:02d}"
+        manifest = RoundManifest.load(round_dir)
+        if manifest is None:
+            kind = "ei" if r < config.num_initial_ei_rounds else "malt"
+            round_dir.mkdir(parents=True, exist_ok=True)
+            policy = load_policy(current, allowed_actions=env.guesses.words, temperature=config.temperature,
+                                 name=f"{kind}-r{r:02d}")
+            run = ei_round if kind == "ei" else malt_round
+            manifest = run(config, env, policy, current, r, round_dir, manifests, progress)
+            if config.eval_games:
+                manifest.evaluation = evaluate_round(config, Path(manifest.checkpoint), f"{kind}-r{r:02d}", progress)
+            manifest.save(round_dir)
+        manifests.append(manifest)
+        current = Path(manifest.checkpoint)
+    return manifests
+
+
+def rounds_table(manifests: list[RoundManifest]) -> str:
+    """One line per round: kind, environment steps, episodes, mean return, selected, evaluation."""
+    lines = ["round  kind  env_steps  episodes  mean_return  selected  eval"]
+    for m in manifests:
+        ev = f"{m.evaluation['mean']:.3f} ± {m.evaluation['se']:.3f}" if m.evaluation else "-"
+        lines.append(f"{m.round:5d}  {m.kind:4s}  {m.env_steps:9d}  {m.episodes:8d}  {m.mean_return:11.3f}  "
+                     f"{m.selected:8d}  {ev}")
+    return "\n".join(lines)
+
+
+__all__ = ["MALTConfig", "ei_round", "env_config", "evaluate_round", "malt_round", "make_env", "round_seeds", "rounds_table", "run_malt"]

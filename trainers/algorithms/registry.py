@@ -1,0 +1,127 @@
+"""The algorithms by name: each one's config dataclass and model, how to train one by name, and how a checkpoint
+folder comes back as a model or a playing agent. The one place that loads checkpoints by name: trainers that start
+from a model (DPO, PPO, online %BC) are handed it.
+
+Example::
+
+    from trainers.algorithms.registry import algorithm_by_name, train
+
+    config = algorithm_by_name("ilql").config_class(dataset="/tmp/ds", steps=10, out="/tmp/ilql")
+    result = train("ilql", config)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainers.algorithms.bc import BCConfig, BCModel
+from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel
+from trainers.algorithms.dpo.trainer import train_dpo
+from trainers.algorithms.ilql.ilql import ILQLConfig, ILQLModel
+from trainers.algorithms.ilql.mc import MCConfig, MCModel
+from trainers.algorithms.ppo.config import PPOConfig
+from trainers.algorithms.ppo.networks import PPOModel
+from trainers.core import loop
+from trainers.core.checkpoint import (
+    LoadedModel,
+    checkpoint_step,
+    read_checkpoint_config,
+)
+from trainers.core.loop import AlgorithmSpec, TrainResult
+
+
+def fit_dpo(config: DPOConfig, progress: bool = True) -> TrainResult:
+    """DPO from its config: loads the starting policy (``config.init``) and the reference (``config.reference``,
+    default the starting policy) and runs ``trainers.algorithms.dpo.trainer.train_dpo``."""
+    if not config.init:
+        raise ValueError("DPOConfig.init is empty: give the checkpoint folder of the starting policy")
+    reference = load_agent_model(config.reference).lm if config.reference else None
+    return train_dpo(config, load_agent_model(config.init), reference, progress)
+
+
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "bc": AlgorithmSpec("bc", BCConfig, BCModel, "behaviour cloning on action tokens (--top_p for %BC)"),
+    "ilql": AlgorithmSpec("ilql", ILQLConfig, ILQLModel, "per-token implicit language Q-learning"),
+    "dpo": AlgorithmSpec("dpo", DPOConfig, DPOModel, "DPO on the preference pairs of response trees (--init CKPT)",
+                         fit=fit_dpo),
+    # online: trained by trainers.algorithms.ppo.trainer.train_ppo (its own `train ppo` parser), listed so checkpoints load
+    "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
+    "mc": AlgorithmSpec("mc", MCConfig, MCModel, "ILQL's heads regressed onto Monte-Carlo returns (no TD)"),
+}
+
+
+def algorithm_by_name(name: str) -> AlgorithmSpec:
+    """The registered algorithm ``name``; the error lists the known ones."""
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}") from None
+
+
+def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
+    """Trains the registered ``algorithm`` with ``config`` (``trainers.core.loop.train``)."""
+    return loop.train(algorithm_by_name(algorithm), config, progress)
+
+
+def load_agent_model(path: str | os.PathLike) -> LoadedModel:
+    """Rebuilds the trained module of a checkpoint folder (see the module docstring for the layout)."""
+    from rlds_lang.tokenizers import load_tokenizer
+
+    path = Path(path)
+    algorithm, config_dict = read_checkpoint_config(path)
+    spec = algorithm_by_name(algorithm)
+    config = spec.config_from_dict(config_dict)
+    tokenizer = load_tokenizer(path / "tokenizer.json")
+    model = spec.model_class(config, tokenizer)
+    model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
+    model.eval().requires_grad_(False)
+    return LoadedModel(algorithm, config, model, tokenizer, checkpoint_step(path))
+
+
+def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
+                beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0,
+                max_action_tokens: int = 16):
+    """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``).
+
+    ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0).
+    ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
+    ``max_action_tokens``: longest free-text action (e.g. a Visual Dialogue question).
+    """
+    from rlds_lang.wordle.words import WordList, resolve_word_list
+    from trainers.core.policy import LanguageModelPolicy
+
+    loaded = load_agent_model(path)
+    if beta is None:
+        beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
+    if isinstance(allowed_actions, (str, WordList)):
+        allowed_actions = resolve_word_list(allowed_actions).words
+    policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
+                                 greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
+                                 seed=seed, max_action_tokens=max_action_tokens)
+    policy.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+    return policy
+
+
+def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``NAME=PATH[,key=value...]`` -> ``(name, path, options)``; errors name the malformed spec."""
+    head, *options = spec.split(",")
+    name, sep, path = head.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"--agent {spec!r}: expected NAME=CHECKPOINT[,beta=16,greedy=true]")
+    parsed = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or key not in ("beta", "greedy", "temperature"):
+            raise argparse.ArgumentTypeError(f"--agent {spec!r}: unknown option {option!r} "
+                                             f"(known: beta=, greedy=, temperature=)")
+        parsed[key] = value
+    return name, path, parsed
+
+
+__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "load_policy",
+           "parse_agent"]

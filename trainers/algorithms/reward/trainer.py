@@ -1,0 +1,296 @@
+"""Training the reward-model ensemble (``trainers.algorithms.reward.model``) on judgements: the trainer object the
+preference pipeline drives, and the ``rlds-lang train reward`` entry point.
+
+One ``train_step(train, val)`` takes one Adam step of every member. Member ``m`` draws its batch from its
+own bootstrap of the training labels: every judgement gets a Poisson(1) count per member, fixed by a hash
+of the pair and the member (an online bootstrap that stays the same as the label database grows or
+wraps), and batches are drawn with probability proportional to the counts ("each [predictor] trained on
+|D| triples sampled from D with replacement", paper section 2.2.3). Skipped pairs are never trained on;
+equal ones are 0.5 targets. Every ``val_every`` steps the members are evaluated on the validation labels
+and on a sample of training labels (eval mode), and each member's L2 coefficient is moved to keep
+``val loss / train loss`` in ``[1.1, 1.5]``.
+
+Example::
+
+    from trainers.algorithms.reward.model import RewardModelConfig
+    from trainers.algorithms.reward.trainer import RewardModelTrainer
+
+    trainer = RewardModelTrainer(RewardModelConfig(members=3))
+    for _ in range(100):
+        metrics = trainer.train_step(train_judgements, val_judgements)
+    trainer.save("runs/reward/checkpoint")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import torch
+
+from trainers.algorithms.reward.losses import (
+    AdaptiveL2,
+    l2_penalty,
+    preference_accuracy,
+    preference_loss,
+)
+from trainers.algorithms.reward.model import (
+    RewardModel,
+    RewardModelConfig,
+    build_members,
+    eval_mode,
+)
+from trainers.algorithms.reward.networks import clip_returns, infer_inputs
+
+
+def trainable(judgements: Iterable[Any]) -> list[Any]:
+    """The judgements a reward model learns from: every label but ``skip`` (whose target is None)."""
+    return [j for j in judgements if j.target is not None]
+
+
+def _stable_unit(text: str) -> float:
+    """A number in [0, 1) fixed by ``text`` (the same in every process and run)."""
+    return zlib.crc32(text.encode("utf-8")) / 2 ** 32
+
+
+def _judgement_key(judgement: Any) -> str:
+    return f"{judgement.left.clip_id}|{judgement.right.clip_id}|{judgement.labeller}"
+
+
+def split_validation(judgements: Sequence[Any], fraction: float, seed: int = 0) -> tuple[list[Any], list[Any]]:
+    """``(train, validation)``: each pair goes to validation with probability ``fraction``, fixed by its ids."""
+    train, val = [], []
+    for judgement in judgements:
+        a, b = judgement.pair_key
+        (val if _stable_unit(f"{seed}:{a}|{b}") < fraction else train).append(judgement)
+    return train, val
+
+
+class RewardModelTrainer:
+    """Trains an ensemble on growing label databases; ``model`` is the ``RewardModel`` being trained.
+
+    The members are built at the first ``train_step`` (the input kind comes from the first clips), so the
+    trainer can be made by a factory in another process before any label exists.
+    """
+
+    def __init__(self, config: RewardModelConfig, tokenizer=None):
+        self.config = config
+        self.tokenizer = tokenizer
+        self.model: RewardModel | None = None
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.l2 = [AdaptiveL2(config.l2, config.l2_low, config.l2_high, config.l2_factor)
+                   for _ in range(config.members)]
+        self.step = 0
+        self.last_validation: dict[str, Any] = {}
+        self._rng = np.random.default_rng(config.seed)
+        self._bootstrap: dict[str, np.ndarray] = {}
+
+    def build(self, judgements: Sequence[Any]) -> RewardModel:
+        """Builds the (untrained) members for the kind of clips in ``judgements`` unless built already."""
+        from rlds_lang.tokenizers import make_tokenizer
+
+        if self.model is not None:
+            return self.model
+        inputs = infer_inputs([judgements[0].left])
+        if inputs.kind == "text" and self.tokenizer is None:
+            self.tokenizer = make_tokenizer(self.config.tokenizer)
+        members = build_members(inputs, self.config, self.tokenizer if inputs.kind == "text" else None)
+        self.model = RewardModel(members, inputs, self.tokenizer if inputs.kind == "text" else None, self.config)
+        self.optimizers = [torch.optim.Adam(member.parameters(), lr=self.config.lr) for member in members]
+        return self.model
+
+    def bootstrap_weights(self, judgement: Any) -> np.ndarray:
+        """The Poisson(1) count of ``judgement`` in each member's bootstrap, ``[members]`` (fixed by its ids)."""
+        key = _judgement_key(judgement)
+        if key not in self._bootstrap:
+            if len(self._bootstrap) > 200_000:     # a circular database evicts labels; counts are re-derivable
+                self._bootstrap.clear()
+            seed = zlib.crc32(f"{self.config.seed}:{key}".encode("utf-8"))
+            self._bootstrap[key] = np.random.default_rng(seed).poisson(1.0, self.config.members).astype(np.float64)
+        return self._bootstrap[key]
+
+    def _sample(self, judgements: Sequence[Any], member: int, size: int) -> list[Any]:
+        weights = np.array([self.bootstrap_weights(j)[member] for j in judgements])
+        if weights.sum() == 0:
+            weights = np.ones(len(judgements))
+        picks = self._rng.choice(len(judgements), size=size, replace=True, p=weights / weights.sum())
+        return [judgements[i] for i in picks]
+
+    def member_loss(self, member: int, judgements: Sequence[Any], reduction: str = "mean") -> torch.Tensor:
+        """The noisy Bradley-Terry loss of one member on ``judgements`` (with gradient, current mode)."""
+        clips = [clip for j in judgements for clip in (j.left, j.right)]
+        steps, owner = self.model.encode(clips)
+        returns = clip_returns(self.model.members[member](steps), owner, len(clips))
+        targets = torch.tensor([j.target for j in judgements], dtype=returns.dtype)
+        return preference_loss(returns[0::2], returns[1::2], targets, self.config.noise, reduction)
+
+    def train_step(self, train_judgements: Sequence[Any], val_judgements: Sequence[Any] = ()) -> dict[str, float]:
+        """One optimizer step of every member on its bootstrap of ``train_judgements``; validates every
+        ``val_every`` steps (and adjusts the L2 coefficients). Returns the step's metrics (empty when there is
+        no trainable label yet)."""
+        train = trainable(train_judgements)
+        if not train:
+            return {}
+        self.build(train)
+        c = self.config
+        metrics: dict[str, float] = {}
+        self.model.members.train()
+        for m, (member, optimizer) in enumerate(zip(self.model.members, self.optimizers)):
+            batch = self._sample(train, m, c.batch_size * c.grad_accum)
+            optimizer.zero_grad()
+            total = 0.0
+            for start in range(0, len(batch), c.batch_size):
+                micro = batch[start:start + c.batch_size]
+                loss = self.member_loss(m, micro, reduction="sum") / len(batch)
+                loss.backward()
+                total += loss.item()
+            penalty = self.l2[m].coefficient * l2_penalty(member)
+            penalty.backward()
+            optimizer.step()
+            metrics[f"loss/{m}"] = total
+            metrics[f"l2/{m}"] = self.l2[m].coefficient
+        metrics["loss"] = float(np.mean([metrics[f"loss/{m}"] for m in range(c.members)]))
+        self.step += 1
+        val = trainable(val_judgements)
+        if val and self.step % c.val_every == 0:
+            metrics.update(self.validate(train, val))
+        metrics["step"] = self.step
+        return metrics
+
+    def validate(self, train: Sequence[Any], val: Sequence[Any]) -> dict[str, float]:
+        """Validation metrics (``evaluate`` on ``val``), the training loss on a sample of ``train``, and the
+        adjustment of every member's L2 coefficient from the two losses."""
+        size = min(len(train), self.config.train_eval_size)
+        sample = [train[i] for i in self._rng.choice(len(train), size=size, replace=False)]
+        on_train = evaluate(self.model, sample, self.config.noise)
+        on_val = evaluate(self.model, val, self.config.noise)
+        for m, controller in enumerate(self.l2):
+            controller.update(on_val[f"loss/{m}"], on_train[f"loss/{m}"])
+        out = {f"val_{k}": v for k, v in on_val.items()}
+        out.update({f"train_eval_{k}": v for k, v in on_train.items()})
+        self.last_validation = out
+        return out
+
+    def disagreement(self, pairs: Sequence[tuple[Any, Any]]) -> np.ndarray:
+        """The ensemble's disagreement per pair (zeros before any training: every pair looks alike)."""
+        if self.model is None:
+            return np.zeros(len(pairs))
+        return self.model.disagreement(pairs)
+
+    def save(self, path: str | Path) -> Path:
+        """Writes the reward-model checkpoint folder ``path`` (``RewardModel.save``)."""
+        if self.model is None:
+            raise RuntimeError("nothing to save: the reward model has not been trained on any label yet")
+        self.model.state = {"step": self.step, "l2": [c.coefficient for c in self.l2],
+                            "last_validation": self.last_validation}
+        return self.model.save(path)
+
+
+def evaluate(model: RewardModel, judgements: Sequence[Any], noise: float, chunk: int = 256) -> dict[str, float]:
+    """Loss (noisy Bradley-Terry) and accuracy (strict labels) of every member and of the ensemble mean.
+
+    Keys: ``loss/m``, ``accuracy/m`` per member, and ``loss``, ``accuracy`` of the mean ``P(left > right)``
+    over members; ``pairs`` is the number of judgements evaluated (skips left out).
+    """
+    judgements = trainable(judgements)
+    members = len(model.members)
+    returns = []
+    with eval_mode(model.members):
+        for start in range(0, len(judgements), chunk):
+            part = judgements[start:start + chunk]
+            returns.append(model.member_returns([clip for j in part for clip in (j.left, j.right)]))
+    returns = np.concatenate(returns) if returns else np.zeros((0, members))
+    left, right = torch.from_numpy(returns[0::2]), torch.from_numpy(returns[1::2])
+    targets = torch.tensor([j.target for j in judgements], dtype=torch.float64)
+    out: dict[str, float] = {"pairs": float(len(judgements))}
+    probs = []
+    for m in range(members):
+        out[f"loss/{m}"] = float(preference_loss(left[:, m], right[:, m], targets, noise)) if len(targets) else float("nan")
+        prob = torch.sigmoid(left[:, m] - right[:, m]).numpy()
+        out[f"accuracy/{m}"] = preference_accuracy(prob, targets.numpy())
+        probs.append((1 - noise) * prob + noise / 2)
+    mean = np.mean(probs, axis=0) if probs else np.zeros(0)
+    clipped = torch.from_numpy(np.clip(mean, 1e-12, 1 - 1e-12))
+    out["loss"] = float(-(targets * clipped.log() + (1 - targets) * (1 - clipped).log()).mean()) if len(targets) else float("nan")
+    out["accuracy"] = preference_accuracy(mean, targets.numpy())
+    return out
+
+
+@dataclasses.dataclass
+class RewardTrainerFactory:
+    """A picklable recipe for a ``RewardModelTrainer`` (the preference pipeline makes it in its process)."""
+
+    config: RewardModelConfig = dataclasses.field(default_factory=RewardModelConfig)
+
+    def __call__(self) -> RewardModelTrainer:
+        """A new trainer with this config."""
+        return RewardModelTrainer(self.config)
+
+
+def read_dataset(config: RewardModelConfig) -> tuple[list[Any], list[Any]]:
+    """``(train, validation)`` judgements of a built preferences dataset (``loggers.preferences_dataset``)."""
+    from loggers.preferences_dataset import read_judgements
+
+    train = list(read_judgements(config.dataset, config.split))
+    if config.val_split is not None:
+        return train, list(read_judgements(config.dataset, config.val_split))
+    return split_validation(train, config.val_fraction, config.seed)
+
+
+@dataclasses.dataclass
+class RewardTrainingResult:
+    """What ``train_reward`` returns: the output folder, the final metrics and the trained model."""
+
+    out: Path
+    metrics: dict[str, Any]
+    model: RewardModel
+
+
+def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, val: Sequence[Any] | None = None,
+                 progress: bool = True) -> RewardTrainingResult:
+    """Trains for ``config.steps`` steps; writes ``out/checkpoint``, ``out/metrics.jsonl``, ``out/metrics.json``.
+
+    ``train``/``val``: judgements in memory; when None they are read from ``config.dataset``.
+    ``metrics.json`` holds the final validation metrics of the ensemble (``val_accuracy``, ``val_loss``) and of
+    each member, the label counts and the training time.
+    """
+    if train is None:
+        if not config.dataset:
+            raise ValueError("train_reward: give --dataset (a built preferences folder) or judgements in memory")
+        train, val = read_dataset(config)
+    train, val = trainable(train), trainable(val or [])
+    if not train or not val:
+        raise ValueError(f"train_reward needs trainable labels in both sets, got {len(train)} train and "
+                         f"{len(val)} validation (skips are not trainable)")
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer = RewardModelTrainer(config)
+    started = time.perf_counter()
+    with open(out / "metrics.jsonl", "w") as log:
+        for step in range(1, config.steps + 1):
+            metrics = trainer.train_step(train, val)
+            if step % config.log_every == 0 or step == config.steps:
+                log.write(json.dumps(metrics, sort_keys=True) + "\n")
+                if progress:
+                    shown = f", val accuracy {trainer.last_validation.get('val_accuracy', float('nan')):.3f}"
+                    print(f"step {step}/{config.steps}: loss {metrics['loss']:.4f}{shown}", flush=True)
+            if step % config.checkpoint_every == 0 and step != config.steps:
+                trainer.save(out / "checkpoint")
+    final = evaluate(trainer.model, val, config.noise)
+    recent = {clip.clip_id: clip for j in list(train)[-config.normalisation_window:] for clip in (j.left, j.right)}
+    trainer.model.predict(list(recent.values()))     # the saved normaliser starts from the training clips
+    summary = {f"val_{k}": v for k, v in final.items()}
+    summary.update(train_labels=len(train), val_labels=len(val), steps=config.steps,
+                   seconds=time.perf_counter() - started, l2=[c.coefficient for c in trainer.l2])
+    trainer.last_validation = summary
+    trainer.save(out / "checkpoint")
+    (out / "metrics.json").write_text(json.dumps(summary, sort_keys=True, indent=2))
+    return RewardTrainingResult(out, summary, trainer.model)
+
+
+__all__ = ["RewardModelTrainer", "RewardTrainerFactory", "RewardTrainingResult", "evaluate", "read_dataset", "split_validation", "train_reward", "trainable"]

@@ -1,0 +1,361 @@
+"""The ``rlds-lang`` command line.
+
+``rlds-lang demo`` runs the main job small on the embedded defaults: record expert and random-mixture Wordle
+games with ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config ``manual_dir``),
+``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly, evaluate
+both beside the optimal policy on the same seeded games, print the table and write the plot.
+``rlds-lang record`` records any Wordle policy to a log folder.
+``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
+return, episode length and action length distributions to a PNG.
+``rlds-lang train bc|ilql --dataset DIR [--field value ...]`` trains an algorithm (every field of its config
+dataclass is an option: ``rlds-lang train ilql --help``); it runs unchanged under ``torchrun``.
+``rlds-lang eval --agent NAME=CHECKPOINT[,beta=B,greedy=true] [--optimal] --games N`` plays seeded games
+with each agent and prints one table (mean reward ± SE, win rate, guesses), writing JSON and a PNG.
+``rlds-lang web --data-dir DIR`` serves the browser tool (``creator_web``) on 127.0.0.1:8765.
+``rlds-lang malt --task wordle --init CHECKPOINT [--field value ...]`` runs expert-iteration then MALT (response
+trees + DPO) rounds (``trainers.algorithms.malt.malt``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from trainers.algorithms.registry import parse_agent
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _timestamped(root: Path, prefix: str) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return root / f"{prefix}-{stamp}"
+
+
+def cmd_record(args: argparse.Namespace) -> Path:
+    """Records ``args.episodes`` games of a named Wordle policy into ``args.out`` (must be new)."""
+    from loggers import record
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import make_policy
+
+    env = WordleEnv(rule=args.rule, mode=args.mode, seed=args.seed)
+    policy = make_policy(args.policy, **json.loads(args.policy_params))
+    result = record(env, policy, args.episodes, args.out, seed=args.seed, run_name=args.run_name,
+                    workers=args.workers)
+    print(f"recorded {result.num_episodes} episodes, {result.num_steps} steps in {result.seconds:.1f} s "
+          f"-> {result.data_dir}")
+    return Path(result.data_dir)
+
+
+def render_episode(steps: list[dict]) -> str:
+    """One Wordle episode as lines ``guess  squares  reward``."""
+    lines = []
+    for step, nxt in zip(steps, steps[1:]):
+        lines.append(f"  {step['action']}  {nxt['observation']['text']}  reward {step['reward']:+.0f}")
+    return "\n".join(lines)
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    """The main job, small: record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate -> table + plot."""
+    from trainers.algorithms.bc import BCConfig
+    from trainers.algorithms.ilql.ilql import ILQLConfig
+    from trainers.algorithms.registry import train
+    from trainers.core.model import ModelConfig
+    from trainers.evaluation.wordle import (
+        EvalConfig,
+        evaluate,
+        plot_results,
+        results_table,
+        save_results,
+    )
+
+    started = time.perf_counter()
+    workdir = _timestamped(Path(args.workdir), "demo")
+    logs, data = workdir / "logs", workdir / "tfds"
+    print(f"[1/5] recording {args.episodes} expert and {args.episodes} random-mixture games into {logs}")
+    for policy, params in (("optimal", "{}"), ("random_mixture", '{"prob_smart": 0.5}')):
+        cmd_record(argparse.Namespace(rule="official", mode="fixed", seed=args.seed, policy=policy,
+                                      policy_params=params, episodes=args.episodes, out=str(logs / policy),
+                                      run_name=f"demo-{policy}", workers=args.workers))
+    print(f"[2/5] tfds build builders/wordle_synthetic --config manual_dir --manual_dir {logs}")
+    from trainers.core.build import tfds_build
+
+    dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs)
+    print("[3/5] tfds.load: statistics and one episode")
+    from transforms.loading import load
+    from transforms.statistics import compute_statistics
+
+    episodes = load(dataset_dir)
+    print("\n".join("  " + line for line in compute_statistics(episodes).table().splitlines()))
+    first = next(iter(episodes.take(1)))
+    steps = [{"action": st["action"].decode(), "reward": float(st["reward"]),
+              "observation": {"text": st["observation"]["text"].decode()}}
+             for st in first["steps"].as_numpy_iterator()]
+    meta = {k: first[k].numpy().decode() for k in ("episode_id", "answer", "policy")}
+    print(f"episode {meta['episode_id']} (answer {meta['answer']!r}, policy {meta['policy']}):")
+    print(render_episode(steps))
+    model = ModelConfig(n_layer=2, n_embd=64, n_head=4, n_positions=96)
+    common = dict(dataset=dataset_dir, steps=args.train_steps, batch_size=32, model=model, log_every=10,
+                  seed=args.seed, resume=False)
+    print(f"[4/5] training BC and ILQL for {args.train_steps} steps each on {dataset_dir}")
+    for algorithm, config in (("bc", BCConfig(out=str(workdir / "bc"), **common)),
+                              ("ilql", ILQLConfig(out=str(workdir / "ilql"), **common))):
+        result = train(algorithm, config)
+        print(f"      {algorithm}: loss {result.final_metrics.get('loss', float('nan')):.3f}, "
+              f"{result.tokens_per_second:,.0f} tokens/s, curves -> {result.out / 'training_curves.png'}")
+    print(f"[5/5] evaluating on {args.eval_games} seeded games (official rule, official lists)")
+    from trainers.algorithms.registry import load_policy
+
+    eval_config = EvalConfig(games=args.eval_games, seed=args.seed)
+    results = [evaluate(load_policy(workdir / name / "checkpoint", allowed_actions=eval_config.guesses, name=name),
+                        eval_config, name=name) for name in ("bc", "ilql")]
+    from rlds_lang.wordle.policies import OptimalPolicy
+
+    results.append(evaluate(OptimalPolicy(), eval_config, name="optimal"))
+    print(results_table(results, baseline="bc"))
+    save_results(results, workdir / "results.json")
+    print(f"plot -> {plot_results(results, workdir / 'results.png')}")
+    print(f"demo finished in {time.perf_counter() - started:.0f} s; everything is under {workdir}")
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    """Prints the statistics table of a dataset split and, with ``--plot``, writes the histograms PNG."""
+    from transforms.loading import load
+    from transforms.statistics import compute_statistics
+
+    episodes = load(args.dataset, split=args.split, config=args.config, data_dir=args.data_dir)
+    stats = compute_statistics(episodes, win_reward=args.win_reward, action_key=args.action_key,
+                               reward_key=args.reward_key, batch_size=args.batch_size)
+    name = f"{args.dataset}{'/' + args.config if args.config else ''} [{args.split}]"
+    print(name)
+    print(stats.table())
+    if args.plot:
+        print(f"plot -> {stats.plot(args.plot, title=name)}")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    """Trains ``args.algorithm`` with the config built from the command line's dataclass options."""
+    from trainers.algorithms.registry import algorithm_by_name, train
+    from trainers.core.config import dataclass_from_args
+
+    config = dataclass_from_args(algorithm_by_name(args.algorithm).config_class, args)
+    result = train(args.algorithm, config, progress=args.progress)
+    if int(os.environ.get("RANK", "0")) == 0:
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in result.final_metrics.items())
+        print(f"{args.algorithm}: {result.steps} steps in {result.seconds:.1f} s "
+              f"({result.tokens_per_second:,.0f} tokens/s, {100 * result.data_wait_share:.1f}% waiting for data) "
+              f"-> {result.out}\n  {shown}")
+
+
+def cmd_eval(args: argparse.Namespace) -> list:
+    """Evaluates every ``--agent`` (and the optimal policy with ``--optimal``) on the same seeded games."""
+    if getattr(args, "task", "wordle") == "reddit":
+        from trainers.cli.tasks import cmd_reddit_eval
+
+        return cmd_reddit_eval(args)
+    if getattr(args, "task", "wordle") == "visdial":
+        from trainers.cli.tasks import cmd_visdial_eval
+
+        return cmd_visdial_eval(args)
+    from rlds_lang.wordle.policies import OptimalPolicy
+    from trainers.algorithms.registry import load_policy
+    from trainers.core.config import parse_bool
+    from trainers.evaluation.wordle import (
+        EvalConfig,
+        evaluate,
+        plot_results,
+        results_table,
+        save_results,
+    )
+
+    config = EvalConfig(games=args.games, seed=args.seed, rule=args.rule, mode=args.mode, answers=args.answers,
+                        guesses=args.guesses, batch_games=args.batch_games)
+    results = []
+    for name, path, options in args.agent:
+        policy = load_policy(
+            path, allowed_actions=config.guesses, name=name,
+            beta=float(options["beta"]) if "beta" in options else None,
+            greedy=parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)))
+        results.append(evaluate(policy, config, name=name, progress=args.progress))
+    if args.optimal:
+        optimal = OptimalPolicy(answers=config.answers, guesses=config.guesses, rule=config.rule)
+        results.append(evaluate(optimal, config, name="optimal", progress=args.progress))
+    if not results:
+        raise SystemExit("rlds-lang eval: give at least one --agent or --optimal")
+    print(f"{config.games} games, rule {config.rule}, mode {config.mode}, seed {config.seed}")
+    print(results_table(results, baseline=args.baseline))
+    if args.out:
+        print(f"results -> {save_results(results, args.out)}")
+    if args.plot:
+        print(f"plot -> {plot_results(results, args.plot)}")
+    return results
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``rlds-lang``."""
+    parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate (small)")
+    demo.add_argument("--episodes", type=int, default=64, help="games recorded per policy (expert, random mixture)")
+    demo.add_argument("--train-steps", type=int, default=150, help="optimizer steps of each trainer")
+    demo.add_argument("--eval-games", type=int, default=100, help="evaluation games per agent")
+    demo.add_argument("--workers", type=int, default=2)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--workdir", default=os.environ.get("RLDS_LANG_RUNS", str(REPO / "runs")))
+    demo.set_defaults(func=cmd_demo)
+    rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
+    rec.add_argument("--policy", default="optimal")
+    rec.add_argument("--policy-params", default="{}", help="JSON parameters of the policy")
+    rec.add_argument("--episodes", type=int, default=100)
+    rec.add_argument("--out", required=True, help="a new folder for the logs")
+    rec.add_argument("--rule", default="official", choices=["official", "ilql"])
+    rec.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
+    rec.add_argument("--seed", type=int, default=0)
+    rec.add_argument("--run-name", default="run")
+    rec.add_argument("--workers", type=int, default=1)
+    rec.set_defaults(func=cmd_record)
+    stats = sub.add_parser("stats", help="statistics table (and histograms PNG) of a built dataset")
+    stats.add_argument("dataset", help="a folder written by tfds build (with dataset_info.json) or a dataset name")
+    stats.add_argument("--config", default=None, help="builder config when loading by name")
+    stats.add_argument("--data_dir", "--data-dir", dest="data_dir", default=None,
+                       help="TFDS data folder when loading by name")
+    stats.add_argument("--split", default="train")
+    stats.add_argument("--plot", default=None, help="write the histograms to this PNG")
+    stats.add_argument("--win-reward", type=float, default=0.0,
+                       help="an episode is won when it terminated and its final action earned at least this")
+    stats.add_argument("--action-key", default="action", help="action field or /-path to its text")
+    stats.add_argument("--reward-key", default="reward")
+    stats.add_argument("--batch-size", type=int, default=4096, help="steps per vectorised batch")
+    stats.set_defaults(func=cmd_stats)
+    _add_train_parsers(sub)
+    _add_eval_parser(sub)
+    from trainers.cli.results import add_results_parser as add_results_parser
+
+    add_results_parser(sub)
+    _add_web_parser(sub)
+    from trainers.cli.train import add_malt_parser as add_malt_parser
+
+    add_malt_parser(sub)
+    from trainers.cli.results import add_ppo_results_parser as add_ppo_results_parser
+
+    add_ppo_results_parser(sub)
+    from trainers.cli.preferences import (
+        add_reward_demo_parser as add_reward_demo_parser,
+    )
+
+    add_reward_demo_parser(sub)
+    from trainers.cli.preferences import add_parser as add_preferences_parser
+
+    add_preferences_parser(sub)
+    from trainers.cli.tasks import add_reddit_parser as add_reddit_tokenizer_parser
+    from trainers.cli.tasks import (
+        add_reddit_upvotes_parser as add_reddit_upvotes_parser,
+    )
+
+    add_reddit_upvotes_parser(sub)
+    add_reddit_tokenizer_parser(sub)
+    from trainers.cli.tasks import (
+        add_visdial_guesser_parser as add_visdial_guesser_parser,
+    )
+    from trainers.cli.tasks import add_visdial_parser as add_visdial_tokenizer_parser
+    from trainers.cli.tasks import add_visdial_serve_parser as add_visdial_serve_parser
+
+    add_visdial_guesser_parser(sub)
+    add_visdial_tokenizer_parser(sub)
+    add_visdial_serve_parser(sub)
+    return parser
+
+
+def _add_web_parser(sub) -> None:
+    web = sub.add_parser("web", help="the browser tool (creator_web): play tasks, judge clip pairs, review episodes")
+    web.add_argument("--data-dir", required=True, help="folder of recorded data (created if absent)")
+    web.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    web.add_argument("--port", type=int, default=8765)
+    web.set_defaults(func=cmd_web)
+
+
+def cmd_web(args: argparse.Namespace) -> None:
+    """Serves creator_web (imported only here) on ``args.host:args.port`` until interrupted."""
+    from creator_web.server import serve
+
+    serve(args.data_dir, args.host, args.port)
+
+
+def _add_train_parsers(sub) -> None:
+    from trainers.algorithms.registry import ALGORITHMS
+    from trainers.core.config import add_dataclass_arguments
+
+    train = sub.add_parser("train", help="train an agent from an RLDS dataset (BC, %%BC, ILQL)")
+    algorithms = train.add_subparsers(dest="algorithm", required=True)
+    for name, spec in ALGORITHMS.items():
+        if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
+            continue
+        shown = spec.description.replace("%", "%%")  # argparse formats help texts (bc's says "%BC")
+        parser = algorithms.add_parser(name, help=shown,
+                                       description=f"{shown}; options are the fields of "
+                                                   f"{spec.config_class.__module__}.{spec.config_class.__name__}")
+        add_dataclass_arguments(parser, spec.config_class)
+        parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+        parser.set_defaults(func=cmd_train)
+    from trainers.cli.train import add_ppo_parser
+
+    add_ppo_parser(algorithms)
+    from trainers.algorithms.online_pbc import OnlinePBCConfig
+    from trainers.cli.train import cmd_train_online_pbc
+
+    online = algorithms.add_parser("online_pbc", help="online filtered BC: rounds of play, record, keep the best, BC",
+                                   description="options are the fields of trainers.algorithms.online_pbc.OnlinePBCConfig")
+    add_dataclass_arguments(online, OnlinePBCConfig)
+    online.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    online.set_defaults(func=cmd_train_online_pbc)
+    from trainers.cli.preferences import (
+        add_train_reward_parser,  # not a token-MDP trainer: its own parser
+    )
+
+    add_train_reward_parser(algorithms)
+
+
+def _add_eval_parser(sub) -> None:
+    ev = sub.add_parser("eval", help="play seeded Wordle games with trained agents; table + plot")
+    ev.add_argument("--agent", action="append", default=[], type=parse_agent,
+                    help="NAME=CHECKPOINT[,beta=B,greedy=true,temperature=T] (repeatable); ILQL's beta defaults "
+                         "to its config's, BC's to 0")
+    ev.add_argument("--optimal", action="store_true", help="add the optimal policy (upper reference)")
+    ev.add_argument("--games", type=int, default=500)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--rule", default="official", choices=["official", "ilql"])
+    ev.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
+    ev.add_argument("--answers", default="official_answers")
+    ev.add_argument("--guesses", default="official_guesses")
+    ev.add_argument("--batch-games", type=int, default=64, help="games played in lockstep (batched decoding)")
+    ev.add_argument("--baseline", default=None, help="agent name to compare every row with (paired)")
+    ev.add_argument("--out", default=None, help="write the results as JSON")
+    ev.add_argument("--plot", default=None, help="write the results plot (PNG)")
+    ev.add_argument("--no-progress", dest="progress", action="store_false")
+    ev.add_argument("--task", default="wordle", help="wordle (default), reddit or visdial")
+    from trainers.cli.tasks import (
+        add_reddit_eval_arguments as add_reddit_eval_arguments,
+    )
+
+    add_reddit_eval_arguments(ev)
+    from trainers.cli.tasks import (
+        add_visdial_eval_arguments as add_visdial_eval_arguments,
+    )
+
+    add_visdial_eval_arguments(ev)
+    ev.set_defaults(func=cmd_eval)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``rlds-lang`` console script."""
+    args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

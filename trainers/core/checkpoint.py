@@ -1,0 +1,138 @@
+"""Checkpoints: one folder that both resumes training exactly and loads a trained agent for evaluation.
+
+Layout of ``<out>/checkpoint/``:
+
+| file | what |
+| --- | --- |
+| ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers; spelled embeddings are saved as the plain table they sum to) |
+| ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads) |
+| ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs), training seconds so far |
+| ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}}`` |
+| ``tokenizer.json`` | the tokenizer |
+| ``data_state/`` | the training data stream's position (``transforms.torch_bridge.ResumableBatches``), so a resumed run does not replay the stream; absent under ``torchrun`` and in checkpoints from before it existed |
+
+A checkpoint is written into a temporary folder and renamed over the previous one, so a run killed while
+saving keeps its last complete checkpoint.
+
+Example::
+
+    from trainers.core.checkpoint import load_agent_model
+
+    loaded = load_agent_model("runs/ilql/checkpoint")
+    print(loaded.algorithm, loaded.step, loaded.tokenizer.vocab_size)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+CHECKPOINT = "checkpoint"
+#: the checkpoint's sub-folder holding the data stream's position (``save_checkpoint``'s ``data_state``).
+DATA_STATE = "data_state"
+
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    """A trained module back from a checkpoint, ready to act (``eval()`` mode, no gradients)."""
+
+    algorithm: str
+    config: Any
+    model: nn.Module
+    tokenizer: Any
+    step: int
+
+    @property
+    def lm(self) -> nn.Module:
+        """The causal LM (the behaviour policy's logits)."""
+        return self.model.lm
+
+    @property
+    def heads(self) -> nn.Module | None:
+        """ILQL's value heads, or None for BC."""
+        return getattr(self.model, "heads", None)
+
+
+def checkpoint_dir(out: str | os.PathLike) -> Path:
+    """The checkpoint folder of a training output folder."""
+    return Path(out) / CHECKPOINT
+
+
+def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: nn.Module, tokenizer: Any,
+                    trainer_state: dict[str, Any], data_state: Callable[[Path], None] | None = None) -> Path:
+    """Writes ``out/checkpoint`` atomically (temporary folder, then rename) and returns its path.
+
+    ``data_state``, if given, writes the data stream's position into the folder it is passed
+    (``checkpoint/DATA_STATE``; ``transforms.torch_bridge.ResumableBatches.save``), inside the same atomic
+    write, so a resumed run finds the stream's position of exactly the step it resumes from."""
+    from trainers.core.config import config_to_dict
+    from trainers.core.model import plain_language_model
+
+    final = checkpoint_dir(out)
+    tmp = final.with_name(CHECKPOINT + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    plain_language_model(model.lm).save_pretrained(tmp / "lm")
+    torch.save(model.state_dict(), tmp / "model.pt")
+    torch.save(trainer_state, tmp / "trainer_state.pt")
+    (tmp / "config.json").write_text(json.dumps({"algorithm": algorithm, "config": config_to_dict(config)},
+                                                sort_keys=True, indent=2))
+    tokenizer.save(tmp / "tokenizer.json")
+    if data_state is not None:
+        data_state(tmp / DATA_STATE)
+    old = final.with_name(CHECKPOINT + ".old")
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    if old.exists():
+        shutil.rmtree(old)
+    return final
+
+
+def read_checkpoint_config(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
+    """``(algorithm, config dict)`` of a checkpoint folder; a clear error when it is not one."""
+    path = Path(path)
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{path} is not a checkpoint folder: it has no config.json "
+                                f"(give the 'checkpoint' folder inside a training output folder)")
+    data = json.loads(config_file.read_text())
+    return data["algorithm"], data["config"]
+
+
+def checkpoint_step(path: str | os.PathLike) -> int:
+    """The optimizer step a checkpoint folder was saved at (its ``trainer_state.pt``); 0 when there is none."""
+    state = Path(path) / "trainer_state.pt"
+    return int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
+
+
+__all__ = ["LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]
+
+
+def trainer_state(optimizer, scheduler, step: int, train_seconds: float | None) -> dict[str, Any]:
+    """What exact resumption needs, and the run's training seconds up to ``step`` (``TrainResult.total_seconds``)."""
+    return {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds}
+
+
+def resume_trainer(config, module: nn.Module, optimizer, scheduler) -> tuple[int, float | None]:
+    """Loads ``out/checkpoint`` into the module/optimizer/scheduler when resuming; returns the step and the
+    training seconds recorded up to it (0 for a fresh run, None if the checkpoint predates that record)."""
+    path = checkpoint_dir(config.out)
+    if not (config.resume and (path / "trainer_state.pt").exists()):
+        return 0, 0.0
+    module.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
+    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["torch_rng"])
+    return int(state["step"]), state.get("train_seconds")

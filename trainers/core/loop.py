@@ -1,0 +1,337 @@
+"""The training loop every algorithm shares: data, exact gradient accumulation, DDP, logs and checkpoints.
+
+``train(algorithm, config)`` reads the episodes with ``transforms.loading.load`` (any RLDS dataset of
+ours), keeps the top ``p`` by return for %BC, turns them into padded token-MDP batches in ``tf.data``
+(``transforms.token_mdp.token_batches``, prefetched in TensorFlow's threads) and hands them to PyTorch
+through ``transforms.torch_bridge.ResumableBatches``. Each optimizer step takes ``grad_accum`` micro-batches
+and weights each micro-batch's mean loss by its share of the step's tokens, so the step does not depend
+on how the batch was cut; under ``torchrun`` (``WORLD_SIZE > 1``) each process reads its own shard of
+episodes and DistributedDataParallel (gloo on CPU) averages gradients, the token counts summed over all
+processes first. Process 0 writes a tqdm bar, ``metrics.jsonl``, TensorBoard scalars (``tb/``), the
+checkpoint (``trainers.core.checkpoint``) and ``training_curves.png``. A run restarted with the same ``out``
+resumes from the checkpoint exactly: same weights, optimizer, learning-rate schedule, RNG and position in
+the (seeded, deterministic) data stream; that position is restored from the checkpoint (``DATA_STATE``)
+rather than replayed, except under ``torchrun`` and for checkpoints saved before it was kept.
+
+Example::
+
+    from trainers.algorithms.bc import BCConfig
+    from trainers.algorithms.registry import train
+
+    result = train("bc", BCConfig(dataset="/tmp/tfds/wordle_synthetic/branch/1.1.0", steps=100, out="/tmp/bc"))
+    print(result.final_metrics, result.data_wait_share)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from rlds_lang.tokenizers import make_tokenizer
+from trainers.core.checkpoint import (
+    DATA_STATE,
+    checkpoint_dir,
+    resume_trainer,
+    save_checkpoint,
+    trainer_state,
+)
+from trainers.core.logs import (
+    MetricsLog,
+    Throughput,
+    elapsed_seconds,
+    truncate_metrics_after,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    import tensorflow as tf
+
+    from transforms.torch_bridge import ResumableBatches
+
+from trainers.core.config import config_from_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class DistInfo:
+    """This process' place in a ``torchrun`` job (``world_size == 1`` when run alone)."""
+
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process writes logs and checkpoints."""
+        return self.rank == 0
+
+
+def init_distributed() -> DistInfo:
+    """Joins the ``torchrun`` process group (gloo, CPU) when ``WORLD_SIZE > 1``; alone otherwise."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return DistInfo(dist.get_rank(), dist.get_world_size())
+
+
+def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0,
+                     restore: Path | None = None) -> ResumableBatches:
+    """Torch batches for this process (``training_dataset``), each cut to its longest sequence
+    (``transforms.torch_bridge.trim_padding``); their ``save(folder)`` keeps the stream's position.
+
+    A resumed run continues where it stopped: from the position saved in ``restore`` if given, else by dropping
+    ``skip`` micro-batches first (the stream is a pure function of the dataset, the config and the seed, so
+    both give the same batches; replaying costs minutes per thousand steps). A saved position that cannot be
+    read (say, written by another TensorFlow version) falls back to replaying, with a warning.
+    """
+    import tensorflow as tf
+
+    from transforms.torch_bridge import ResumableBatches, trim_padding
+
+    if restore is not None:
+        try:
+            return ResumableBatches(training_dataset(config, tokenizer, info), restore=restore, then=trim_padding)
+        except (tf.errors.OpError, AssertionError, ValueError) as error:
+            warnings.warn(f"{restore}: the data stream's saved position could not be read ({error}); "
+                          f"replaying {skip} batches instead")
+    # a new dataset: the failed attempt's iterator has drawn the reshuffling seeds of the one it was made from
+    return ResumableBatches(training_dataset(config, tokenizer, info), then=trim_padding, skip=skip)
+
+
+def training_dataset(config: Any, tokenizer: Any, info: DistInfo) -> tf.data.Dataset:
+    """The ``tf.data`` pipeline of a run's training batches: load -> (top-p) -> shard -> token MDP -> shuffled
+    padded batches, repeated. Each iterator of one such dataset draws its own reshuffling seeds, so a stream is
+    reproduced only by the first iterator of a freshly built dataset."""
+    from transforms.loading import load
+    from transforms.selection import (
+        cached_episode_returns,
+        filter_min_return,
+        filter_top_p,
+    )
+    from transforms.token_mdp import TokenMDPConfig, token_batches
+
+    if not config.dataset:
+        raise ValueError("config.dataset is empty: give a folder written by `tfds build` or a dataset name")
+    episodes = load(config.dataset, split=config.split, config=config.config, data_dir=config.data_dir)
+    if config.top_p is not None:
+        returns = cached_episode_returns(episodes, Path(config.out) / RETURNS_CACHE, _dataset_key(config))
+        episodes = filter_top_p(episodes, config.top_p, returns=returns)
+    if getattr(config, "min_return", None) is not None:
+        episodes = filter_min_return(episodes, config.min_return)
+    if info.world_size > 1:
+        episodes = episodes.shard(info.world_size, info.rank)
+    # returns-to-go discounted per action token by the config's gamma, if it has one (the MC-returns trainer's targets)
+    mdp = TokenMDPConfig(max_length=config.max_length, token_reward=config.token_reward,
+                         gamma=getattr(config, "gamma", 1.0))
+    return token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
+                         seed=config.seed, repeat=True, drop_remainder=True)
+
+
+#: where a filtered-BC run keeps its dataset's episode returns (``transforms.selection.cached_episode_returns``).
+RETURNS_CACHE = "episode_returns.npz"
+
+
+def _dataset_key(config: Any) -> dict[str, Any]:
+    """What identifies a run's training episodes: the dataset as given and, for a built folder, its
+    ``dataset_info.json`` (rewritten by every build)."""
+    key = {name: getattr(config, name) for name in ("dataset", "split", "config", "data_dir")}
+    info = Path(os.path.expanduser(str(config.dataset))) / "dataset_info.json"
+    if info.is_file():
+        key["dataset_info_sha256"] = hashlib.sha256(info.read_bytes()).hexdigest()
+    return key
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished ``train`` call reports (process 0's view).
+
+    ``tokens_per_second`` and ``data_wait_share`` (time blocked on the next batch / wall time) are measured
+    from the end of the first step on, excluding pipeline start-up; ``seconds`` is this call's whole loop.
+    ``total_seconds`` is the run's training time over every call, as its checkpoint carries it (``elapsed_seconds``):
+    a call stopped by a kill counts up to its last checkpoint, a finished run reloaded adds nothing; None for a
+    run resumed from a checkpoint saved before checkpoints carried it.
+    """
+
+    out: Path
+    steps: int
+    final_metrics: dict[str, float]
+    seconds: float
+    tokens_per_second: float
+    data_wait_share: float
+    total_seconds: float | None = None
+
+
+def warmup_schedule(warmup: int) -> Callable[[int], float]:
+    """The learning-rate factor of step ``step``: linear warm-up over ``warmup`` steps, then 1 (for ``LambdaLR``)."""
+    return lambda step: min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
+
+
+def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResult:
+    """Trains the algorithm of ``spec`` with ``config`` (its config dataclass); see the module doc. An algorithm
+    with its own loop (``spec.fit``: DPO trains on pairs, not token batches) is handed its config instead."""
+    algorithm = spec.name
+    if not isinstance(config, spec.config_class):
+        raise TypeError(f"{algorithm} needs a {spec.config_class.__name__}, got {type(config).__name__}")
+    if spec.fit is not None:
+        return spec.fit(config, progress)
+    info = init_distributed()
+    out = Path(config.out)
+    if info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)
+    tokenizer = make_tokenizer(config.tokenizer)
+    module = spec.model_class(config, tokenizer)
+    optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
+                                  weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
+    step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
+    before = saved_seconds
+    model: nn.Module = nn.parallel.DistributedDataParallel(module) if info.world_size > 1 else module
+    # a finished run (reloaded to regenerate a document) reads no data: %BC's top-p pass alone over a 1M-episode
+    # dataset takes most of an hour
+    batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum,
+                               restore=_saved_data_state(config, info, step)) if step < config.steps else None
+    logs = MetricsLog(out, info.is_main)
+    if info.is_main:
+        truncate_metrics_after(logs.path, step)
+        (out / "config.json").write_text(json.dumps({"algorithm": algorithm,
+                                                     "config": dataclasses.asdict(config)}, indent=2))
+
+    bar = None
+    if progress and info.is_main:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.steps, initial=step, desc=f"train {algorithm}", unit="step")
+    # throughput is measured from the end of the first step: that one also pays for starting the tf.data
+    # pipeline (opening files, filling the shuffle buffer) and for the first forward pass
+    clock = Throughput()
+    window: dict[str, float] = {}
+    in_window = 0
+    last: dict[str, float] = {}
+    module.train()
+    while step < config.steps:
+        t0 = time.perf_counter()
+        micro = [next(batches) for _ in range(config.grad_accum)]
+        clock.waited(time.perf_counter() - t0)
+        metrics = _optimizer_step(model, module, optimizer, micro, config.grad_clip, info)
+        scheduler.step()
+        step += 1
+        clock.step_done(sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size)
+        for key, value in metrics.items():
+            window[key] = window.get(key, 0.0) + value
+        in_window += 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.4f}")
+        if step % config.log_every == 0 or step == config.steps:
+            last = {k: v / in_window for k, v in window.items()}  # the steps summed (fewer after a resume)
+            last.update(lr=scheduler.get_last_lr()[0], **clock.window())
+            logs.write(step, last)
+            window, in_window = {}, 0
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            saved_seconds = elapsed_seconds(before, clock)
+            _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, saved_seconds, info, batches)
+    if bar is not None:
+        bar.close()
+    logs.close()
+    if info.is_main and logs.path.exists():
+        from trainers.core.plots import plot_training_curves
+
+        plot_training_curves(logs.path, out / "training_curves.png", title=f"{algorithm}: {config.dataset}")
+    return TrainResult(out, step, last, clock.seconds(), *clock.overall(),
+                       total_seconds=saved_seconds)
+
+
+def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo()) -> dict[str, float]:
+    """Zeroes the gradients, then backpropagates every micro-batch of one optimizer step.
+
+    Each micro-batch's mean loss is weighted by its share of the step's tokens (summed over processes), so
+    the accumulated gradient is the gradient of the token mean over the whole step, however it was cut.
+    Returns the step's token-weighted mean metrics (``loss`` included); ``{}`` when it has no tokens.
+    """
+    from trainers.core.model import action_targets
+
+    total = torch.stack([action_targets(b)[1].sum() for b in micro]).sum().double()
+    if info.world_size > 1:
+        dist.all_reduce(total)
+    model.zero_grad(set_to_none=True)
+    sums: dict[str, float] = {}
+    if total == 0:
+        return sums
+    for i, batch in enumerate(micro):
+        last = i == len(micro) - 1
+        sync = contextlib.nullcontext() if last or info.world_size == 1 else model.no_sync()
+        with sync:
+            out = model(batch)
+            share = out.count.double() / total
+            # DDP averages gradients over processes: scale by world_size so the step is the global token mean
+            (out.loss * (share * info.world_size).float()).backward()
+        for key, value in {"loss": out.loss.detach(), **out.metrics}.items():
+            sums[key] = sums.get(key, 0.0) + float(value) * float(share)
+    if info.world_size > 1:  # every process reports the global mean
+        keys = sorted(sums)
+        packed = torch.tensor([sums[k] for k in keys], dtype=torch.float64)
+        dist.all_reduce(packed)
+        sums = dict(zip(keys, packed.tolist()))
+    return sums
+
+
+def _optimizer_step(model: nn.Module, module: nn.Module, optimizer: torch.optim.Optimizer,
+                    micro: list[dict[str, Any]], grad_clip: float, info: DistInfo) -> dict[str, float]:
+    """One optimizer step over ``micro`` (see ``accumulate_gradients``), then ILQL's target update."""
+    metrics = accumulate_gradients(model, micro, info)
+    if metrics:
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), grad_clip)
+        optimizer.step()
+        module.after_optimizer_step()
+    return metrics
+
+
+def _save(config, algorithm, module, tokenizer, optimizer, scheduler, step: int, train_seconds: float | None,
+          info: DistInfo, batches: ResumableBatches) -> None:
+    """Process 0 writes the checkpoint; alone, it keeps the data stream's position in it too (under ``torchrun``
+    only process 0 writes, so the other processes' positions are not kept and a resume replays the stream)."""
+    if info.is_main:
+        save_checkpoint(config.out, algorithm, config, module, tokenizer,
+                        trainer_state(optimizer, scheduler, step, train_seconds),
+                        data_state=batches.save if info.world_size == 1 else None)
+    if info.world_size > 1:
+        dist.barrier()
+
+
+def _saved_data_state(config, info: DistInfo, step: int) -> Path | None:
+    """The data stream's position saved with the checkpoint a run resumes from at ``step`` (None: start at the
+    beginning, or replay ``step`` steps' batches, for a fresh run, under ``torchrun`` or for an older checkpoint)."""
+    path = checkpoint_dir(config.out) / DATA_STATE
+    return path if step > 0 and info.world_size == 1 and path.is_dir() else None
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmSpec:
+    """An algorithm: its name, its config dataclass and its ``nn.Module`` (whose ``forward`` is the loss)."""
+
+    name: str
+    config_class: type
+    model_class: type
+    description: str
+    #: ``fit(config, progress) -> TrainResult`` for an algorithm that runs its own steps over other data than
+    #: token-MDP batches (DPO's pairs); None: ``train`` runs the shared token-batch loop.
+    fit: Callable[[Any, bool], Any] | None = None
+
+    def config_from_dict(self, data: dict[str, Any]) -> Any:
+        """The algorithm's config from its JSON form (as stored in checkpoints)."""
+        return config_from_dict(self.config_class, data)
+
+
+__all__ = ["DistInfo", "init_distributed", "training_batches", "training_dataset", "accumulate_gradients", "TrainResult", "train", "AlgorithmSpec"]

@@ -1,0 +1,262 @@
+"""The markdown of ``docs/lmrl_gym.md`` (``rlds-lang results --setting lmrl_gym``): our rows beside LMRL-Gym's
+published table, the verdicts of the issue's comparisons and targets computed from the evaluations, BC's diagnosis,
+and what was trained. Every number in it comes from the arguments; ``trainers.experiments.lmrl_gym.run`` trains and
+evaluates, this module only writes."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from typing import TYPE_CHECKING, Any
+
+from rlds_lang.wordle import lmrl_gym
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from trainers.experiments.common import Experiment
+    from trainers.experiments.lmrl_gym.linear import LinearReport
+    from trainers.experiments.lmrl_gym.setting import ConsistencyReport
+
+#: the rows that are not offline experiments: online %BC (trained from BC) and the scripted upper bound.
+ONLINE, SCRIPTED = "online %BC", "scripted"
+#: the published row each of ours is compared with.
+PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
+#: the comparisons of the issue: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
+COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
+TARGET_ILQL_NORMALISED = 90.0
+#: the rows that start from the BC row and act on (or train on) its model: their gain over BC is what they add to it.
+FROM_BC = ("MC returns", "ILQL", ONLINE)
+
+
+def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:
+    try:
+        return f"{lmrl_gym.normalised_score(mean, dataset_mean, scripted):.1f}"
+    except ValueError:  # a smoke run's tiny data can leave min < avg < max unmet
+        return "n/a"
+
+
+def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
+    """The computed verdicts of ``COMPARISONS`` (paired differences) and whether each clears 2 SE upwards."""
+    from trainers.evaluation.stats import paired_difference
+
+    lines, met = [], []
+    for row, base in COMPARISONS:
+        diff, se = paired_difference(by_name[row], by_name[base])
+        ratio = abs(diff) / se if se else (float("inf") if diff else 0.0)
+        ok = diff > 0 and ratio > 2
+        met.append(ok)
+        word = ("beats {base} by more than 2 SE" if ok else "is below {base} by more than 2 SE" if ratio > 2
+                else "is not separated from {base} by 2 SE").format(base=base)
+        lines.append(f"- {row} − {base} = {diff:+.3f} ± {se:.3f} ({ratio:.1f} SE): {row} {word}.")
+    return lines, met
+
+
+def _published_row(name: str) -> tuple[float, float] | None:
+    """LMRL-Gym's (mean return, normalised score) of our row ``name`` (the scripted bound is its 100), or None."""
+    published = PUBLISHED_NAME.get(name, name)
+    return lmrl_gym.PUBLISHED_TABLE.get(published) if published else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
+
+
+def _gain_over_bc(result: Any, bc: Any) -> tuple[float, float, float | None]:
+    """``result``'s paired gain over our ``bc`` in raw return (mean, SE) and its published row's gain over LMRL-Gym's
+    BC (None where LMRL-Gym publishes no such row)."""
+    from trainers.evaluation.stats import paired_difference
+
+    diff, se = paired_difference(result, bc)
+    theirs = _published_row(result.name)
+    return diff, se, None if theirs is None else theirs[0] - lmrl_gym.PUBLISHED_TABLE["BC"][0]
+
+
+def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
+    """Our rows (raw ± SE, normalised) beside the published ones, and each row's gain over BC in raw return, ours
+    (paired on the same games) beside LMRL-Gym's: how much each method adds to the BC it is compared with."""
+    bc = next((r for r in results if r.name == "BC"), None)
+    rows = ["| method | ours: mean return ± SE | ours: normalised | LMRL-Gym: mean return | LMRL-Gym: normalised "
+            "| ours − BC (paired) | LMRL-Gym − BC |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        theirs = _published_row(r.name)
+        raw, norm = (f"{theirs[0]:.2f}", f"{theirs[1]:.1f}") if theirs else ("—", "—")
+        gain, published_gain = "—", "—"
+        if bc is not None and r is not bc:
+            diff, se, published = _gain_over_bc(r, bc)
+            gain = f"{diff:+.3f} ± {se:.3f}"
+            published_gain = "—" if published is None else f"{published:+.2f}"
+        rows.append(f"| {r.name} | {r.mean_reward:.3f} ± {r.stderr:.3f} | "
+                    f"{_normalised(r.mean_reward, dataset_mean, scripted_mean)} | {raw} | {norm} | {gain} | "
+                    f"{published_gain} |")
+    return "\n".join(rows)
+
+
+def render_online_rounds(rounds: list[dict[str, Any]]) -> str:
+    """Online %BC round by round (``trainers.algorithms.online_pbc``'s summaries, ``rounds.json``): what the policy of each
+    round scored in the games it played, and the return a game needed to be kept."""
+    if not rounds:
+        return "No rounds were run.\n"
+    lines = ["| round | games played | mean return of the games played | success rate | games kept | "
+             "lowest kept return |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['round']} | {r['games']} | {r['mean_return']:.3f} | {r['success_rate']:.3f} | {r['kept']} | "
+              f"{r['kept_min_return']:g} |" for r in rounds]
+    best = max(rounds, key=lambda r: r["mean_return"])
+    return ("Round 0 plays the BC model; round k plays the model trained in round k − 1 on its kept games. The table "
+            f"plays the last round's model. The best round played {best['mean_return']:.3f} (round "
+            f"{best['round']}); the last {rounds[-1]['mean_return']:.3f} (these are the rounds' own games, not the "
+            "table's).\n\n" + "\n".join(lines) + "\n")
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The ``rlds-lang results --setting lmrl_gym`` command that reproduces a run of ``args`` (its sizes spelled out)."""
+    parts = ["rlds-lang results --setting lmrl_gym"]
+    for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
+                        ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
+                        ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games),
+                        ("--beta-games", args.beta_games), ("--beta-grid", args.beta_grid),
+                        ("--consistency-games", args.consistency_games),
+                        ("--linear-train-games", args.linear_train_games),
+                        ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps)):
+        if value is not None:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)
+
+
+def diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None,
+              linear: LinearReport | None = None) -> str:
+    """BC's success rate beside the data policy's, and (``consistency``: ``trainers.experiments.lmrl_gym.setting.ConsistencyReport`` of
+    the BC model) how much of the data's one learnable regularity BC took up, on held-out games, beside (``linear``)
+    what a linear model of the board takes up."""
+    bc = by_name["BC"]
+    learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
+    text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
+            f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC's "
+            "logits (β·(Q − V) added to them).")
+    if consistency is not None:
+        c = consistency
+        text += (f" On {c.states} held-out states of the data policy, BC puts {c.model_mass:.1%} of its probability "
+                 f"on the words consistent with the feedback, the data policy {c.behaviour_mass:.1%} and uniform "
+                 f"guessing {c.uniform_mass:.1%}: BC has learned {c.learned:.0%} of the one regularity of the data "
+                 f"beyond the word list (held-out loss {c.model_nats:.3f} nats per guess; the data policy's own, the "
+                 f"lowest BC can reach, {c.behaviour_nats:.3f}; uniform guessing {c.uniform_nats:.3f}).")
+        if linear is not None:
+            reached = "has reached" if c.model_nats <= linear.lowest else "has not reached"
+            text += (f" A linear model of the board (`trainers.experiments.lmrl_gym.linear`: a softmax bilinear in the board's "
+                     f"(place, letter, colour) indicators and the word's spelling, no conjunction of constraints) "
+                     f"gets to {linear.lowest:.3f} nats per guess on {linear.states} held-out guesses: BC {reached} "
+                     "what a linear model of the board learns.")
+    return text
+
+
+def gains_over_bc(by_name: dict) -> str:
+    """Each ``FROM_BC`` row's paired gain over our BC beside LMRL-Gym's gain over its BC, whether ours reaches the
+    published gain (not below it by more than 2 SE), and how far our BC is below LMRL-Gym's: separates what the
+    methods add from where they start."""
+    bc, published_bc = by_name["BC"], lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    parts, reached = [], 0
+    for name in FROM_BC:
+        diff, se, published = _gain_over_bc(by_name[name], bc)
+        reached += diff >= published - 2 * se
+        parts.append(f"{name} {diff:+.3f} ± {se:.3f} (LMRL-Gym {published:+.2f})")
+    return (f"Gains over BC in raw return, ours (paired) beside LMRL-Gym's: {'; '.join(parts)}. {reached} of "
+            f"{len(FROM_BC)} rows that start from BC add at least the published gain to it (within 2 SE); our BC "
+            f"itself is {published_bc - bc.mean_reward:.3f} below LMRL-Gym's BC ({bc.mean_reward:.3f} against "
+            f"{published_bc:.2f}).")
+
+
+def _committed_betas(rows: tuple[Experiment, ...]) -> str:
+    committed = ", ".join(f"{e.name} {e.beta:g}" for e in rows if e.beta is not None)
+    return f"Not chosen in this run (`--beta-games 0`): each row played its committed β ({committed}).\n"
+
+
+def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
+                    minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float, *,
+                    rows: tuple[Experiment, ...], training: dict[str, Any],
+                    consistency: ConsistencyReport | None = None, linear: LinearReport | None = None,
+                    betas: str = "", online_rounds: list[dict[str, Any]] | None = None) -> str:
+    """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments): ``results`` and
+    ``by_name`` the evaluations (``trainers.evaluation.wordle.EvalResult``, the scripted one under ``SCRIPTED``), ``data`` the
+    built dataset's figures, ``rows`` and ``training`` the offline rows and model/optimisation config that were
+    trained (``trainers.experiments.lmrl_gym.run.ROWS`` and ``TRAINING``), ``minutes``/``steps`` per run,
+    ``online_rounds`` online %BC's round summaries."""
+    lines, met = comparison_lines(by_name)
+    ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
+    norm_met = ilql_norm != "n/a" and float(ilql_norm) >= TARGET_ILQL_NORMALISED
+    missed = [line[2:] for line, ok in zip(lines, met) if not ok]
+    if not norm_met:
+        missed.append(f"ILQL's normalised score is {ilql_norm} (target ≥ {TARGET_ILQL_NORMALISED:g}).")
+    status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
+              f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
+              "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
+              gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear)
+              + " What was trained (and so tried) is listed under *What was trained*.")
+    published = lmrl_gym.PUBLISHED_DATASET
+    trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
+    return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
+
+Generated by `{command_line(args)}` on {datetime.date.today().isoformat()} (this invocation: {seconds / 60:.1f} min; finished
+training and evaluations are reused). Setting: `rlds_lang.wordle.lmrl_gym` (431-word list as guesses and answers,
+`ilql` colouring, hidden word redrawn every turn, reward −1 per guess that is not the win, 6 guesses); data:
+`wordle_synthetic/lmrl_gym`; every agent sampled at temperature 1 on the same {args.games} seeded games (seed
+{args.eval_seed}; LMRL-Gym evaluates on {lmrl_gym.PUBLISHED_EVAL_GAMES:,}).
+
+{status}
+
+## The table
+
+{render_table(results, data["mean_return"], scripted_mean)}
+
+Normalised score (LMRL-Gym's formula): 50 + 50·(R − avg)/(max − avg) at or above the dataset's mean return,
+50·(R − min)/(avg − min) below it, with min = −6, avg = our dataset's mean return ({data["mean_return"]:.3f}) and
+max = our scripted policy's mean return ({scripted_mean:.3f}); LMRL-Gym's columns use its own avg (−4.12) and
+max (−1.94).
+
+## Verdicts (paired differences on the same games)
+
+{chr(10).join(lines)}
+
+## Online %BC, round by round
+
+{render_online_rounds(online_rounds or [])}
+## β of MC returns and ILQL, chosen on held-out games
+
+{betas or _committed_betas(rows)}
+
+## The data and the scripted policy
+
+| figure | ours | LMRL-Gym |
+| --- | --- | --- |
+| training games | {data["games"]:,} | {lmrl_gym.TRAIN_GAMES:,} |
+| data mean return | {data["mean_return"]:.3f} ± {data["stderr"]:.3f} | {published["mean_return"]:.2f} |
+| data success rate | {data["success_rate"]:.3f} | {published["success_rate"]:.2f} |
+| data mean length (guesses) | {data["mean_length"]:.3f} | {published["mean_length"]:.2f} |
+| scripted mean return | {scripted_mean:.3f} ± {by_name[SCRIPTED].stderr:.3f} | {lmrl_gym.PUBLISHED_SCRIPTED:.2f} |
+
+## Did Q and V learn? Calibration on held-out games (`eval` split, {args.calibration_games} games)
+
+{calibration}
+## What was trained
+
+Model and optimisation: `trainers.experiments.lmrl_gym.run.TRAINING` ({json.dumps({k: v for k, v in training.items() if k != "steps"})});
+overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" for e in rows)};
+MC returns and ILQL decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) (β as in the
+section on β above) of a second
+transformer that starts from BC's and learns only Q and V (`ON_BC_POLICY`), as LMRL-Gym's value-based agents
+decode with its BC model and a separately trained value model;
+online %BC: {args.pbc_rounds} rounds × {args.pbc_games} games, top 30% kept, from the BC model.
+Training curves: {", ".join(curves) or "—"}.
+
+| run | optimizer steps | training minutes (summed over resumed calls) |
+| --- | --- | --- |
+{trained}
+
+Differences from LMRL-Gym: its policies are a pretrained GPT-2 small trained on a GPU; ours are a small randomly
+initialised GPT-2-architecture transformer trained on 2 CPU cores, whose tokens are whole words and the board's
+(letter, colour) cells (`rlds_lang.wordle.board_tokenizer`).
+
+Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
+learning rate, each read with `python -m trainers.experiments.lmrl_gym --consistency` on held-out games): the README, section
+*LMRL-Gym's Wordle setting (issue 18)*.
+"""
+
+
+__all__ = ["ONLINE", "SCRIPTED", "PUBLISHED_NAME", "COMPARISONS", "TARGET_ILQL_NORMALISED", "FROM_BC",
+           "comparison_lines", "command_line", "gains_over_bc", "diagnosis", "render_table", "render_online_rounds",
+           "render_document"]

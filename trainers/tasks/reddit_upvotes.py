@@ -1,0 +1,77 @@
+"""``rlds-lang reddit-upvotes``: train the upvote classifier of the Reddit ``upvotes_model`` reward.
+
+As in the paper, the classifier learns ``score > 0`` with binary cross-entropy on the comments of the
+``test`` split (train_idxs.json feeds the agents, test_idxs.json the reward model) and is validated on
+``eval``; ``--train-split``/``--val-split`` change that. The model (``rlds_lang.reddit.upvote_model``)
+is saved to ``--out`` with its validation accuracy and the majority-class accuracy beside it in
+``config.json``; the command prints both. Input: the published folder (``--data``) or a dump (``--dump``,
+hash splits). One torch thread, CPU.
+
+Example::
+
+    rlds-lang reddit-upvotes --data ~/reddit_manual --out ~/reddit_upvote_model --epochs 3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Sequence
+
+from rlds_lang.reddit.data import RedditComment
+from rlds_lang.reddit.upvote_model import UpvoteClassifier, UpvoteModelConfig
+
+
+@dataclasses.dataclass
+class UpvoteTrainConfig:
+    """How the classifier is trained (defaults: ours; the paper's head had no stated schedule we could read)."""
+
+    epochs: int = 3           #: passes over the training split
+    batch_size: int = 64      #: comments per optimizer step
+    lr: float = 1e-3          #: Adam learning rate
+    seed: int = 0             #: initialisation and shuffling seed
+    train_split: str = "test" #: the split the paper trained the reward model on
+    val_split: str = "eval"   #: the split it validated on
+
+
+def accuracy(model: UpvoteClassifier, comments: Sequence[RedditComment]) -> float:
+    """Share of comments whose predicted label (P >= 0.5) equals ``score > 0``."""
+    if not comments:
+        return float("nan")
+    probs = model.probabilities([c.text for c in comments])
+    return sum((p >= 0.5) == (c.score > 0) for p, c in zip(probs, comments)) / len(comments)
+
+
+def train_upvote_model(comments: Sequence[RedditComment], config: UpvoteTrainConfig,
+                       model_config: UpvoteModelConfig | None = None) -> UpvoteClassifier:
+    """Trains a classifier on ``config.train_split`` and records validation metrics in ``model.info``."""
+    import torch
+
+    torch.manual_seed(config.seed)
+    train = [c for c in comments if c.split == config.train_split]
+    val = [c for c in comments if c.split == config.val_split]
+    if not train:
+        raise ValueError(f"no comments in the {config.train_split!r} split to train the upvote model on")
+    model = UpvoteClassifier(model_config)
+    optimizer = torch.optim.Adam(model.module.parameters(), lr=config.lr)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    rng = random.Random(config.seed)
+    order = list(range(len(train)))
+    for _ in range(config.epochs):
+        rng.shuffle(order)
+        model.module.train()
+        for start in range(0, len(order), config.batch_size):
+            batch = [train[i] for i in order[start:start + config.batch_size]]
+            target = torch.tensor([float(c.score > 0) for c in batch])
+            loss = loss_fn(model.logits([c.text for c in batch]), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    positive = sum(c.score > 0 for c in val) / len(val) if val else float("nan")
+    model.info = {"train_split": config.train_split, "val_split": config.val_split, "train_comments": len(train),
+                  "val_comments": len(val), "val_accuracy": accuracy(model, val),
+                  "val_majority_accuracy": max(positive, 1 - positive), "train_config": dataclasses.asdict(config)}
+    return model
+
+
+__all__ = ["UpvoteTrainConfig", "accuracy", "train_upvote_model"]
