@@ -5,7 +5,7 @@ from the policy (each from its own seed, derived from the tree's seed and the no
 function of its seed), and continues every branch to the end of the episode or ``max_depth`` responses.
 The environment is never copied: like ``rlds_lang.wordle.recipes.TakeoverPolicy`` branches, every node is
 reached by replaying its prefix from the tree's seed (so seeded environment randomness replays too).
-Policies with ``act_batch(histories, seeds)`` (``trainers.agents.LanguageModelPolicy``) sample every
+Policies with ``act_batch(histories, seeds)`` (``trainers.core.policy.LanguageModelPolicy``) sample every
 branch of a level in one batch; others are ``reset`` with the branch seed and asked to ``act``.
 
 ``record_trees`` grows the trees, computes each node's expected reward and the preference pairs

@@ -50,7 +50,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from rlds_lang.tokenizers import CharTokenizer, ragged_positions
+from rlds_lang.char_tokenizer import CharTokenizer, ragged_positions
 from transforms.selection import filter_top_p
 from transforms.specs import collect
 
