@@ -38,6 +38,7 @@ import re
 from typing import Iterator, Sequence
 
 from rlds_lang.csv_records import csv_records
+from rlds_lang.input_errors import shorten
 from rlds_lang.wordle.game import BLACK, GREEN, YELLOW, pattern_id
 from rlds_lang.wordle.words import WORD_LENGTH
 
@@ -230,7 +231,7 @@ def _record_problem(fields: list[str], width: int, day_column: int) -> str:
     if len(fields) != width:
         return f"{len(fields)} fields, expected {width}"
     if not fields[day_column].strip().isdigit():
-        return f"wordle_id {fields[day_column]!r} is not a day number"
+        return f"wordle_id {shorten(fields[day_column])} is not a day number"
     return ""
 
 
