@@ -9,10 +9,12 @@ is the guide to what each reader does; this module checks it.
 from __future__ import annotations
 
 import collections
+import io
 import json
 import os
 import re
 import types
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -26,7 +28,12 @@ from rlds_lang.visdial import data as visdial
 from rlds_lang.visdial.data import FeatureStore, VisDialDataError
 from rlds_lang.visdial.fixtures import write_fixture
 from rlds_lang.wordle.retrofit import AnswerTableError, load_answer_table
-from rlds_lang.wordle.tweets import CSV_COLUMNS, TweetsCsvError, read_tweets_csv, share_text
+from rlds_lang.wordle.tweets import (
+    CSV_COLUMNS,
+    TweetsCsvError,
+    read_tweets_csv,
+    share_text,
+)
 from rlds_lang.wordle.words import WordListError, load_word_list
 
 MEGABYTE = 1 << 20
@@ -106,6 +113,7 @@ def test_published_csv_with_columns_swapped_is_refused(tmp_path):
 def test_published_csv_trailing_columns_after_the_published_ones_are_allowed(tmp_path):
     comments, rejections = _read_published(_published(tmp_path, header=reddit_dummy.HEADER + ["more"]))
     assert len(comments) == reddit_dummy.EXPECTED["published"]["accepted"]
+    assert rejections == reddit_dummy.EXPECTED["published"]["rejections"]
 
 
 def test_published_record_with_more_fields_than_the_header_is_counted(tmp_path):
@@ -120,9 +128,9 @@ def test_published_csv_not_utf8_names_the_exact_line(tmp_path):
     pos = [reddit_dummy.row(f"p{i}", f"comment {i}", 1, "parent") for i in range(3100)]
     folder = _published(tmp_path, pos=pos)
     path = os.path.join(folder, reddit.POSITIVE_FILE)
-    lines = open(path, "rb").read().split(b"\n")
+    lines = Path(path).read_bytes().split(b"\n")
     lines[3002] = lines[3002].replace(b"comment", b"caf\xe9 comment")  # line 3,003 of the file
-    open(path, "wb").write(b"\n".join(lines))
+    Path(path).write_bytes(b"\n".join(lines))
     with pytest.raises(RedditDataError, match=r"comments_positive\.csv:3003: not UTF-8"):
         _read_published(folder)
 
@@ -130,8 +138,8 @@ def test_published_csv_not_utf8_names_the_exact_line(tmp_path):
 def test_published_csv_with_a_bom_reads(tmp_path):
     folder = _published(tmp_path)
     path = os.path.join(folder, reddit.POSITIVE_FILE)
-    data = open(path, "rb").read()
-    open(path, "wb").write(b"\xef\xbb\xbf" + data)
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(b"\xef\xbb\xbf" + data)
     comments, _ = _read_published(folder)
     assert len(comments) == reddit_dummy.EXPECTED["published"]["accepted"]
     assert comments[0].comment_id == "pos0"
@@ -140,7 +148,7 @@ def test_published_csv_with_a_bom_reads(tmp_path):
 @pytest.mark.parametrize("name", [reddit.POSITIVE_FILE, reddit.NEGATIVE_FILE, "train_idxs.json"])
 def test_published_empty_file_is_named(tmp_path, name):
     folder = _published(tmp_path)
-    open(os.path.join(folder, name), "wb").close()
+    Path(os.path.join(folder, name)).write_bytes(b"")
     with pytest.raises(RedditDataError, match=re.escape(name) + r".* is empty \(0 bytes\)"):
         _read_published(folder)
 
@@ -148,8 +156,8 @@ def test_published_empty_file_is_named(tmp_path, name):
 def test_published_truncated_csv_counts_the_cut_record_and_keeps_the_rest(tmp_path):
     folder = _published(tmp_path)
     path = os.path.join(folder, reddit.NEGATIVE_FILE)
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[:data.rindex(b"\nnegempty") + 15])  # cut inside the last record
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[:data.rindex(b"\nnegempty") + 15])  # cut inside the last record
     comments, rejections = _read_published(folder)
     assert rejections == {"too_few_columns": 2, "non_integer_score": 1}  # the dummy's short row and the cut one
     assert len(comments) == reddit_dummy.EXPECTED["published"]["accepted"]
@@ -159,21 +167,26 @@ def test_published_megabyte_fields(tmp_path):
     pos = reddit_dummy.positives()
     pos[0][4] = "t" * MEGABYTE   # a long comment is data: kept byte for byte
     pos[1][5] = "9" * 10 + "x" * MEGABYTE  # a megabyte score: counted
+    pos[2][5] = "9" * MEGABYTE              # a megabyte of digits is no 64-bit score either
     comments, rejections = _read_published(_published(tmp_path, pos=pos))
     assert comments[0].text == "t" * MEGABYTE
-    assert rejections["non_integer_score"] == 2
+    assert rejections["non_integer_score"] == 3
 
 
 def test_index_file_errors_are_short_and_located(tmp_path):
     folder = _published(tmp_path)
     path = os.path.join(folder, "eval_idxs.json")
-    open(path, "w").write("[0,\n1,\n" + '"' + "z" * MEGABYTE + '"]')
+    Path(path).write_text("[0,\n1,\n" + '"' + "z" * MEGABYTE + '"]')
     with pytest.raises(RedditDataError) as e:
         _read_published(folder)
     assert "eval_idxs.json, entry 2: not a record number" in _short(e.value)
-    open(path, "w").write("[0,\n1,\n}")
+    Path(path).write_text("[0,\n1,\n}")
     with pytest.raises(RedditDataError, match=r"eval_idxs\.json:3: not JSON"):
         _read_published(folder)
+    Path(path).write_text("[" + "1" * MEGABYTE + "]")
+    with pytest.raises(RedditDataError) as e:
+        _read_published(folder)
+    assert "eval_idxs.json: not a JSON list of record numbers" in _short(e.value)
 
 
 # -- Reddit: dumps --------------------------------------------------------------------------------------------
@@ -196,8 +209,8 @@ def test_truncated_zst_dump_is_an_error_naming_the_file(tmp_path, fraction):
     path = str(tmp_path / "RC_big.zst")
     reddit_dummy.write_dump(path, _dump_records(30000))
     assert len(_read_dumps([path])[0]) == 30000
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[:int(len(data) * fraction)])
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[:int(len(data) * fraction)])
     with pytest.raises(RedditDataError, match=r"RC_big\.zst: truncated: the file ends inside a Zstandard frame"):
         _read_dumps([path])
 
@@ -261,9 +274,10 @@ def test_malformed_json_lines_and_megabyte_fields_are_counted(tmp_path):
     lines.insert(4, json.dumps({"id": "long", "parent_id": "t3_post", "link_id": "l", "subreddit": "s",
                                 "body": "b" * MEGABYTE, "score": 3}))
     lines.insert(5, "[1, 2]")
+    lines.insert(6, '{"id": "digits", "score": ' + "7" * MEGABYTE + "}")
     reddit_dummy.write_dump(str(path), lines)
     comments, rejections = _read_dumps([str(path)])
-    assert rejections == {"invalid_json": 2, "non_integer_score": 1}
+    assert rejections == {"invalid_json": 3, "non_integer_score": 1}
     assert [c.comment_id for c in comments] == ["c0", "c1", "long", "c2", "c3", "c4", "c5"]
     assert comments[2].text == "b" * MEGABYTE
 
@@ -296,6 +310,18 @@ def test_reddit_build_with_no_comment_is_an_error_with_the_counts(tmp_path):
     reddit_dummy.write_dump(str(tmp_path / "RC.ndjson"), ["{bad", "[]"])
     builder = rcb.Builder(config="upvotes_real", data_dir=str(tmp_path / "out"))
     with pytest.raises(RedditDataError, match=r"no record became a comment \(0 of 2 records.*invalid_json: 2"):
+        builder._split_generators(types.SimpleNamespace(manual_dir=str(tmp_path)))
+
+
+def test_reddit_build_of_a_truncated_dump_stops_naming_it(tmp_path):
+    from builders.reddit_comments import reddit_comments_dataset_builder as rcb
+
+    reddit_dummy.write_dump(str(tmp_path / "RC_a.ndjson"), _dump_records(100))
+    path = tmp_path / "RC_b.zst"
+    reddit_dummy.write_dump(str(path), _dump_records(3000, "d"))
+    path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    builder = rcb.Builder(config="upvotes_real", data_dir=str(tmp_path / "out"))
+    with pytest.raises(RedditDataError, match=r"RC_b\.zst: truncated"):
         builder._split_generators(types.SimpleNamespace(manual_dir=str(tmp_path)))
 
 
@@ -332,7 +358,7 @@ def test_visdial_empty_split_and_nan_features_are_errors(vfolder):
         h5["images_val"][1, 3] = np.nan
     with pytest.raises(VisDialDataError, match=r"data_img\.h5, dialogue 1, field 'images_val': NaN or infinite"):
         vb.read_manual_split(vfolder, "val", config)
-    open(os.path.join(vfolder, "visdial_0.5_train.json"), "w").write("[]")
+    Path(os.path.join(vfolder, "visdial_0.5_train.json")).write_text("[]")
     with pytest.raises(VisDialDataError, match=r"visdial_0\.5_train\.json: holds no dialogue"):
         vb.read_manual_split(vfolder, "train", config)
 
@@ -359,8 +385,8 @@ def test_visdial_damaged_hdf5_names_the_path(tmp_path, content):
 
 def test_visdial_truncated_hdf5_names_the_path(vfolder):
     path = os.path.join(vfolder, visdial.FEATURES_FILE)
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[:len(data) // 2])
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[:len(data) // 2])
     with pytest.raises(VisDialDataError, match=re.escape(path)):
         FeatureStore(path, "train").check_finite()
 
@@ -383,10 +409,11 @@ class _CountingFile:
     """A binary file that counts its reads and the bytes they returned."""
 
     def __init__(self, path):
-        self.f = open(path, "rb")
+        self.f = io.BytesIO(Path(path).read_bytes())
         self.reads = self.bytes = 0
 
     def read(self, n):
+        """The next ``n`` bytes, counted."""
         data = self.f.read(n)
         self.reads += 1
         self.bytes += len(data)
@@ -419,8 +446,8 @@ def test_visdial_long_value_grows_the_buffer_geometrically(tmp_path, monkeypatch
 
 def test_visdial_truncated_json_names_file_and_dialogue(vfolder):
     path = os.path.join(vfolder, "visdial_0.5_train.json")
-    data = open(path, "rb").read()
-    open(path, "wb").write(data[:int(len(data) * 0.6)])
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[:int(len(data) * 0.6)])
     with pytest.raises(VisDialDataError, match=r"visdial_0\.5_train\.json:1, character [\d,]+, dialogue 1: invalid JSON"):
         _dialogues(path, "train")
 
@@ -472,53 +499,61 @@ def test_reward_cache_damage(tmp_path):
     path.write_bytes(b"[[" + b",".join([b"0.5"] * 11) + b"],\n[0.1, \xff]]")
     with pytest.raises(VisDialDataError, match=r"val_reward_cache2\.json:2, character 54, dialogue 1: not UTF-8"):
         visdial.load_reward_cache(str(path))
+    path.write_text("[[" + ",".join(["0.5"] * 10) + "," + "5" * MEGABYTE + "]]")
+    with pytest.raises(VisDialDataError) as e:
+        visdial.load_reward_cache(str(path))
+    assert "val_reward_cache2.json:1, character 1, dialogue 0: invalid JSON value" in _short(e.value)
     path.write_text("[[" + ",".join(["0.5"] * 11) + "],\n[0.1,")
     with pytest.raises(VisDialDataError, match=r"val_reward_cache2\.json:2, character [\d,]+, dialogue 1: invalid JSON"):
         visdial.load_reward_cache(str(path))
 
 
 # -- Wordle: word lists, answer tables, tweets ------------------------------------------------------------------
-def test_word_list_bom_encoding_empty_truncated_and_long_lines(tmp_path):
+def _refuses(load, path, content: bytes, error_cls, pattern: str) -> None:
+    """Writes ``content`` to ``path`` and checks that ``load(path)`` raises ``error_cls`` with a short message
+    matching ``pattern``."""
+    path.write_bytes(content)
+    with pytest.raises(error_cls) as e:
+        load(path)
+    assert re.search(pattern, _short(e.value)), str(e.value)
+
+
+@pytest.mark.parametrize("content, pattern", [
+    (b"crane\nslate\ncaf\xe9s\n", r"answers\.txt:3: not UTF-8"),
+    (b"", r"answers\.txt: word list is empty \(0 bytes\)"),
+    (b"crane\nsla", r"answers\.txt:2: not a five-letter ASCII word: 'sla'$"),  # truncated
+    (b"crane\n" + b"q" * MEGABYTE + b"\n", r"answers\.txt:2: not a five-letter ASCII word: 'qqq.*\(1,048,576 chars\)"),
+    (b"crane\nslate\ncrane\n", r"answers\.txt:3: duplicate word 'crane' \(first on line 1\)"),
+])
+def test_word_list_damage_names_file_and_line(tmp_path, content, pattern):
+    _refuses(load_word_list, tmp_path / "answers.txt", content, WordListError, pattern)
+
+
+def test_word_list_bom_is_dropped_and_a_missing_file_named(tmp_path):
     path = tmp_path / "answers.txt"
     path.write_bytes(b"\xef\xbb\xbfcrane\nslate\n")
     assert load_word_list(path).words == ("crane", "slate")
-    path.write_bytes(b"crane\nslate\ncaf\xe9s\n")
-    with pytest.raises(WordListError, match=r"answers\.txt:3: not UTF-8"):
-        load_word_list(path)
-    path.write_bytes(b"")
-    with pytest.raises(WordListError, match=r"answers\.txt: word list is empty \(0 bytes\)"):
-        load_word_list(path)
-    path.write_bytes(b"crane\nsla")
-    with pytest.raises(WordListError, match=r"answers\.txt:2: not a five-letter ASCII word: 'sla'"):
-        load_word_list(path)
-    path.write_text("crane\n" + "q" * MEGABYTE + "\n")
-    with pytest.raises(WordListError) as e:
-        load_word_list(path)
-    assert "answers.txt:2: not a five-letter ASCII word" in _short(e.value)
     with pytest.raises(WordListError, match=r"nothere\.txt: word list not found"):
         load_word_list(tmp_path / "nothere.txt")
 
 
-def test_answer_table_bom_encoding_columns_empty_and_long_values(tmp_path):
+@pytest.mark.parametrize("content, pattern", [
+    (b"day,answer\n0,cigar\n1,caf\xe9s\n", r"answers_by_day\.csv:3: not UTF-8"),
+    (b"0,cigar\n1\n", r":2: expected 'day,answer': '1'$"),                      # a column missing
+    (b"0,cigar\n1,rebut,extra\n", r":2: expected 'day,answer': '1,rebut,extra'"),  # a column too many
+    (b"day,answer\n", r"answers_by_day\.csv: no 'day,answer' line"),
+    (b"", r"answers_by_day\.csv: answer table is empty \(0 bytes\)"),
+    (b"0," + b"a" * MEGABYTE + b"\n", r":1, field 'answer': answer is not five letters a-z: 'aaa.*\(1,048,576 chars\)"),
+    (b"1" * MEGABYTE + b",cigar\n", r":1: expected 'day,answer': '111.*chars\)"),
+])
+def test_answer_table_damage_names_file_and_line(tmp_path, content, pattern):
+    _refuses(load_answer_table, tmp_path / "answers_by_day.csv", content, AnswerTableError, pattern)
+
+
+def test_answer_table_bom_is_dropped(tmp_path):
     path = tmp_path / "answers_by_day.csv"
     path.write_bytes(b"\xef\xbb\xbfday,answer\n0,cigar\n")
     assert load_answer_table(path) == {0: "cigar"}
-    path.write_bytes(b"day,answer\n0,cigar\n1,caf\xe9s\n")
-    with pytest.raises(AnswerTableError, match=r"answers_by_day\.csv:3: not UTF-8"):
-        load_answer_table(path)
-    for text, message in [("0,cigar\n1\n", r":2: expected 'day,answer': '1'"),
-                          ("0,cigar\n1,rebut,extra\n", r":2: expected 'day,answer'"),
-                          ("day,answer\n", r"answers_by_day\.csv: no 'day,answer' line")]:
-        path.write_text(text)
-        with pytest.raises(AnswerTableError, match=message):
-            load_answer_table(path)
-    path.write_bytes(b"")
-    with pytest.raises(AnswerTableError, match=r"answer table is empty \(0 bytes\)"):
-        load_answer_table(path)
-    path.write_text("0," + "a" * MEGABYTE + "\n")
-    with pytest.raises(AnswerTableError) as e:
-        load_answer_table(path)
-    assert "answers_by_day.csv:1, field 'answer': answer is not five letters a-z" in _short(e.value)
 
 
 def _tweets(path, rows, header=CSV_COLUMNS):
@@ -550,14 +585,14 @@ def test_tweets_encoding_columns_empty_truncated_and_long_fields(tmp_path):
     with pytest.raises(TweetsCsvError, match=r"tweets\.csv:1: header lacks columns \['tweet_text'\]"):
         list(read_tweets_csv(path, collections.Counter()))
 
-    rows = [_tweet(0), _tweet(1) + ["extra"], ["2" * MEGABYTE, "t2", "d", "u", "x"], _tweet(3, "x" * MEGABYTE), _tweet(4)]
+    rows = [_tweet(0), _tweet(1) + ["extra"], ["2" * MEGABYTE] + _tweet(2)[1:], _tweet(3, "x" * MEGABYTE), _tweet(4)]
     _tweets(path, rows)
     data = path.read_bytes()
     path.write_bytes(data[:len(data) - 30])  # the last record cut
     rejections = collections.Counter()
     games = list(read_tweets_csv(path, rejections))
     assert [g.tweet_id for g in games] == ["t0"]
-    assert sum(rejections.values()) == 4 and rejections["malformed_csv"] == 2, rejections
+    assert sum(rejections.values()) == 4 and rejections["malformed_csv"] == 3, rejections
 
     path.write_bytes(b"")
     with pytest.raises(TweetsCsvError, match=r"tweets\.csv: CSV file is empty \(0 bytes\)"):

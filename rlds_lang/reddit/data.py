@@ -66,6 +66,8 @@ PUBLISHED_HEADER = ("id", "parent_id", "subreddit_id", "link_id", "text", "score
                     "controversiality", "parent_link_id", "parent_text")
 #: the fields a dump record needs.
 DUMP_FIELDS = ("body", "score", "parent_id", "id", "link_id", "subreddit")
+#: the most digits a score may have (a 64-bit integer has 19).
+_SCORE_DIGITS = 20
 #: bodies Reddit puts in place of a removed comment's text.
 DELETED_BODIES = ("[deleted]", "[removed]")
 
@@ -125,18 +127,20 @@ def rejection_report(rejections: Mapping[str, int], accepted: int) -> str:
 
 
 def _parse_score(value: Any) -> int | None:
-    """The score as an int, or None when it is not an integer (``"3"``, ``3`` and ``3.0`` are; ``"3.5"`` is not)."""
+    """The score as an int, or None when it is not an integer of 64 bits (``"3"``, ``3`` and ``3.0`` are;
+    ``"3.5"`` and a thousand-digit number are not)."""
     if isinstance(value, bool):
         return None
+    score = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str):
+        score = value
+    elif isinstance(value, float):
+        score = int(value) if value.is_integer() else None
+    elif isinstance(value, str):
         text = value.strip()
-        if text.lstrip("+-").isdigit():
-            return int(text)
-    return None
+        if text.lstrip("+-").isdigit() and len(text) <= _SCORE_DIGITS:
+            score = int(text)
+    return score if score is not None and -2 ** 63 <= score < 2 ** 63 else None
 
 
 def _reject(rejections: collections.Counter, reason: Reason, where: str, detail: str = "") -> None:
@@ -156,10 +160,13 @@ def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dic
         path = os.path.join(os.fspath(folder), name)
         if not os.path.exists(path):
             raise RedditDataError(f"{path} not found: the published layout needs {', '.join(INDEX_FILES.values())}")
+        text = "".join(line for _, line in read_lines(path, RedditDataError, "index file"))
         try:
-            indices = json.loads("".join(text for _, text in read_lines(path, RedditDataError, "index file")))
+            indices = json.loads(text)
         except json.JSONDecodeError as e:
             raise input_error(RedditDataError, path, f"not JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
+        except ValueError as e:  # an integer of thousands of digits
+            raise input_error(RedditDataError, path, "not a JSON list of record numbers", value=str(e)) from None
         if not isinstance(indices, list):
             raise RedditDataError(f"{path}: expected a JSON list of record numbers, got {type(indices).__name__}")
         for k, i in enumerate(indices):
@@ -323,9 +330,10 @@ def _dump_objects(paths: list[str], rejections: collections.Counter | None) -> I
             where = f"{path}:{number}"
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as e:
+            except ValueError as e:  # a JSONDecodeError, or an integer of thousands of digits
                 if rejections is not None:
-                    _reject(rejections, Reason.INVALID_JSON, where, f"{e.msg} at column {e.colno}")
+                    detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else shorten(str(e))
+                    _reject(rejections, Reason.INVALID_JSON, where, detail)
                 continue
             if not isinstance(record, dict):
                 if rejections is not None:

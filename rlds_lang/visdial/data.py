@@ -165,6 +165,8 @@ class _Cursor:
                 if cut and self._more():
                     continue
                 raise self.error(f"invalid JSON: {e.msg}", e.pos) from None
+            except ValueError as e:  # an integer of thousands of digits
+                raise self.error(f"invalid JSON value: {shorten(str(e))}") from None
             if end == len(self.buf) and isinstance(value, (int, float)) and self._more():
                 continue  # a number may go on in the next chunk
             self.pos = end

@@ -173,7 +173,7 @@ def load_answer_table(path: str | os.PathLike) -> dict[int, str]:
         if not line or line.startswith("#") or (lineno == 1 and line.lower().replace("\t", ",") == "day,answer"):
             continue
         parts = [x.strip() for x in line.replace("\t", ",").split(",")]
-        if len(parts) != 2 or not parts[0].isdigit():
+        if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 9:
             raise input_error(AnswerTableError, path, "expected 'day,answer'", line=lineno, value=line)
         day, word = int(parts[0]), parts[1].lower()
         if len(word) != 5 or not word.isascii() or not word.isalpha():

@@ -226,11 +226,15 @@ def _csv_records(path: str) -> Iterator[tuple[int, list[str] | None, str]]:
     return csv_records(path, TweetsCsvError, strict=True)
 
 
+#: the most digits a Wordle day number may have.
+_DAY_DIGITS = 9
+
+
 def _record_problem(fields: list[str], width: int, day_column: int) -> str:
     """Why a CSV record cannot be read as a tweet (``""`` if it can)."""
     if len(fields) != width:
         return f"{len(fields)} fields, expected {width}"
-    if not fields[day_column].strip().isdigit():
+    if not fields[day_column].strip().isdigit() or len(fields[day_column].strip()) > _DAY_DIGITS:
         return f"wordle_id {shorten(fields[day_column])} is not a day number"
     return ""
 

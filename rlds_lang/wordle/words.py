@@ -42,7 +42,8 @@ class WordList:
     def __post_init__(self) -> None:
         for i, word in enumerate(self.words):
             if not isinstance(word, str) or not _WORD_RE.match(word):
-                raise WordListError(f"word list {self.name!r}: entry {i} {word!r} is not five ASCII letters a-z")
+                raise input_error(WordListError, f"word list {self.name!r}", "not five ASCII letters a-z",
+                                  record=f"entry {i}", value=word)
         if len(set(self.words)) != len(self.words):
             seen: set[str] = set()
             dup = next(w for w in self.words if w in seen or seen.add(w))  # type: ignore[func-returns-value]
