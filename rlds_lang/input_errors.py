@@ -16,14 +16,14 @@ Example::
 
 from __future__ import annotations
 
+import io
+import itertools
 import os
-import re
 from typing import Any, Iterable, Iterator
 
 #: characters of a bad value echoed in a message (the rest is replaced by its length).
 VALUE_LIMIT = 80
 _BOM = b"\xef\xbb\xbf"
-_LONE_CR = re.compile(rb"(?<=\r)(?!\n|$)")
 _UNSET = object()
 
 
@@ -69,47 +69,54 @@ def require_nonempty(path: str | os.PathLike, error_cls: type[Exception], what: 
         raise input_error(error_cls, path, f"{what} is empty (0 bytes)")
 
 
-def _split_lone_cr(line: bytes) -> list[bytes]:
-    """A line split after every ``\\r`` not followed by ``\\n`` (old Mac line ends count as lines)."""
-    return _LONE_CR.split(line) if b"\r" in line else [line]
+#: bytes decoded at a time by ``read_lines``.
+CHUNK = 1 << 20
 
 
 def decoded_lines(chunks: Iterable[bytes], path: str | os.PathLike,
                   error_cls: type[Exception]) -> Iterator[tuple[int, str]]:
-    """``(line number, text with its line end)`` of a byte stream given as chunks (a binary file iterates
-    as lines, which are chunks too). A leading UTF-8 byte-order mark is dropped; a line that is not UTF-8
-    raises ``error_cls`` naming ``path``, the line and the byte's column."""
-    number, tail, first = 0, b"", True
-    for chunk in chunks:
-        pieces = (tail + chunk).split(b"\n")
-        tail = pieces.pop()
-        for piece in pieces:
-            for line in _split_lone_cr(piece + b"\n"):
+    """``(line number, text with its line end)`` of a byte stream given as chunks of any size. Lines end at
+    ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as Python's text files with ``newline=""``). A leading UTF-8
+    byte-order mark is dropped. A line that is not UTF-8 raises ``error_cls`` naming ``path``, the line and
+    the byte's column, after every line before it was yielded.
+
+    Whole blocks (up to the last ``\\n`` of what was read) are decoded at once; only a block holding a bad
+    byte is looked at line by line, so the exact line costs nothing on good files.
+    """
+    number, pending, first = 0, [], True  # pending: the bytes after the last line end, in pieces
+    for chunk in itertools.chain(chunks, [None]):
+        if chunk is None:
+            block, pending = b"".join(pending), []
+        else:
+            cut = chunk.rfind(b"\n") + 1
+            if not cut:
+                pending.append(chunk)
+                continue
+            block, pending = b"".join([*pending, chunk[:cut]]), [chunk[cut:]]
+        if first and block.startswith(_BOM):
+            block = block[len(_BOM):]
+        first = False
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError as e:
+            for line in io.StringIO(block[:e.start].decode("utf-8"), newline=""):
+                if not line.endswith(("\n", "\r")):  # the start of the bad line
+                    break
                 number += 1
-                yield number, _decode(line, number, first, path, error_cls)
-                first = False
-    if tail:
-        for line in _split_lone_cr(tail):
+                yield number, line
+            column = e.start - max(block.rfind(b"\n", 0, e.start), block.rfind(b"\r", 0, e.start))
+            raise input_error(error_cls, path, f"not UTF-8 at byte {column} of the line "
+                              f"({block[e.start:e.start + 4]!r}; the file must be UTF-8)", line=number + 1) from None
+        for line in io.StringIO(text, newline=""):
             number += 1
-            yield number, _decode(line, number, first, path, error_cls)
-            first = False
-
-
-def _decode(line: bytes, number: int, first: bool, path: str | os.PathLike, error_cls: type[Exception]) -> str:
-    if first and line.startswith(_BOM):
-        line = line[len(_BOM):]
-    try:
-        return line.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise input_error(error_cls, path, f"not UTF-8 at byte {e.start + 1} of the line "
-                          f"({line[e.start:e.start + 4]!r}; the file must be UTF-8)", line=number) from None
+            yield number, line
 
 
 def read_lines(path: str | os.PathLike, error_cls: type[Exception], what: str = "file") -> Iterator[tuple[int, str]]:
     """``decoded_lines`` of a text file, after ``require_nonempty``."""
     require_nonempty(path, error_cls, what)
     with open(path, "rb") as f:
-        yield from decoded_lines(f, path, error_cls)
+        yield from decoded_lines(iter(lambda: f.read(CHUNK), b""), path, error_cls)
 
 
 __all__ = ["VALUE_LIMIT", "decoded_lines", "input_error", "location", "read_lines", "require_nonempty", "shorten"]

@@ -69,6 +69,21 @@ def test_decoded_lines_counts_lines_across_chunks_and_drops_a_bom():
         list(decoded_lines([b"a\nb\n", b"c\xe9\n"], "x", ValueError))
 
 
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 1 << 20])
+def test_decoded_lines_match_python_text_lines_whatever_the_chunk_size(size):
+    text = "é one\r\ntwo\rthree\n\nfour 😀\r\n\rfive"
+    data = text.encode("utf-8")
+    chunks = [data[i:i + size] for i in range(0, len(data), size)]
+    expected = list(enumerate(io.StringIO(text, newline=""), start=1))
+    assert list(decoded_lines(chunks, "x", ValueError)) == expected
+    bad = data.replace(b"four", b"fo\xffr")
+    lines = []
+    with pytest.raises(ValueError, match=r"^x:5: not UTF-8 at byte 3 of the line"):
+        for number, line in decoded_lines([bad[i:i + size] for i in range(0, len(bad), size)], "x", ValueError):
+            lines.append((number, line))
+    assert lines == expected[:4]  # every line before the bad one
+
+
 # -- Reddit: published CSV pair -------------------------------------------------------------------------------
 def _published(folder, pos=None, neg=None, header=None):
     """A published folder with the dummy records (or ``pos``/``neg``) under ``header`` (default: the published)."""
