@@ -476,6 +476,20 @@ def test_visdial_not_utf8_names_the_line(tmp_path, name):
         _dialogues(str(path))
 
 
+@pytest.mark.parametrize("tail, shown", [(b" [1]", "'[1]'"), (b"\n\xff\xfe", "not UTF-8"), (b"x" * MEGABYTE, "'xxx")])
+def test_visdial_content_after_the_list_is_an_error(tmp_path, tail, shown):
+    path = tmp_path / "visdial_0.5_val.json"
+    path.write_bytes(json.dumps([{"image_id": 7, "caption": "c", "dialog": []}]).encode() + tail)
+    with pytest.raises(VisDialDataError) as e:
+        _dialogues(str(path))
+    assert "visdial_0.5_val.json:" in _short(e.value) and shown in str(e.value)
+    path = tmp_path / "val_reward_cache2.json"
+    path.write_bytes(json.dumps([[0.5] * 11]).encode() + tail)
+    with pytest.raises(VisDialDataError) as e:
+        visdial.load_reward_cache(str(path))
+    assert "val_reward_cache2.json:" in _short(e.value) and shown in str(e.value)
+
+
 def test_visdial_bom_is_accepted_and_empty_file_named(tmp_path):
     path = tmp_path / "visdial_0.5_val.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"image_id": 7, "caption": "c", "dialog": []}]).encode())

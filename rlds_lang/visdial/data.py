@@ -188,6 +188,12 @@ class _Cursor:
         finally:
             self.record = outer
 
+    def finish(self) -> None:
+        """Checks that only whitespace follows (a second value or garbage would otherwise go unread)."""
+        self.record = None
+        if self.peek():
+            raise self.error(f"unexpected {shorten(self.buf[self.pos:self.pos + 40])} after the end of the JSON value")
+
     def object_keys(self) -> Iterator[str]:
         """Yields the keys of the JSON object starting here; the caller consumes each value."""
         self.expect("{")
@@ -211,7 +217,9 @@ def _open_json(path: str, what: str):
 def stream_json_array(path: str, item: str = "element", what: str = "JSON file") -> Iterator[Any]:
     """Yields the elements of the JSON list in ``path`` one at a time; errors name ``f"{item} {i}"``."""
     with _open_json(path, what) as f:
-        yield from _Cursor(f, path).array(item)
+        cursor = _Cursor(f, path)
+        yield from cursor.array(item)
+        cursor.finish()
 
 
 # -- dialogues --------------------------------------------------------------------------------------
@@ -268,6 +276,7 @@ def read_dialogues(path: str, split: str) -> Iterator[Dialogue]:
         if cursor.peek() == "[":
             for i, entry in enumerate(cursor.array("dialogue")):
                 yield _dialogue(entry, split, i, path, None, None)
+            cursor.finish()
             return
     tables: dict[str, list[str]] = {}
     for streamed in (False, True):
