@@ -459,6 +459,15 @@ def test_visdial_long_value_grows_the_buffer_geometrically(tmp_path, monkeypatch
     assert counting.reads < 20  # 1 KiB, 1 KiB, 2 KiB, ... up to 1 MB: about log2(1024) reads, not 1,024
 
 
+@pytest.mark.parametrize("chunk", range(2, 24))
+def test_numbers_cut_by_a_chunk_end_are_read_whole(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(visdial, "CHUNK", chunk)
+    numbers = [0.125, -1.5e-3, 2.0, 1e+2, 12345.678, -7, 0.5]
+    path = tmp_path / "numbers.json"
+    path.write_text(json.dumps(numbers))
+    assert list(visdial.stream_json_array(str(path))) == numbers
+
+
 def test_visdial_truncated_json_names_file_and_dialogue(vfolder):
     path = os.path.join(vfolder, "visdial_0.5_train.json")
     data = Path(path).read_bytes()

@@ -167,8 +167,8 @@ class _Cursor:
                 raise self.error(f"invalid JSON: {e.msg}", e.pos) from None
             except ValueError as e:  # an integer of thousands of digits
                 raise self.error(f"invalid JSON value: {shorten(str(e))}") from None
-            if end == len(self.buf) and isinstance(value, (int, float)) and self._more():
-                continue  # a number may go on in the next chunk
+            if isinstance(value, (int, float)) and len(self.buf) - end < _LOOKAHEAD and self._more():
+                continue  # a number may go on in the next chunk ("0." is read as 0 when ".5" is still to come)
             self.pos = end
             return value
 
