@@ -121,7 +121,7 @@ def test_answer_table(tmp_path):
     path = tmp_path / "answers.csv"
     path.write_text("day,answer\n# comment\n0,cigar\n1\tREBUT\n\n")
     assert load_answer_table(path) == {0: "cigar", 1: "rebut"}
-    for text, message in [("0,cigar\n1,toolong\n", "answers.csv:2: answer 'toolong'"),
+    for text, message in [("0,cigar\n1,toolong\n", "answers.csv:2, field 'answer': answer is not five letters a-z: 'toolong'"),
                           ("0,cigar\nx,rebut\n", "answers.csv:2: expected 'day,answer'"),
                           ("0,cigar\n0,rebut\n", "answers.csv:2: day 0 listed twice"),
                           ("0,cigar,extra\n", "answers.csv:1: expected")]:

@@ -121,11 +121,11 @@ def test_csv_reader_errors_name_the_file(tmp_path):
         list(read_tweets_csv(bad_header, collections.Counter()))
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    with pytest.raises(TweetsCsvError, match="empty.csv: empty file"):
+    with pytest.raises(TweetsCsvError, match=r"empty.csv: CSV file is empty \(0 bytes\)"):
         list(read_tweets_csv(empty, collections.Counter()))
     latin = tmp_path / "latin.csv"
     latin.write_bytes(",".join(CSV_COLUMNS).encode() + b"\n1,2,3,4,caf\xe9\n")
-    with pytest.raises(TweetsCsvError, match="latin.csv: not UTF-8"):
+    with pytest.raises(TweetsCsvError, match="latin.csv:2: not UTF-8"):
         list(read_tweets_csv(latin, collections.Counter()))
 
 

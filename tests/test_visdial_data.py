@@ -51,14 +51,14 @@ def test_dialogue_errors_name_file_and_index(tmp_path):
     path = tmp_path / "visdial_0.5_val.json"
     good = {"image_id": 1, "caption": "c", "dialog": [{"question": "q", "answer": "a"}]}
     path.write_text(json.dumps([good, {"image_id": 2, "dialog": []}]))
-    with pytest.raises(VisDialDataError, match=r"visdial_0.5_val.json: dialogue 1 has no field 'caption'"):
+    with pytest.raises(VisDialDataError, match=r"visdial_0.5_val.json, dialogue 1, field 'caption': missing"):
         list(read_split(str(tmp_path), "val"))
     v1 = {"data": {"questions": ["q"], "answers": ["a"], "dialogs": [{**good, "dialog": [{"question": 5, "answer": 0}]}]}}
     path.write_text(json.dumps(v1))
-    with pytest.raises(VisDialDataError, match=r"dialogue 0, round 0: question/answer index 5/0"):
+    with pytest.raises(VisDialDataError, match=r"dialogue 0, round 0: question/answer index is not in the tables: \(5, 0\)"):
         list(data.read_dialogues(str(path), "val"))
     path.write_text('[{"image_id": 1, "caption": "c", "dialog": [')
-    with pytest.raises(VisDialDataError, match="visdial_0.5_val.json: invalid JSON"):
+    with pytest.raises(VisDialDataError, match="visdial_0.5_val.json:1, character 44, dialogue 0: invalid JSON"):
         list(read_split(str(tmp_path), "val"))
 
 
@@ -90,7 +90,7 @@ def test_reward_cache_rows_and_errors(folder, tmp_path):
         load_reward_cache(os.path.join(path, data.cache_file("train", "rank")), expected=4)
     bad = tmp_path / "val_reward_cache2.json"
     bad.write_text(json.dumps([[0.0] * 11, [0.0] * 10]))
-    with pytest.raises(VisDialDataError, match=r"val_reward_cache2.json: dialogue 1: a reward-cache row must be 11"):
+    with pytest.raises(VisDialDataError, match=r"val_reward_cache2.json, dialogue 1: a reward-cache row must be 11"):
         load_reward_cache(str(bad))
     bad.write_text(json.dumps([[0.0] * 10 + ["x"]]))
     with pytest.raises(VisDialDataError, match=r"dialogue 0"):

@@ -49,13 +49,13 @@ def negatives() -> list[list[str]]:
 
 
 def write_published(folder: str, pos: Sequence[Sequence[str]], neg: Sequence[Sequence[str]],
-                    splits: dict[str, list[int]]) -> None:
-    """Writes ``comments_positive.csv``, ``comments_negative.csv`` (with the header) and the index files."""
+                    splits: dict[str, list[int]], header: Sequence[str] = tuple(HEADER)) -> None:
+    """Writes ``comments_positive.csv``, ``comments_negative.csv`` (with ``header``) and the index files."""
     os.makedirs(folder, exist_ok=True)
     for name, rows in (("comments_positive.csv", pos), ("comments_negative.csv", neg)):
         with open(os.path.join(folder, name), "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(HEADER)
+            writer.writerow(header)
             writer.writerows(rows)
     for split, indices in splits.items():
         with open(os.path.join(folder, f"{split}_idxs.json"), "w", encoding="utf-8") as f:

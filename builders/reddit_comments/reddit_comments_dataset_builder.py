@@ -12,6 +12,9 @@ action, ``raw * reward_scale + reward_shift`` as the reward.
 Splits: ``train``/``eval``/``test`` from the index files, or for dumps from a stable hash of the comment
 id (``hash_split``; 5% eval, 5% test). Every rejected record is counted by reason; the counts are logged
 and stored in ``metadata.json`` (``builder.info.metadata["rejections"]``, beside ``accepted_comments``).
+Damaged files (a truncated ``.zst``, a published CSV whose header is not the published one, a 0-byte file,
+bytes that are not UTF-8) stop the build with an error naming the file; so does a folder in which no record
+became a comment (see ``docs/damaged_input.md``).
 
 ``upvotes_model`` configs need a classifier trained by ``rlds-lang reddit-upvotes``: the builder uses the
 folder ``upvote_model/`` inside the manual folder, else the folder named by the environment variable
@@ -34,7 +37,7 @@ from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
 from loggers.reddit_recipes import record_comments
-from rlds_lang.reddit.data import RedditComment, read_folder, rejection_report
+from rlds_lang.reddit.data import RedditComment, RedditDataError, read_folder, rejection_report
 from rlds_lang.reddit.rewards import DEFAULT_SCALE, REWARD_KINDS, PrecomputedReward, make_reward
 from rlds_lang.reddit.schema import REDDIT_SCHEMA
 from rlds_lang.reddit.upvote_model import find_upvote_model
@@ -137,7 +140,10 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         config: RedditConfig = self.builder_config
         manual_dir = epath.Path(dl_manager.manual_dir)
         comments, rejections = read_manual_dir(config, manual_dir)
-        logging.info("reddit_comments/%s: %s", config.name, rejection_report(rejections, len(comments)))
+        report = rejection_report(rejections, len(comments))
+        logging.info("reddit_comments/%s: %s", config.name, report)
+        if not comments:
+            raise RedditDataError(f"{manual_dir}: no record became a comment ({report})")
         self.info.metadata["rejections"] = dict(sorted(rejections.items()))
         self.info.metadata["accepted_comments"] = len(comments)
         reward = raw_rewards(config, comments, manual_dir)

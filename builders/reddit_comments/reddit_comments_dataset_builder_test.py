@@ -72,18 +72,21 @@ class UpvotesRealDumpNoParentTest(_Base):
     LAYOUT = "dump"
     EXAMPLE_DIR = epath.Path(DUMP)
     BUILDER_CONFIG_NAMES_TO_TEST = ["upvotes_real_no_parent"]
-    SPLITS = {"train": 28, "eval": 2, "test": 2}  # two dump files (plain and .zst) with the same comments
+    SPLITS = {"train": 14, "eval": 1, "test": 1}  # two dump files (plain and .zst) with the same comments, kept once
 
     @staticmethod
     def REWARDS(comment):
         return {1.0 if comment.score > 0 else -1.0}
 
-    def _download_and_prepare_as_dataset(self, builder):  # both files count their rejections
+    def _download_and_prepare_as_dataset(self, builder):
+        """Both files count their bad lines; the second file's comments are dropped as duplicates, counted."""
         tfds.testing.DatasetBuilderTestCase._download_and_prepare_as_dataset(self, builder)
         reloaded = tfds.builder_from_directory(builder.data_dir)
         expected = make_dummy_data.EXPECTED["dump"]
-        self.assertEqual(dict(reloaded.info.metadata["rejections"]), {k: 2 * v for k, v in expected["rejections"].items()})
-        self.assertEqual(reloaded.info.metadata["accepted_comments"], 2 * expected["accepted"])
+        counts = {k: 2 * v for k, v in expected["rejections"].items()}
+        counts["duplicate_comment"] = expected["accepted"]
+        self.assertEqual(dict(reloaded.info.metadata["rejections"]), counts)
+        self.assertEqual(reloaded.info.metadata["accepted_comments"], expected["accepted"])
         self._check_episodes(builder)
 
 

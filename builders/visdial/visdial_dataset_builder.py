@@ -1,10 +1,10 @@
 """visdial: Visual Dialogue questioner episodes (the ILQL paper's second task) as RLDS (TFDS), one config per reward.
 
 The manual folder (``--manual_dir``) holds the published files: ``visdial_<version>_<split>.json``
-(v0.5 by default, ``visdial_version`` of the config), ``data_img.h5`` (``images_<split>``, only checked: one row
-per dialogue) and the reward caches ``<split>_rank_reward_cache1.json`` / ``<split>_reward_cache2.json``
-(the one the config's mode needs). Splits are those of ``train`` / ``val`` / ``test`` whose dialogue file
-is present. Each dialogue is replayed through ``VisDialEnv`` in dataset mode (cached answers and rewards,
+(v0.5 by default, ``visdial_version`` of the config), ``data_img.h5`` (``images_<split>``, only checked: one
+finite row per dialogue) and the reward caches ``<split>_rank_reward_cache1.json`` / ``<split>_reward_cache2.json``
+(the one the config's mode needs). Splits are ``train`` / ``val`` / ``test``: a missing dialogue file, an
+empty split or a NaN feature row is an error naming the file (see ``docs/damaged_input.md``). Each dialogue is replayed through ``VisDialEnv`` in dataset mode (cached answers and rewards,
 no server) by ``loggers.visdial_recipes.record_dialogues`` in parallel shards (Beam): observation 0 = the
 caption, actions = the questions (``?`` appended), observations = the answers, rewards by the config's
 mode (``env_stops`` / ``10_stop`` / ``agent_stops`` with every prefix). Image features are not
@@ -92,7 +92,13 @@ def read_manual_split(manual_dir: str, split: str, config: VisDialConfig) -> tup
     """``(dialogues, cache rows)`` of one split, with the feature rows and cache rows checked against them."""
     folder = epath.Path(manual_dir)
     dialogues = list(read_split(manual_dir, split, config.visdial_version))
-    FeatureStore(str(folder / FEATURES_FILE), split, expected=len(dialogues)).close()
+    if not dialogues:
+        raise VisDialDataError(f"{folder / dialogue_file(split, config.visdial_version)}: holds no dialogue")
+    features = FeatureStore(str(folder / FEATURES_FILE), split, expected=len(dialogues))
+    try:
+        features.check_finite()
+    finally:
+        features.close()
     kind = config.reward_config().score_kind
     return dialogues, load_reward_cache(str(folder / cache_file(split, kind)), expected=len(dialogues))
 
@@ -115,14 +121,15 @@ class Builder(tfds.core.GeneratorBasedBuilder):
         config: VisDialConfig = self.builder_config
         folder = epath.Path(dl_manager.manual_dir)
         manual_dir = str(folder)
-        present = [s for s in SPLITS if (folder / dialogue_file(s, config.visdial_version)).exists()]
-        if not present:
-            name = dialogue_file("<split>", config.visdial_version)
-            raise VisDialDataError(f"{manual_dir}: no {name} file for any split of {SPLITS}")
+        missing = [dialogue_file(s, config.visdial_version) for s in SPLITS
+                   if not (folder / dialogue_file(s, config.visdial_version)).exists()]
+        if missing:
+            raise VisDialDataError(f"{manual_dir}: missing {', '.join(missing)}; every split of {SPLITS} is built "
+                                   "(a split left out would make a smaller dataset without a word)")
         kind = config.reward_config().score_kind
         limit = common.small_limit()
         splits = {}
-        for split in present:
+        for split in SPLITS:
             dialogues, rows = read_manual_split(manual_dir, split, config)
             chosen = dialogues[:limit]
             shards = [DialogueShard(f"visdial-{split}-{k:05d}", tuple(chosen[start:start + config.shard_size]),

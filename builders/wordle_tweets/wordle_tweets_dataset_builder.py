@@ -11,7 +11,9 @@ games are recorded in parallel through ``loggers.record`` in a real ``WordleEnv`
 Every rejected record is counted by reason (parse failures, malformed CSV records, duplicates, retrofit
 failures). The counts are logged at the end of ``_split_generators`` (they are final then: Beam only
 records accepted games) and stored in the dataset's ``metadata.json``
-(``builder.info.metadata["rejections"]``, with ``accepted_games``).
+(``builder.info.metadata["rejections"]``, with ``accepted_games``). A file that is missing, empty or not
+UTF-8 (the tweets, the answer table, a word list) stops the build with an error naming the file and line,
+as does a tweets file in which no record became a game (see ``docs/damaged_input.md``).
 
 Configs: ``true_word`` / ``any_answer`` (retrofit against the day's real answer from the
 ``answers_by_day.csv`` table in the manual folder, or against any answer that fits every row) with the
@@ -36,7 +38,7 @@ from loggers import tfds_examples as common
 from loggers.wordle_recipes import record_retrofits
 from rlds_lang.wordle import retrofit as rf
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
-from rlds_lang.wordle.tweets import read_tweets_csv, rejection_report
+from rlds_lang.wordle.tweets import TweetsCsvError, read_tweets_csv, rejection_report
 from rlds_lang.wordle.words import WordList, resolve_word_list
 
 _OVERALL = ("Human Wordle games shared as tweets (coloured squares), with words retrofitted onto every "
@@ -170,7 +172,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: TweetsConfig = self.builder_config
         games, rejections, answers, guesses = retrofit_manual_dir(config, epath.Path(dl_manager.manual_dir))
-        logging.info("wordle_tweets/%s: %s", config.name, rejection_report(rejections, len(games)))
+        report = rejection_report(rejections, len(games))
+        logging.info("wordle_tweets/%s: %s", config.name, report)
+        if not games:
+            raise TweetsCsvError(f"{epath.Path(dl_manager.manual_dir) / config.tweets_file}: no record became a game "
+                                 f"({report})")
         self.info.metadata["rejections"] = dict(sorted(rejections.items()))
         self.info.metadata["accepted_games"] = len(games)
         evaluation = eval_tweet_ids([g.tweet.tweet_id for g in games], config.eval_fraction, config.split_salt)

@@ -2,21 +2,28 @@
 
 Published layout (the ILQL paper's, a Kaggle "reddit comment score prediction" export): a folder with
 ``comments_positive.csv`` and ``comments_negative.csv``. Each file's first record is a header and is
-skipped; records are numbered from 0 over the concatenation *positives first*, and
+checked against ``PUBLISHED_HEADER`` (a missing, renamed or moved column shifts every field, so it is an
+error naming the file, the missing and the unexpected columns; columns after the published eleven are
+allowed and not read) and skipped; records are numbered from 0 over the concatenation *positives first*, and
 ``train_idxs.json`` / ``eval_idxs.json`` / ``test_idxs.json`` are JSON lists of those numbers. Columns
 are used by position, as the reference code does: 0 = comment id, 1 = parent id, 2 = subreddit id,
 4 = the comment text, 5 = its score (an integer), 10 = the parent comment's text. Every record keeps
 its number even when it is rejected (a blank line included), so the index files stay aligned with the
-reference's numbering.
+reference's numbering. A record with more fields than the header is rejected (``too_many_columns``): its
+fields are shifted.
 
 Reddit dump layout (pushshift-style ``RC_*`` files): one JSON object per line, plain or
 Zstandard-compressed (``.zst``, streamed), with ``body``, ``score``, ``parent_id``, ``id``, ``link_id``
 and ``subreddit``. A comment whose ``parent_id`` starts with ``t1_`` answers another comment: its parent
-text is that comment's ``body``, looked up in the same dump (rejected as ``parent_not_in_dump`` when the
-dump lacks it). A ``t3_`` parent is the post itself, whose text a comment dump does not hold: the parent
+text is that comment's ``body``, looked up in every dump file of the build (rejected as
+``parent_not_in_dump`` when none holds it). A ``t3_`` parent is the post itself, whose text a comment dump does not hold: the parent
 text is then ``""`` (the environment shows an empty observation, as with ``include_parent=False``).
-Splits of a dump come from a stable hash of the comment id (``hash_split``). The dump is read three
-times (ids referenced as parents, their bodies, then the comments), so memory holds only parent texts.
+Splits of a dump come from a stable hash of the comment id (``hash_split``). The dumps are read three
+times (ids referenced as parents, their bodies, then the comments), so memory holds only parent texts
+and the ids of accepted comments: a comment whose id was already accepted (the same comment in two dump
+files, or twice in one) is dropped and counted as ``duplicate_comment``. A ``.zst`` file that ends inside
+a Zstandard frame (a truncated download) or is corrupt is an error naming the file, as is a 0-byte file
+or a line that is not UTF-8 (with its line number).
 
 Every rejected record is counted by reason in a ``collections.Counter`` the caller passes (the keys are
 ``Reason`` values) and logged with its file and line; nothing is dropped without a count. No TensorFlow.
@@ -38,13 +45,13 @@ import collections
 import dataclasses
 import enum
 import hashlib
-import io
 import json
 import logging
 import os
 from typing import Any, Iterator, Mapping
 
 from rlds_lang.csv_records import csv_records
+from rlds_lang.input_errors import decoded_lines, input_error, read_lines, require_nonempty, shorten
 
 POSITIVE_FILE = "comments_positive.csv"
 NEGATIVE_FILE = "comments_negative.csv"
@@ -54,8 +61,13 @@ INDEX_FILES = {split: f"{split}_idxs.json" for split in SPLITS}
 #: column positions of the published CSVs (the reference code reads text, score and parent text by position).
 COLUMNS = {"id": 0, "parent_id": 1, "subreddit_id": 2, "text": 4, "score": 5, "parent_text": 10}
 MIN_COLUMNS = max(COLUMNS.values()) + 1
+#: the published files' first columns, in order (the reference reads them by position); more may follow.
+PUBLISHED_HEADER = ("id", "parent_id", "subreddit_id", "link_id", "text", "score", "ups", "author",
+                    "controversiality", "parent_link_id", "parent_text")
 #: the fields a dump record needs.
 DUMP_FIELDS = ("body", "score", "parent_id", "id", "link_id", "subreddit")
+#: the most digits a score may have (a 64-bit integer has 19).
+_SCORE_DIGITS = 20
 #: bodies Reddit puts in place of a removed comment's text.
 DELETED_BODIES = ("[deleted]", "[removed]")
 
@@ -64,6 +76,7 @@ class Reason(str, enum.Enum):
     """Why a record gave no comment; the value is the key in rejection counts."""
 
     TOO_FEW_COLUMNS = "too_few_columns"        # a CSV record (or blank line) with fewer than 11 fields
+    TOO_MANY_COLUMNS = "too_many_columns"      # a CSV record with more fields than its file's header
     NON_INTEGER_SCORE = "non_integer_score"    # the score is not an integer
     EMPTY_TEXT = "empty_text"                  # the comment text is empty or only whitespace
     MALFORMED_CSV = "malformed_csv"            # the csv module cannot parse the record
@@ -71,7 +84,8 @@ class Reason(str, enum.Enum):
     INVALID_JSON = "invalid_json"              # a dump line that is no JSON object
     MISSING_FIELD = "missing_field"            # a dump record lacking one of DUMP_FIELDS
     DELETED_TEXT = "deleted_text"              # a dump body "[deleted]" / "[removed]"
-    PARENT_NOT_IN_DUMP = "parent_not_in_dump"  # a t1_ parent the dump does not contain
+    PARENT_NOT_IN_DUMP = "parent_not_in_dump"  # a t1_ parent no dump file of the build contains
+    DUPLICATE_COMMENT = "duplicate_comment"    # a dump comment whose id was already accepted
 
 
 class RedditDataError(ValueError):
@@ -113,18 +127,20 @@ def rejection_report(rejections: Mapping[str, int], accepted: int) -> str:
 
 
 def _parse_score(value: Any) -> int | None:
-    """The score as an int, or None when it is not an integer (``"3"``, ``3`` and ``3.0`` are; ``"3.5"`` is not)."""
+    """The score as an int, or None when it is not an integer of 64 bits (``"3"``, ``3`` and ``3.0`` are;
+    ``"3.5"`` and a thousand-digit number are not)."""
     if isinstance(value, bool):
         return None
+    score = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str):
+        score = value
+    elif isinstance(value, float):
+        score = int(value) if value.is_integer() else None
+    elif isinstance(value, str):
         text = value.strip()
-        if text.lstrip("+-").isdigit():
-            return int(text)
-    return None
+        if text.lstrip("+-").isdigit() and len(text) <= _SCORE_DIGITS:
+            score = int(text)
+    return score if score is not None and -2 ** 63 <= score < 2 ** 63 else None
 
 
 def _reject(rejections: collections.Counter, reason: Reason, where: str, detail: str = "") -> None:
@@ -144,16 +160,19 @@ def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dic
         path = os.path.join(os.fspath(folder), name)
         if not os.path.exists(path):
             raise RedditDataError(f"{path} not found: the published layout needs {', '.join(INDEX_FILES.values())}")
+        text = "".join(line for _, line in read_lines(path, RedditDataError, "index file"))
         try:
-            with open(path, encoding="utf-8") as f:
-                indices = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise RedditDataError(f"{path}: not JSON: {e}") from None
+            indices = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise input_error(RedditDataError, path, f"not JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
+        except ValueError as e:  # an integer of thousands of digits
+            raise input_error(RedditDataError, path, "not a JSON list of record numbers", value=str(e)) from None
         if not isinstance(indices, list):
             raise RedditDataError(f"{path}: expected a JSON list of record numbers, got {type(indices).__name__}")
         for k, i in enumerate(indices):
             if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-                raise RedditDataError(f"{path}: entry {k} is {i!r}, not a record number (an integer >= 0)")
+                raise input_error(RedditDataError, path, "not a record number (an integer >= 0)", record=f"entry {k}",
+                                  value=i)
             if size is not None and i >= size:
                 raise RedditDataError(f"{path}: entry {k} is {i}, but the CSV pair holds {size} records")
             if i in split_of:
@@ -163,16 +182,37 @@ def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dic
 
 
 def _published_records(folder: str) -> Iterator[tuple[str, list[str] | None, str]]:
-    """``(where, fields, error)`` of every data record, positives then negatives, headers skipped."""
+    """``(where, fields, error)`` of every data record, positives then negatives, headers checked and skipped.
+
+    A record with more fields than its header gets the error ``too_many_columns``."""
     for name in (POSITIVE_FILE, NEGATIVE_FILE):
         path = os.path.join(folder, name)
         if not os.path.exists(path):
             raise RedditDataError(f"{path} not found: the published layout needs {POSITIVE_FILE} and {NEGATIVE_FILE}")
         # not strict: the csv module mends bad quoting as the reference's csv.reader did, keeping record numbers aligned
         records = csv_records(path, RedditDataError, strict=False)
-        next(records, None)  # the header
+        width = len(check_published_header(path, next(records, None)))
         for line, fields, error in records:
+            if fields is not None and len(fields) > width:
+                fields, error = None, Reason.TOO_MANY_COLUMNS.value
             yield f"{path}:{line}", fields, error
+
+
+def check_published_header(path: str, first: tuple[int, list[str] | None, str] | None) -> list[str]:
+    """The header of a published CSV (``csv_records``' first record), or ``RedditDataError`` naming the file,
+    the missing and the unexpected columns when its first columns are not ``PUBLISHED_HEADER``."""
+    if first is None or first[1] is None:
+        raise input_error(RedditDataError, path, f"no readable header; expected {','.join(PUBLISHED_HEADER)}", line=1)
+    header = [name.strip() for name in first[1]]
+    leading = header[:len(PUBLISHED_HEADER)]
+    if tuple(leading) != PUBLISHED_HEADER:
+        missing = [c for c in PUBLISHED_HEADER if c not in header]
+        unexpected = [c for c in leading if c not in PUBLISHED_HEADER]
+        moved = "" if missing or unexpected else "; the columns are all there but out of order"
+        raise input_error(RedditDataError, path, f"header is not the published one: missing {missing}, unexpected "
+                          f"{[shorten(c) for c in unexpected]}{moved}; the first columns must be "
+                          f"{','.join(PUBLISHED_HEADER)} (fields are read by position)", line=1)
+    return header
 
 
 def _published_comment(index: int, where: str, fields: list[str], split: str,
@@ -183,7 +223,7 @@ def _published_comment(index: int, where: str, fields: list[str], split: str,
         return None
     score = _parse_score(fields[COLUMNS["score"]])
     if score is None:
-        _reject(rejections, Reason.NON_INTEGER_SCORE, where, repr(fields[COLUMNS["score"]]))
+        _reject(rejections, Reason.NON_INTEGER_SCORE, where, shorten(fields[COLUMNS["score"]]))
         return None
     text = fields[COLUMNS["text"]]
     if not text.strip():
@@ -211,7 +251,8 @@ def read_published(folder: str | os.PathLike, rejections: collections.Counter,
         split_of = load_index_splits(folder, count_published_records(folder))
     for index, (where, fields, error) in enumerate(_published_records(folder)):
         if error:
-            _reject(rejections, Reason.MALFORMED_CSV, where, error)
+            reason = Reason.TOO_MANY_COLUMNS if error == Reason.TOO_MANY_COLUMNS.value else Reason.MALFORMED_CSV
+            _reject(rejections, reason, where, error)
             continue
         comment = _published_comment(index, where, fields, split_of.get(index, ""), rejections)
         if comment is None:
@@ -238,75 +279,115 @@ def hash_split(comment_id: str, eval_fraction: float = 0.05, test_fraction: floa
     return "train"
 
 
+#: bytes read from a dump file at a time.
+_DUMP_CHUNK = 1 << 20
+
+
+def _zstd_chunks(raw, path: str) -> Iterator[bytes]:
+    """The decompressed bytes of a ``.zst`` file (frames one after another), or ``RedditDataError`` naming
+    the file when it is corrupt or ends inside a frame (a truncated file)."""
+    import zstandard
+
+    context = zstandard.ZstdDecompressor(max_window_size=2 ** 31)
+    frame, inside, consumed = context.decompressobj(), False, 0
+    while True:
+        data = raw.read(_DUMP_CHUNK)
+        if not data:
+            break
+        consumed += len(data)
+        while data:
+            inside = True
+            try:
+                out = frame.decompress(data)
+            except zstandard.ZstdError as e:
+                raise input_error(RedditDataError, path, f"corrupt Zstandard data in the first {consumed:,} bytes: "
+                                  f"{e}") from None
+            if out:
+                yield out
+            if not frame.eof:
+                break
+            data, frame, inside = frame.unused_data, context.decompressobj(), False
+    if inside:
+        raise input_error(RedditDataError, path, f"truncated: the file ends inside a Zstandard frame after "
+                          f"{consumed:,} bytes (an interrupted download or copy?)")
+
+
 def _dump_lines(path: str) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of a newline-delimited dump, decompressing ``.zst`` as a stream."""
-    if not os.path.exists(path):
-        raise RedditDataError(f"{path} not found")
+    """``(line number, text)`` of the non-blank lines of a newline-delimited dump, ``.zst`` decompressed as a
+    stream; a missing, empty, truncated or non-UTF-8 file raises ``RedditDataError`` naming it."""
+    require_nonempty(path, RedditDataError, "dump file")
     with open(path, "rb") as raw:
-        if path.endswith(".zst"):
-            import zstandard
-
-            stream = zstandard.ZstdDecompressor(max_window_size=2 ** 31).stream_reader(raw)
-        else:
-            stream = raw
-        text = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
-        try:
-            for number, line in enumerate(text, start=1):
-                if line.strip():
-                    yield number, line
-        except UnicodeDecodeError as e:
-            raise RedditDataError(f"{path}: not UTF-8: {e}") from None
+        chunks = _zstd_chunks(raw, path) if path.endswith(".zst") else iter(lambda: raw.read(_DUMP_CHUNK), b"")
+        for number, line in decoded_lines(chunks, path, RedditDataError):
+            if line.strip():
+                yield number, line
 
 
-def _dump_objects(path: str, rejections: collections.Counter | None) -> Iterator[tuple[str, dict[str, Any]]]:
+def _dump_objects(paths: list[str], rejections: collections.Counter | None) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(where, record)`` of every dump line holding a JSON object with ``DUMP_FIELDS`` (others counted if asked)."""
-    for number, line in _dump_lines(path):
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            if rejections is not None:
-                _reject(rejections, Reason.INVALID_JSON, where, str(e))
-            continue
-        if not isinstance(record, dict):
-            if rejections is not None:
-                _reject(rejections, Reason.INVALID_JSON, where, "not an object")
-            continue
-        missing = [k for k in DUMP_FIELDS if k not in record]
-        if missing:
-            if rejections is not None:
-                _reject(rejections, Reason.MISSING_FIELD, where, f"lacks {missing}")
-            continue
-        yield where, record
+    for path in paths:
+        for number, line in _dump_lines(path):
+            where = f"{path}:{number}"
+            try:
+                record = json.loads(line)
+            except ValueError as e:  # a JSONDecodeError, or an integer of thousands of digits
+                if rejections is not None:
+                    detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else shorten(str(e))
+                    _reject(rejections, Reason.INVALID_JSON, where, detail)
+                continue
+            if not isinstance(record, dict):
+                if rejections is not None:
+                    _reject(rejections, Reason.INVALID_JSON, where, "not an object")
+                continue
+            missing = [k for k in DUMP_FIELDS if k not in record]
+            if missing:
+                if rejections is not None:
+                    _reject(rejections, Reason.MISSING_FIELD, where, f"lacks {missing}")
+                continue
+            yield where, record
 
 
-def read_dump(path: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
-              test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
-    """Streams a Reddit comment dump (plain or ``.zst``), joining each comment to its parent's text.
+def read_dumps(paths: list[str | os.PathLike], rejections: collections.Counter, eval_fraction: float = 0.05,
+               test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+    """Streams the Reddit comment dumps of one build (plain or ``.zst``), joining each comment to its parent's
+    text found in any of them; comments are numbered over all files in order.
 
     Splits come from ``hash_split(id, eval_fraction, test_fraction, salt)``; see the module docstring for
-    parents and rejections.
+    parents, duplicates and rejections.
     """
-    path = os.fspath(path)
-    wanted = {str(r["parent_id"])[3:] for _, r in _dump_objects(path, None) if str(r["parent_id"]).startswith("t1_")}
-    parents = {str(r["id"]): str(r["body"]) for _, r in _dump_objects(path, None) if str(r["id"]) in wanted}
-    for index, (where, record) in enumerate(_dump_objects(path, rejections)):
+    files = [os.fspath(p) for p in paths]
+    wanted = {str(r["parent_id"])[3:] for _, r in _dump_objects(files, None) if str(r["parent_id"]).startswith("t1_")}
+    parents: dict[str, str] = {}
+    for _, r in _dump_objects(files, None):
+        if str(r["id"]) in wanted:
+            parents.setdefault(str(r["id"]), str(r["body"]))
+    accepted: set[str] = set()
+    for index, (where, record) in enumerate(_dump_objects(files, rejections)):
         score = _parse_score(record["score"])
         body = record["body"]
         parent_id = str(record["parent_id"])
+        comment_id = str(record["id"])
         if score is None:
-            _reject(rejections, Reason.NON_INTEGER_SCORE, where, repr(record["score"]))
+            _reject(rejections, Reason.NON_INTEGER_SCORE, where, shorten(record["score"]))
         elif not isinstance(body, str) or not body.strip():
             _reject(rejections, Reason.EMPTY_TEXT, where)
         elif body in DELETED_BODIES:
             _reject(rejections, Reason.DELETED_TEXT, where)
         elif parent_id.startswith("t1_") and parent_id[3:] not in parents:
-            _reject(rejections, Reason.PARENT_NOT_IN_DUMP, where, parent_id)
+            _reject(rejections, Reason.PARENT_NOT_IN_DUMP, where, shorten(parent_id))
+        elif comment_id in accepted:
+            _reject(rejections, Reason.DUPLICATE_COMMENT, where, shorten(comment_id))
         else:
-            comment_id = str(record["id"])
+            accepted.add(comment_id)
             parent_text = parents[parent_id[3:]] if parent_id.startswith("t1_") else ""
             yield RedditComment(index, comment_id, parent_id, str(record["subreddit"]), body, score, parent_text,
                                 hash_split(comment_id, eval_fraction, test_fraction, salt), where)
+
+
+def read_dump(path: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
+              test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+    """``read_dumps`` of one file."""
+    return read_dumps([path], rejections, eval_fraction, test_fraction, salt)
 
 
 #: file name endings recognised as Reddit dumps in a folder.
@@ -323,7 +404,7 @@ def find_dumps(folder: str | os.PathLike) -> list[str]:
 def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
                 test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
     """Comments of a folder in either layout: the published CSV pair when ``comments_positive.csv`` is there,
-    else every dump file (``find_dumps``) in name order, with hash splits."""
+    else every dump file (``find_dumps``) in name order, read as one build (``read_dumps``), with hash splits."""
     folder = os.fspath(folder)
     if os.path.exists(os.path.join(folder, POSITIVE_FILE)):
         yield from read_published(folder, rejections)
@@ -332,10 +413,9 @@ def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval
     if not dumps:
         raise RedditDataError(f"{folder}: neither {POSITIVE_FILE} + {NEGATIVE_FILE} (+ *_idxs.json) nor a Reddit dump "
                               f"(a file ending in {', '.join(DUMP_SUFFIXES)})")
-    for path in dumps:
-        yield from read_dump(path, rejections, eval_fraction, test_fraction, salt)
+    yield from read_dumps(dumps, rejections, eval_fraction, test_fraction, salt)
 
 
 __all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason", "RedditComment",
-           "RedditDataError", "SPLITS", "count_published_records", "find_dumps", "hash_split", "load_index_splits", "read_dump",
-           "read_folder", "read_published", "rejection_report"]
+           "PUBLISHED_HEADER", "RedditDataError", "SPLITS", "check_published_header", "count_published_records", "find_dumps",
+           "hash_split", "load_index_splits", "read_dump", "read_dumps", "read_folder", "read_published", "rejection_report"]

@@ -27,13 +27,17 @@ Example::
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import itertools
 import json
 import math
 import os
 from typing import Any, Iterator, Sequence
 
 import numpy as np
+
+from rlds_lang.input_errors import input_error, require_nonempty, shorten
 
 SPLITS = ("train", "val", "test")
 #: rounds of a complete dialogue, and floats per reward-cache row (v0 plus one change per round).
@@ -79,24 +83,58 @@ class Dialogue:
 
 
 # -- streaming JSON ---------------------------------------------------------------------------------
+#: a JSON decoding error further than this from the end of the buffer cannot be caused by the buffer's end
+#: (the longest token that can be cut, ``-Infinity`` or ``\\uXXXX\\uXXXX``, is shorter), except an
+#: unterminated string, which needs more text.
+_LOOKAHEAD = 16
+
+
 class _Cursor:
-    """A forward-only reader of a text file that decodes one JSON value at a time (``json.raw_decode``)."""
+    """A forward-only reader of a UTF-8 file that decodes one JSON value at a time (``json.raw_decode``).
+
+    It knows where it is in the whole file (line, character, byte) for error messages, and which record it
+    is in (``record``, set by ``array``). A syntax error is reported as soon as it is seen; only a value cut
+    by the end of the buffer makes the buffer grow, and it grows geometrically, so a damaged file costs
+    linear time like a valid one.
+    """
 
     def __init__(self, handle, path: str):
         self.handle, self.path = handle, path
         self.buf, self.pos, self.eof = "", 0, False
         self.decoder = json.JSONDecoder()
+        self.utf8 = codecs.getincrementaldecoder("utf-8-sig")()
+        self.dropped_chars, self.dropped_lines, self.bytes_read = 0, 0, 0
+        self.record: str | None = None
+        self.bad_bytes = ""  # the problem of bytes that are not UTF-8, raised when the parser reaches them
 
     def _more(self) -> bool:
         if self.eof:
             return False
-        chunk = self.handle.read(CHUNK)
-        if not chunk:
+        if self.bad_bytes:  # the text before them is parsed: the error names the record they are in
+            raise self.error(self.bad_bytes, len(self.buf))
+        raw = self.handle.read(max(CHUNK, len(self.buf) - self.pos))
+        try:
+            chunk = self.utf8.decode(raw, final=not raw)
+        except UnicodeDecodeError as e:
+            start = self.bytes_read + e.start - (len(e.object) - len(raw))
+            self.bad_bytes = f"not UTF-8 at byte {start:,} ({e.object[e.start:e.start + 4]!r})"
+            chunk = e.object[:e.start].decode("utf-8")
+        self.bytes_read += len(raw)
+        if not raw:
             self.eof = True
             return False
+        self.dropped_lines += self.buf.count("\n", 0, self.pos)
+        self.dropped_chars += self.pos
         self.buf = self.buf[self.pos:] + chunk
         self.pos = 0
         return True
+
+    def error(self, problem: str, at: int | None = None) -> VisDialDataError:
+        """A ``VisDialDataError`` naming the file, the line and character of ``at`` (default: here) and the record."""
+        at = self.pos if at is None else at
+        line = self.dropped_lines + self.buf.count("\n", 0, at) + 1
+        where = f"character {self.dropped_chars + at:,}" + (f", {self.record}" if self.record else "")
+        return input_error(VisDialDataError, self.path, problem, line=line, record=where)  # type: ignore[return-value]
 
     def peek(self) -> str:
         """The next non-whitespace character ('' at the end of the file)."""
@@ -112,7 +150,7 @@ class _Cursor:
         """Consumes one of ``chars``; a ``VisDialDataError`` otherwise."""
         c = self.peek()
         if not c or c not in chars:
-            raise VisDialDataError(f"{self.path}: expected one of {chars!r} at character {self.pos}, got {c!r}")
+            raise self.error(f"expected one of {chars!r}, got {shorten(c) if c else 'the end of the file'}")
         self.pos += 1
         return c
 
@@ -123,24 +161,38 @@ class _Cursor:
             try:
                 value, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as e:
-                if self._more():
+                cut = e.msg.startswith("Unterminated string") or e.pos >= len(self.buf) - _LOOKAHEAD
+                if cut and self._more():
                     continue
-                raise VisDialDataError(f"{self.path}: invalid JSON: {e}") from None
-            if end == len(self.buf) and isinstance(value, (int, float)) and self._more():
-                continue  # a number may go on in the next chunk
+                raise self.error(f"invalid JSON: {e.msg}", e.pos) from None
+            except ValueError as e:  # an integer of thousands of digits
+                raise self.error(f"invalid JSON value: {shorten(str(e))}") from None
+            if isinstance(value, (int, float)) and len(self.buf) - end < _LOOKAHEAD and self._more():
+                continue  # a number may go on in the next chunk ("0." is read as 0 when ".5" is still to come)
             self.pos = end
             return value
 
-    def array(self) -> Iterator[Any]:
-        """Yields the elements of the JSON array starting here."""
+    def array(self, item: str = "element") -> Iterator[Any]:
+        """Yields the elements of the JSON array starting here; errors inside name ``f"{item} {i}"``."""
         self.expect("[")
-        if self.peek() == "]":
-            self.pos += 1
-            return
-        while True:
-            yield self.value()
-            if self.expect(",]") == "]":
+        outer = self.record
+        try:
+            if self.peek() == "]":
+                self.pos += 1
                 return
+            for i in itertools.count():
+                self.record = f"{item} {i}"
+                yield self.value()
+                if self.expect(",]") == "]":
+                    return
+        finally:
+            self.record = outer
+
+    def finish(self) -> None:
+        """Checks that only whitespace follows (a second value or garbage would otherwise go unread)."""
+        self.record = None
+        if self.peek():
+            raise self.error(f"unexpected {shorten(self.buf[self.pos:self.pos + 40])} after the end of the JSON value")
 
     def object_keys(self) -> Iterator[str]:
         """Yields the keys of the JSON object starting here; the caller consumes each value."""
@@ -156,22 +208,31 @@ class _Cursor:
                 return
 
 
-def stream_json_array(path: str) -> Iterator[Any]:
-    """Yields the elements of the JSON list in ``path`` one at a time."""
-    with open(path, encoding="utf-8") as f:
-        yield from _Cursor(f, path).array()
+def _open_json(path: str, what: str):
+    """The binary handle of a JSON file after ``require_nonempty`` (a 0-byte file is an error naming it)."""
+    require_nonempty(path, VisDialDataError, what)
+    return open(path, "rb")
+
+
+def stream_json_array(path: str, item: str = "element", what: str = "JSON file") -> Iterator[Any]:
+    """Yields the elements of the JSON list in ``path`` one at a time; errors name ``f"{item} {i}"``."""
+    with _open_json(path, what) as f:
+        cursor = _Cursor(f, path)
+        yield from cursor.array(item)
+        cursor.finish()
 
 
 # -- dialogues --------------------------------------------------------------------------------------
 def _field(entry: Any, name: str, path: str, index: int) -> Any:
     if not isinstance(entry, dict) or name not in entry:
-        raise VisDialDataError(f"{path}: dialogue {index} has no field {name!r}")
+        raise input_error(VisDialDataError, path, "missing", record=f"dialogue {index}", field=name)
     return entry[name]
 
 
 def _text(value: Any, what: str, path: str, index: int) -> str:
     if not isinstance(value, str):
-        raise VisDialDataError(f"{path}: dialogue {index}: {what} must be a string, got {value!r}")
+        raise input_error(VisDialDataError, path, "must be a string", record=f"dialogue {index}", field=what,
+                          value=value)
     return value
 
 
@@ -179,7 +240,8 @@ def _dialogue(entry: Any, split: str, index: int, path: str, questions: Sequence
               answers: Sequence[str] | None) -> Dialogue:
     rounds = _field(entry, "dialog", path, index)
     if not isinstance(rounds, list) or len(rounds) > ROUNDS:
-        raise VisDialDataError(f"{path}: dialogue {index}: 'dialog' must be a list of at most {ROUNDS} rounds")
+        raise input_error(VisDialDataError, path, f"must be a list of at most {ROUNDS} rounds", record=f"dialogue {index}",
+                          field="dialog", value=rounds)
     qs, ans = [], []
     for r, turn in enumerate(rounds):
         q, a = _field(turn, "question", path, index), turn.get("answer")
@@ -187,15 +249,17 @@ def _dialogue(entry: Any, split: str, index: int, path: str, questions: Sequence
             try:
                 q, a = questions[q], answers[a]  # type: ignore[index]
             except (IndexError, TypeError):
-                raise VisDialDataError(f"{path}: dialogue {index}, round {r}: question/answer index "
-                                       f"{turn.get('question')!r}/{turn.get('answer')!r} is not in the tables") from None
+                raise input_error(VisDialDataError, path, "question/answer index is not in the tables",
+                                  record=f"dialogue {index}, round {r}",
+                                  value=(turn.get("question"), turn.get("answer"))) from None
         if a is None:
-            raise VisDialDataError(f"{path}: dialogue {index}, round {r} has no answer")
+            raise input_error(VisDialDataError, path, "missing", record=f"dialogue {index}, round {r}", field="answer")
         qs.append(_text(q, f"round {r} question", path, index))
         ans.append(_text(a, f"round {r} answer", path, index))
     image_id = _field(entry, "image_id", path, index)
     if isinstance(image_id, bool) or not isinstance(image_id, int):
-        raise VisDialDataError(f"{path}: dialogue {index}: image_id must be an integer, got {image_id!r}")
+        raise input_error(VisDialDataError, path, "must be an integer", record=f"dialogue {index}", field="image_id",
+                          value=image_id)
     caption = _text(_field(entry, "caption", path, index), "caption", path, index)
     return Dialogue(split, index, image_id, caption, tuple(qs), tuple(ans))
 
@@ -207,28 +271,27 @@ def read_dialogues(path: str, split: str) -> Iterator[Dialogue]:
     the file, a first pass reads the tables (skipping the dialogues one at a time) and a second pass
     streams the dialogues.
     """
-    if not os.path.exists(path):
-        raise VisDialDataError(f"{path}: dialogue file not found")
-    with open(path, encoding="utf-8") as f:
+    with _open_json(path, "dialogue file") as f:
         cursor = _Cursor(f, path)
         if cursor.peek() == "[":
-            for i, entry in enumerate(cursor.array()):
+            for i, entry in enumerate(cursor.array("dialogue")):
                 yield _dialogue(entry, split, i, path, None, None)
+            cursor.finish()
             return
     tables: dict[str, list[str]] = {}
     for streamed in (False, True):
-        with open(path, encoding="utf-8") as f:
+        with open(path, "rb") as f:
             for inner, cursor in _v1_data_keys(_Cursor(f, path)):
                 if inner in ("questions", "answers"):
-                    tables[inner] = list(cursor.array())
+                    tables[inner] = list(cursor.array(inner[:-1]))
                 elif inner == "dialogs" and (streamed or len(tables) == 2):
                     if len(tables) < 2:
                         raise VisDialDataError(f"{path}: v1.0 'data' lacks the questions/answers tables")
-                    for i, entry in enumerate(cursor.array()):
+                    for i, entry in enumerate(cursor.array("dialogue")):
                         yield _dialogue(entry, split, i, path, tables["questions"], tables["answers"])
                     return
                 elif inner == "dialogs":
-                    for _ in cursor.array():  # skipped now, streamed by the second pass
+                    for _ in cursor.array("dialogue"):  # skipped now, streamed by the second pass
                         pass
                 else:
                     cursor.value()
@@ -253,13 +316,11 @@ def read_split(folder: str, split: str, version: str = "0.5") -> Iterator[Dialog
 # -- reward caches ----------------------------------------------------------------------------------
 def read_reward_cache(path: str) -> Iterator[tuple[float, ...]]:
     """Streams the rows of a reward cache; each must be 11 finite numbers (errors name file and dialogue)."""
-    if not os.path.exists(path):
-        raise VisDialDataError(f"{path}: reward cache not found")
-    for i, row in enumerate(stream_json_array(path)):
+    for i, row in enumerate(stream_json_array(path, "dialogue", "reward cache")):
         if (not isinstance(row, list) or len(row) != CACHE_ROW
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in row)):
-            raise VisDialDataError(f"{path}: dialogue {i}: a reward-cache row must be {CACHE_ROW} finite numbers "
-                                   f"[v0, d1..d10], got {row!r}"[:300])
+            raise input_error(VisDialDataError, path, f"a reward-cache row must be {CACHE_ROW} finite numbers "
+                              "[v0, d1..d10]", record=f"dialogue {i}", value=row)
         yield tuple(float(v) for v in row)
 
 
@@ -291,10 +352,12 @@ class FeatureStore:
     def __init__(self, path: str, split: str, normalize: bool = True, expected: int | None = None):
         import h5py
 
-        if not os.path.exists(path):
-            raise VisDialDataError(f"{path}: image-feature file not found")
+        require_nonempty(path, VisDialDataError, "image-feature file")
         self.path, self.split, self.normalize = path, split, bool(normalize)
-        self._file = h5py.File(path, "r")
+        try:
+            self._file = h5py.File(path, "r")
+        except OSError as e:
+            raise input_error(VisDialDataError, path, f"not a readable HDF5 file ({e})") from None
         name = f"images_{split}"
         if name not in self._file:
             present = sorted(self._file.keys())
@@ -318,11 +381,31 @@ class FeatureStore:
         if not 0 <= index < len(self):
             raise VisDialDataError(f"{self.path}: dialogue {index} has no row in images_{self.split} "
                                    f"({len(self)} rows)")
-        return self._finish(np.asarray(self._data[index], dtype=np.float32))
+        return self._finish(self._rows(index, index + 1)[0])
 
     def all(self) -> np.ndarray:
         """Every row, [N, dim] (for a ranking pool)."""
-        return self._finish(np.asarray(self._data[...], dtype=np.float32))
+        return self._finish(self._rows(0, len(self)))
+
+    def check_finite(self, block: int = 1024) -> None:
+        """Reads every row, ``block`` rows at a time: a ``VisDialDataError`` names the first row (= dialogue)
+        holding NaN or infinity, or a part of the file that cannot be read."""
+        for start in range(0, len(self), block):
+            self._rows(start, min(start + block, len(self)))
+
+    def _rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` as float32; errors name the file, the dataset and the row."""
+        try:
+            rows = np.asarray(self._data[start:stop], dtype=np.float32)
+        except (OSError, ValueError, TypeError) as e:
+            raise input_error(VisDialDataError, self.path, f"cannot read rows {start}..{stop - 1} ({e})",
+                              field=f"images_{self.split}") from None
+        bad = ~np.isfinite(rows).all(axis=-1)
+        if bad.any():
+            row = start + int(np.argmax(bad))
+            raise input_error(VisDialDataError, self.path, "NaN or infinite feature", record=f"dialogue {row}",
+                              field=f"images_{self.split}")
+        return rows
 
     def _finish(self, rows: np.ndarray) -> np.ndarray:
         return l2_normalize(rows) if self.normalize else rows

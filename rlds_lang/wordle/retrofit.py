@@ -40,6 +40,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from rlds_lang.env import Observation
+from rlds_lang.input_errors import input_error, read_lines
 from rlds_lang.wordle.engine import FeedbackMatrix
 from rlds_lang.wordle.game import NUM_PATTERNS, Rule
 from rlds_lang.wordle.tweets import Reason, Rejected, TweetGame
@@ -155,28 +156,34 @@ def retrofit(index: RetrofitIndex, pattern_ids: Sequence[int], seed: int, answer
     return Retrofit(index.answers.words[a], tuple(words[g] for g in picks))
 
 
+class AnswerTableError(ValueError):
+    """A ``day,answer`` table cannot be read; the message names the file and line."""
+
+
 def load_answer_table(path: str | os.PathLike) -> dict[int, str]:
     """Reads a ``day,answer`` table (CSV or TSV, optional ``day,answer`` header, ``#`` comments).
 
-    Errors name the file and line: a bad day number, an answer that is not five letters a-z, or a day
-    listed twice.
+    Errors (``AnswerTableError``) name the file and line: a missing, empty or non-UTF-8 file, a bad day
+    number, an answer that is not five letters a-z, or a day listed twice. A byte-order mark is dropped.
     """
     path = os.fspath(path)
     table: dict[int, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.strip()
-            if not line or line.startswith("#") or (lineno == 1 and line.lower().replace("\t", ",") == "day,answer"):
-                continue
-            parts = [x.strip() for x in line.replace("\t", ",").split(",")]
-            if len(parts) != 2 or not parts[0].isdigit():
-                raise ValueError(f"{path}:{lineno}: expected 'day,answer', got {line!r}")
-            day, word = int(parts[0]), parts[1].lower()
-            if len(word) != 5 or not word.isascii() or not word.isalpha():
-                raise ValueError(f"{path}:{lineno}: answer {parts[1]!r} is not five letters a-z")
-            if day in table:
-                raise ValueError(f"{path}:{lineno}: day {day} listed twice")
-            table[day] = word
+    for lineno, raw in read_lines(path, AnswerTableError, "answer table"):
+        line = raw.strip()
+        if not line or line.startswith("#") or (lineno == 1 and line.lower().replace("\t", ",") == "day,answer"):
+            continue
+        parts = [x.strip() for x in line.replace("\t", ",").split(",")]
+        if len(parts) != 2 or not parts[0].isdigit() or len(parts[0]) > 9:
+            raise input_error(AnswerTableError, path, "expected 'day,answer'", line=lineno, value=line)
+        day, word = int(parts[0]), parts[1].lower()
+        if len(word) != 5 or not word.isascii() or not word.isalpha():
+            raise input_error(AnswerTableError, path, "answer is not five letters a-z", line=lineno, field="answer",
+                              value=parts[1])
+        if day in table:
+            raise input_error(AnswerTableError, path, f"day {day} listed twice", line=lineno)
+        table[day] = word
+    if not table:
+        raise input_error(AnswerTableError, path, "no 'day,answer' line")
     return table
 
 
@@ -238,5 +245,5 @@ class RetrofitReplayPolicy:
         return {"source": "human game shared as a tweet, words retrofitted onto its colour rows", "rule": self.rule}
 
 
-__all__ = ["RetrofitIndex", "RetrofitMode", "RetrofitReplayPolicy", "Retrofit", "RetrofittedGame", "TWEET_METADATA",
+__all__ = ["AnswerTableError", "RetrofitIndex", "RetrofitMode", "RetrofitReplayPolicy", "Retrofit", "RetrofittedGame", "TWEET_METADATA",
            "game_seed", "load_answer_table", "retrofit", "retrofit_tweets"]

@@ -38,6 +38,7 @@ import re
 from typing import Iterator, Sequence
 
 from rlds_lang.csv_records import csv_records
+from rlds_lang.input_errors import shorten
 from rlds_lang.wordle.game import BLACK, GREEN, YELLOW, pattern_id
 from rlds_lang.wordle.words import WORD_LENGTH
 
@@ -225,12 +226,16 @@ def _csv_records(path: str) -> Iterator[tuple[int, list[str] | None, str]]:
     return csv_records(path, TweetsCsvError, strict=True)
 
 
+#: the most digits a Wordle day number may have.
+_DAY_DIGITS = 9
+
+
 def _record_problem(fields: list[str], width: int, day_column: int) -> str:
     """Why a CSV record cannot be read as a tweet (``""`` if it can)."""
     if len(fields) != width:
         return f"{len(fields)} fields, expected {width}"
-    if not fields[day_column].strip().isdigit():
-        return f"wordle_id {fields[day_column]!r} is not a day number"
+    if not fields[day_column].strip().isdigit() or len(fields[day_column].strip()) > _DAY_DIGITS:
+        return f"wordle_id {shorten(fields[day_column])} is not a day number"
     return ""
 
 

