@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import os
 import time
 import warnings
@@ -46,12 +45,7 @@ from trainers.core.checkpoint import (
     save_checkpoint,
     trainer_state,
 )
-from trainers.core.logs import (
-    MetricsLog,
-    Throughput,
-    elapsed_seconds,
-    truncate_metrics_after,
-)
+from trainers.core.logs import RunLog, elapsed_seconds
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     import tensorflow as tf
@@ -201,55 +195,25 @@ def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResul
     # dataset takes most of an hour
     batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum,
                                restore=_saved_data_state(config, info, step)) if step < config.steps else None
-    logs = MetricsLog(out, info.is_main)
-    if info.is_main:
-        truncate_metrics_after(logs.path, step)
-        (out / "config.json").write_text(json.dumps({"algorithm": algorithm,
-                                                     "config": dataclasses.asdict(config)}, indent=2))
-
-    bar = None
-    if progress and info.is_main:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=config.steps, initial=step, desc=f"train {algorithm}", unit="step")
-    # throughput is measured from the end of the first step: that one also pays for starting the tf.data
-    # pipeline (opening files, filling the shuffle buffer) and for the first forward pass
-    clock = Throughput()
-    window: dict[str, float] = {}
-    in_window = 0
-    last: dict[str, float] = {}
+    run = RunLog(out, algorithm, config.steps, step, config.log_every, config.checkpoint_every, enabled=info.is_main,
+                 progress=progress, title=f"{algorithm}: {config.dataset}")
+    run.write_config(config)
     module.train()
     while step < config.steps:
         t0 = time.perf_counter()
         micro = [next(batches) for _ in range(config.grad_accum)]
-        clock.waited(time.perf_counter() - t0)
+        run.clock.waited(time.perf_counter() - t0)
         metrics = _optimizer_step(model, module, optimizer, micro, config.grad_clip, info)
         scheduler.step()
         step += 1
-        clock.step_done(sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size)
-        for key, value in metrics.items():
-            window[key] = window.get(key, 0.0) + value
-        in_window += 1
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{metrics.get('loss', float('nan')):.4f}")
-        if step % config.log_every == 0 or step == config.steps:
-            last = {k: v / in_window for k, v in window.items()}  # the steps summed (fewer after a resume)
-            last.update(lr=scheduler.get_last_lr()[0], **clock.window())
-            logs.write(step, last)
-            window, in_window = {}, 0
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            saved_seconds = elapsed_seconds(before, clock)
+        run.step_done(step, metrics, sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size,
+                      extra=lambda: run.throughput_row(scheduler.get_last_lr()[0]),
+                      postfix={"loss": f"{metrics.get('loss', float('nan')):.4f}"})
+        if run.checkpoint_due(step):
+            saved_seconds = elapsed_seconds(before, run.clock)
             _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, saved_seconds, info, batches)
-    if bar is not None:
-        bar.close()
-    logs.close()
-    if info.is_main and logs.path.exists():
-        from trainers.core.plots import plot_training_curves
-
-        plot_training_curves(logs.path, out / "training_curves.png", title=f"{algorithm}: {config.dataset}")
-    return TrainResult(out, step, last, clock.seconds(), *clock.overall(),
-                       total_seconds=saved_seconds)
+    run.close()
+    return TrainResult(out, step, run.last, run.clock.seconds(), *run.clock.overall(), total_seconds=saved_seconds)
 
 
 def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo()) -> dict[str, float]:

@@ -1,18 +1,19 @@
 """The DPO training run: pairs from a response-tree dataset, reference log-probs once, then optimizer steps.
 
-``train_dpo(config)`` loads the starting policy from ``config.init`` (its model size and tokenizer come
-with it), reads the pairs (``trainers.algorithms.dpo.data``), computes every pair's reference log-probabilities once
-with the reference model (``config.reference``, default the starting policy) and drops that model, then
-trains the policy with the DPO loss (``trainers.algorithms.dpo.dpo``) on seeded batches of pairs. Like every trainer it
-writes ``metrics.jsonl``, TensorBoard scalars and ``out/checkpoint`` (algorithm ``dpo``, loadable by
-``trainers.core.checkpoint.load_policy``), and a run restarted with the same ``out`` resumes from its checkpoint
-(the batch of step ``s`` is a pure function of ``(s, seed)``). ``rlds-lang train dpo`` runs it.
+``train_dpo(config, start, reference)`` is handed the starting policy (``config.init`` as loaded by
+``trainers.algorithms.registry``; its model size and tokenizer come with it) and optionally a reference LM
+(default: the starting policy), reads the pairs (``trainers.algorithms.dpo.data``), computes every pair's reference
+log-probabilities once and drops the reference, then trains the policy with the DPO loss
+(``trainers.algorithms.dpo.dpo``) on seeded batches of pairs. Like every trainer it logs, checkpoints and draws its
+curves through ``trainers.core.logs.RunLog`` (``metrics.jsonl``, TensorBoard scalars, ``training_curves.png``) and
+writes ``out/checkpoint`` (algorithm ``dpo``, loadable by ``trainers.algorithms.registry.load_policy``); a run
+restarted with the same ``out`` resumes from its checkpoint (the batch of step ``s`` is a pure function of
+``(s, seed)``). ``rlds-lang train dpo`` runs it through ``trainers.algorithms.registry.fit_dpo``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,7 @@ from trainers.algorithms.dpo.dpo import (
     tokens_in,
 )
 from trainers.core.checkpoint import resume_trainer, save_checkpoint, trainer_state
-from trainers.core.logs import (
-    MetricsLog,
-    MetricWindow,
-    Throughput,
-    elapsed_seconds,
-    truncate_metrics_after,
-)
+from trainers.core.logs import RunLog, elapsed_seconds
 from trainers.core.loop import TrainResult, warmup_schedule
 
 
@@ -93,17 +88,10 @@ def train_dpo(config: DPOConfig, start: Any, reference: nn.Module | None = None,
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
     step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
     before = saved_seconds
-    logs = MetricsLog(out, True)
-    truncate_metrics_after(logs.path, step)
     num_pairs = int(tensors["chosen_input_ids"].shape[0])
-    (out / "config.json").write_text(json.dumps({"algorithm": "dpo", "config": dataclasses.asdict(config),
-                                                 "pairs": num_pairs}, indent=2))
-    clock, window = Throughput(), MetricWindow(logs, config.log_every, config.steps)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=config.steps, initial=step, desc="train dpo", unit="step")
+    run = RunLog(out, "dpo", config.steps, step, config.log_every, config.checkpoint_every, progress=progress,
+                 title=f"dpo: {config.dataset}")
+    run.write_config(config, pairs=num_pairs)
     module.train()
     while step < config.steps:
         index = torch.from_numpy(batch_indices(num_pairs, config.batch_size, step, config.seed))
@@ -116,19 +104,14 @@ def train_dpo(config: DPOConfig, start: Any, reference: nn.Module | None = None,
         optimizer.step()
         scheduler.step()
         step += 1
-        clock.step_done(tokens_in(batch))
-        window.add(step, {"loss": result.loss.detach(), **result.metrics},
-                   lambda: {"lr": scheduler.get_last_lr()[0], **clock.window()})
-        if bar is not None:
-            bar.update(1)
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            saved_seconds = elapsed_seconds(before, clock)
+        run.step_done(step, {"loss": result.loss.detach(), **result.metrics}, tokens_in(batch),
+                      extra=lambda: run.throughput_row(scheduler.get_last_lr()[0]))
+        if run.checkpoint_due(step):
+            saved_seconds = elapsed_seconds(before, run.clock)
             save_checkpoint(out, "dpo", config, module, tokenizer,
                             trainer_state(optimizer, scheduler, step, saved_seconds))
-    if bar is not None:
-        bar.close()
-    logs.close()
-    return TrainResult(out, step, window.last, clock.seconds(), clock.overall()[0], 0.0,
+    run.close()
+    return TrainResult(out, step, run.last, run.clock.seconds(), run.clock.overall()[0], 0.0,
                        total_seconds=saved_seconds)
 
 

@@ -182,7 +182,7 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         allowed_actions: list[str] | None, source: Any, state: dict[str, Any] | None, progress: bool) -> PPOResult:
     """The update loop of ``trainers.algorithms.ppo.config.train_ppo`` (``state``: a checkpoint's trainer state to resume from)."""
     from trainers.core.checkpoint import save_checkpoint
-    from trainers.core.logs import MetricsLog, truncate_metrics_after
+    from trainers.core.logs import RunLog
 
     out = Path(config.out)
     info = init_distributed()
@@ -201,18 +201,13 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
     policy = RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
                            allowed_actions)
     trained: nn.Module = nn.parallel.DistributedDataParallel(model) if info.world_size > 1 else model
-    logs = MetricsLog(out, info.is_main)
-    if info.is_main:
-        truncate_metrics_after(logs.path, update)
+    run_log = RunLog(out, "ppo", config.updates, update, checkpoint_every=config.checkpoint_every,
+                     enabled=info.is_main, progress=progress, unit="update",
+                     title=f"ppo: {config.task}, reward {config.reward}")
     started = time.perf_counter()
     rollout_rates: list[float] = []
     update_rates: list[float] = []
     metrics: dict[str, float] = {}
-    bar = None
-    if progress and info.is_main:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=config.updates, initial=update, desc="train ppo", unit="update")
     while update < config.updates:
         update += 1
         data_dir = out / "rollouts" / (f"update-{update:05d}" + (f"-rank{info.rank}" if info.world_size > 1 else ""))
@@ -238,24 +233,16 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         update_rates.append(len(rollouts) * (config.query_length + config.response_length) * config.ppo_epochs
                             / update_seconds)
         metrics.update(rollout_tokens_per_second=rollout_rates[-1], update_tokens_per_second=update_rates[-1])
-        logs.write(update, metrics)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(score=f"{metrics['score']:.3f}", kl=f"{metrics['objective/kl']:.3f}")
-        if (update % config.checkpoint_every == 0 or update == config.updates) and info.is_main:
+        run_log.step_done(update, metrics, postfix={"score": f"{metrics['score']:.3f}",
+                                                    "kl": f"{metrics['objective/kl']:.3f}"})
+        if run_log.checkpoint_due(update) and info.is_main:
             trainer_state = {"update": update, "step": update, "optimizer": optimizer.state_dict(),
                              "scheduler": scheduler.state_dict(), "kl": kl_ctl.state_dict(),
                              "reference": reference.state_dict(), "torch_rng": torch.get_rng_state()}
             save_checkpoint(out, "ppo", config, model, tokenizer, trainer_state)
-        if info.world_size > 1 and (update % config.checkpoint_every == 0 or update == config.updates):
+        if info.world_size > 1 and run_log.checkpoint_due(update):
             dist.barrier()
-    if bar is not None:
-        bar.close()
-    logs.close()
-    if info.is_main and logs.path.exists():
-        from trainers.core.plots import plot_training_curves
-
-        plot_training_curves(logs.path, out / "training_curves.png", title=f"ppo: {config.task}, reward {config.reward}")
+    run_log.close()
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     return PPOResult(out, update, metrics, time.perf_counter() - started, mean(rollout_rates), mean(update_rates))
 
