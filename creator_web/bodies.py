@@ -1,9 +1,10 @@
 """The JSON bodies creator_web accepts, every field bounded, and how a rejected one is reported.
 
-Every body is a pydantic model that rejects unknown fields, ``NaN``/``Infinity`` and strings that are not valid
-Unicode (a lone surrogate such as ``"\\ud800"`` cannot be stored as UTF-8). ``validation_detail`` turns
-pydantic's errors into the 422 answer: each error names its field (``loc``) and says why, and echoes the
-offending value only cut short and ASCII-safe (never a 10 MB value, never a value JSON cannot encode).
+Every body is a pydantic model that rejects unknown fields and ``NaN``/``Infinity``; pydantic itself refuses
+strings that are not valid Unicode (a lone surrogate such as ``"\\ud800"``, which cannot be stored as UTF-8).
+``validation_detail`` turns pydantic's errors into the 422 answer: each error names its field (``loc``) and
+says why, and echoes the offending value only cut short and ASCII-safe (never a 10 MB value, never a value
+JSON cannot encode).
 """
 
 from __future__ import annotations
@@ -21,15 +22,6 @@ MAX_TEXT, MAX_TAGS, MAX_TAG = 2000, 10, 40
 MAX_EXPORT = 1000
 
 
-def valid_unicode(value: str) -> str:
-    """``value`` if it encodes as UTF-8 (no lone surrogate), else ``ValueError`` (pydantic reports the field)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"not valid Unicode (a lone surrogate at character {e.start})") from None
-    return value
-
-
 def no_dot_dot(value: str) -> str:
     """``value`` if it holds no ``..`` (a name that could climb out of its folder)."""
     if ".." in value:
@@ -45,10 +37,10 @@ def no_control(value: str) -> str:
 
 
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN), AfterValidator(no_dot_dot)]
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG), AfterValidator(valid_unicode),
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG),
                 AfterValidator(no_control)]
-DatasetName = Annotated[str, StringConstraints(min_length=1, max_length=300), AfterValidator(valid_unicode)]
-EpisodeId = Annotated[str, StringConstraints(min_length=1, max_length=300), AfterValidator(valid_unicode)]
+DatasetName = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+EpisodeId = Annotated[str, StringConstraints(min_length=1, max_length=300)]
 
 
 class Body(BaseModel):
@@ -62,7 +54,7 @@ class OpenSession(Body):
 
     annotator: Name | None = Field(None, description="who is annotating (letters, digits, _ . -); behind a "
                                                      "signing-in proxy, the proxy names them")
-    secret: Annotated[str, StringConstraints(max_length=200), AfterValidator(valid_unicode)] | None = Field(
+    secret: Annotated[str, StringConstraints(max_length=200)] | None = Field(
         None, description="the annotator's secret, when the server was started with an annotators file")
     task: Annotated[str, StringConstraints(max_length=64)] = "wordle"
     config: dict[str, Any] = Field(default_factory=dict, description="the task's session config")
@@ -71,7 +63,7 @@ class OpenSession(Body):
 class Guess(Body):
     """Body of POST /api/sessions/{id}/play/act."""
 
-    action: Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(valid_unicode)]
+    action: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     client_ms: int = Field(0, ge=0, le=86_400_000, description="ms from showing the board to submitting")
 
 
@@ -96,7 +88,7 @@ class Annotation(Body):
     dataset: DatasetName
     episode_id: EpisodeId
     step: int | None = Field(None, ge=0, le=1_000_000, description="the step annotated; none for the whole episode")
-    text: Annotated[str, StringConstraints(max_length=MAX_TEXT), AfterValidator(valid_unicode)] = ""
+    text: Annotated[str, StringConstraints(max_length=MAX_TEXT)] = ""
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
 
 
@@ -129,4 +121,4 @@ def validation_detail(errors: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 __all__ = ["Annotation", "Body", "DatasetName", "EpisodeId", "ExportBody", "Guess", "JudgeBody", "MAX_EXPORT",
            "MAX_TAG", "MAX_TAGS", "MAX_TEXT", "NAME_PATTERN", "Name", "OpenSession", "PairRequest", "Tag",
-           "no_control", "no_dot_dot", "valid_unicode", "validation_detail"]
+           "no_control", "no_dot_dot", "validation_detail"]
