@@ -13,8 +13,13 @@ async function api(method, path, body) {
   const headers = {"Content-Type": "application/json"};
   const session = currentSession();
   if (session && session.token) headers["X-Session-Token"] = session.token;
-  const response = await fetch(path, {method, headers, credentials: "same-origin",
-                                      body: body === undefined ? undefined : JSON.stringify(body)});
+  let response;
+  try {
+    response = await fetch(path, {method, headers, credentials: "same-origin",
+                                  body: body === undefined ? undefined : JSON.stringify(body)});
+  } catch (e) {  // never retried here: a guess sent twice would be played twice
+    throw new Error("cannot reach the server (it may be restarting): try again");
+  }
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     let detail = data.detail;
