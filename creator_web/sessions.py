@@ -154,10 +154,22 @@ class SessionStore:
             except (OSError, ValueError, KeyError) as e:
                 logging.warning("session record %s not restored: %s (missing or invalid)", name, e)
                 continue
-            last = session.games_started - 1
-            if last >= 0 and not list(read_log_dir(os.path.join(session.folder, f"game_{last:05d}"))):
-                session.lost = f"human-{session.session_id}-{last:05d}"
+            session.lost = self._lost_game(session)
             self._add(session)
+
+    @staticmethod
+    def _lost_game(session: Session) -> str | None:
+        """The id of the session's last game if it did not finish (it was in progress when the server stopped)."""
+        last = session.games_started - 1
+        if last < 0:
+            return None
+        folder = os.path.join(session.folder, f"game_{last:05d}")
+        try:
+            finished = bool(list(read_log_dir(folder)))
+        except (OSError, RuntimeError, ValueError) as e:  # the riegeli reader raises RuntimeError on a torn log
+            logging.warning("%s: the last game's log cannot be read (%s); reported lost", folder, e)
+            finished = False
+        return None if finished else f"human-{session.session_id}-{last:05d}"
 
     def open(self, annotator: str, task_name: str, config: dict[str, Any] | None) -> tuple[Session, str]:
         """Opens a session and returns it with its secret token (config validated;

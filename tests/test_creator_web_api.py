@@ -302,3 +302,16 @@ def test_judging_runs_out_of_pairs_and_draws_other_tasks_as_transcripts(client, 
     assert pair["left"]["rows"] == [{"observation": "hi", "action": "hello"}, {"observation": "bye", "action": ""}]
     shown = client.get("/api/datasets/chat/episode", params={"episode_id": "chat-00000000"}).json()
     assert shown["kind"] == "text" and shown["rows"][0] == {"observation": "hi", "action": "hello"}
+
+
+def test_a_torn_last_game_log_is_reported_lost_and_the_server_still_starts(data_dir):
+    tokens: dict[str, str] = {}
+    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL), tokens) as client:
+        sid = open_session(client, "tom", answer="crane")
+        play(client, sid, ["crane"])
+    torn = data_dir / "human" / "wordle" / sid / "game_00001"
+    torn.mkdir()
+    (torn / "metadata.riegeli").write_bytes(b"torn by a crash")
+    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL), tokens) as client:
+        assert client.get(f"/api/sessions/{sid}/play").json()["lost"] == f"human-{sid}-00001"
+        assert play(client, sid, ["crane"])["episode_id"] == f"human-{sid}-00002"

@@ -251,7 +251,10 @@ def test_symlinks_and_damage_are_reported_not_followed(tmp_path, data_dir):
     (data_dir / "leak").symlink_to(outside, target_is_directory=True)
     (data_dir / "inner").mkdir()
     (data_dir / "inner" / "logs").symlink_to(outside, target_is_directory=True)
-    (data_dir / "exports").mkdir()
+    record(WordleEnv(), OptimalPolicy(), episodes=1, data_dir=data_dir / "exports" / "linked", run_name="l",
+           progress=False)
+    log = next(p for p in (data_dir / "exports" / "linked").rglob("metadata.riegeli")).parent
+    (log / "extra.riegeli").symlink_to(tmp_path / "missing-file")  # a dangling file link inside a log
     (data_dir / "exports" / "gone").symlink_to(tmp_path / "missing")  # dangling
     (data_dir / "corrupt" / "log").mkdir(parents=True)
     (data_dir / "corrupt" / "log" / "metadata.riegeli").write_bytes(b"not a riegeli file")
@@ -263,6 +266,9 @@ def test_symlinks_and_damage_are_reported_not_followed(tmp_path, data_dir):
         assert listing["datasets"] == {"corrupt": "raw", "expert": "raw"}
         assert "symlink" in listing["damaged"]["leak"] and "symlink" in listing["damaged"]["inner"]
         assert "symlink" in listing["damaged"]["exports/gone"]
+        assert listing["damaged"]["exports/linked"].endswith("extra.riegeli is a symlink (the server does not "
+                                                             "follow symlinks)")
+        refused(person.http.get("/api/datasets/exports/linked/episodes"), 409, "exports/linked", "extra.riegeli")
         refused(person.http.get("/api/datasets/corrupt/episodes"), 409, "corrupt", "damaged", "cannot be read")
         assert "cannot be read" in person.http.get("/api/datasets").json()["damaged"]["corrupt"]
         refused(person.http.get("/api/datasets/leak/episodes"), 409, "leak", "symlink")
