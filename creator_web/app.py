@@ -85,7 +85,10 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         yield
         sessions.close_all()  # games in progress stay unfinished in their logs
 
-    app = FastAPI(title="rlds-lang creator_web", docs_url="/api/docs", redoc_url=None, lifespan=lifespan)
+    # The schema stays at /api/openapi.json; no interactive docs page (it loads scripts from a CDN, which the
+    # Content-Security-Policy forbids).
+    app = FastAPI(title="rlds-lang creator_web", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
+                  lifespan=lifespan)
     app.state.data, app.state.sessions, app.state.sign_in = data, sessions, sign_in
     app.add_middleware(Guard, allowed_hosts=allowed_hosts, max_body=max_body)
 

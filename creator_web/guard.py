@@ -6,8 +6,10 @@ headers every answer carries.
 - **Host allow-list**: a request whose ``Host`` header names a host the server was not started for is refused
   (400, before any route runs). A page at ``http://evil.example:PORT`` whose name resolves to 127.0.0.1 (DNS
   rebinding) sends ``Host: evil.example:PORT`` and so never reaches the data.
-- **Cross-origin writes**: a request other than GET/HEAD/OPTIONS whose ``Origin`` is not an allowed host (or,
-  without ``Origin``, whose ``Sec-Fetch-Site`` is ``cross-site``) is refused (403).
+- **Cross-origin writes**: a request other than GET/HEAD/OPTIONS whose ``Origin`` is not the server's own
+  (host and port of the ``Host`` it was sent to, the scheme's default port implied; a page on another port of
+  this machine is another origin; the scheme itself is not compared, as a TLS-terminating proxy forwards plain
+  HTTP) or, without ``Origin``, whose ``Sec-Fetch-Site`` is ``cross-site``, is refused (403).
 - **Body size**: a body longer than ``max_body`` bytes is refused (413), whether or not it declares its length.
 - **Headers**: every answer says ``X-Frame-Options: DENY``, a ``Content-Security-Policy`` that allows only the
   tool's own scripts, styles and connections (no inline script, no framing), ``nosniff`` and ``no-referrer``;
@@ -121,15 +123,26 @@ class Guard:
         if method in _SAFE_METHODS:
             return None
         origin = headers.get("origin")
-        if origin is not None:
-            parts = urlsplit(origin) if origin != "null" else None
-            if parts is None or parts.scheme not in ("http", "https") or \
-                    host_name(parts.netloc) not in self.allowed_hosts:
-                return 403, f"Origin: {shown(origin)} may not write here (cross-origin request refused)"
+        if origin is not None and (_origin_host(origin) is None or
+                                   _origin_host(origin) != _origin_host(host, urlsplit(origin).scheme)):
+            return 403, f"Origin: {shown(origin)} may not write here (cross-origin request refused)"
         elif headers.get("sec-fetch-site") == "cross-site":
             return 403, "Sec-Fetch-Site: cross-site requests may not write here"
         return None
 
+
+
+def _origin_host(value: str, scheme: str | None = None) -> str | None:
+    """``host[:port]`` of an ``Origin`` (or, with its ``scheme``, of a ``Host`` header), lower-cased and without
+    the scheme's default port; ``None`` for an origin that is not http(s) (``null``, ``file://``)."""
+    if scheme is None:
+        parts = urlsplit(value)
+        scheme, value = parts.scheme, parts.netloc
+    if scheme not in ("http", "https") or not value:
+        return None
+    value = value.lower()
+    default = ":80" if scheme == "http" else ":443"
+    return value[:-len(default)] if value.endswith(default) else value
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -56,6 +56,9 @@ def test_host_names_and_the_allow_list():
     guard = Guard(app=None, allowed_hosts=allowed_hosts_for("0.0.0.0", ["lab.example.org"]))
     assert guard.refusal("GET", {"host": "lab.example.org"}) is None
     assert guard.refusal("POST", {"host": "lab.example.org", "origin": "https://lab.example.org"}) is None
+    assert guard.refusal("POST", {"host": "lab.example.org:80", "origin": "http://lab.example.org"}) is None
+    assert guard.refusal("POST", {"host": "lab.example.org:8443", "origin": "https://lab.example.org:8443"}) is None
+    assert guard.refusal("POST", {"host": "lab.example.org", "origin": "https://lab.example.org:8443"})[0] == 403
     assert guard.refusal("POST", {"host": "lab.example.org", "origin": "https://evil.example"})[0] == 403
     assert guard.refusal("GET", {"host": "lab.example.org.evil.example"})[0] == 400
     assert shown("x" * 1000).endswith("(1002 characters)") and len(shown("x" * 1000)) < 120

@@ -153,10 +153,12 @@ def test_a_rebinding_host_reads_and_writes_nothing(server, people, unchanged, ho
 
 @pytest.mark.parametrize("origin_headers, field", [
     ({"Origin": f"http://{EVIL}"}, "Origin"), ({"Origin": f"http://{EVIL}:8765"}, "Origin"),
-    ({"Origin": "null"}, "Origin"), ({"Origin": "file://"}, "Origin"),
+    ({"Origin": "null"}, "Origin"), ({"Origin": "file://"}, "Origin"), ({"Origin": "http://127.0.0.1:1"}, "Origin"),
+    ({"Origin": "http://localhost:{port}"}, "Origin"),
     ({"Sec-Fetch-Site": "cross-site"}, "Sec-Fetch-Site")])
 def test_cross_origin_writes_are_refused(server, people, unchanged, origin_headers, field):
     victim, _ = people
+    origin_headers = {k: v.format(port=server.port) for k, v in origin_headers.items()}
     for path, body in [("/api/sessions", {"annotator": "csrf"}),
                        (f"/api/sessions/{victim.sid}/play/new", None),
                        (f"/api/sessions/{victim.sid}/annotate",
@@ -174,6 +176,8 @@ def test_same_origin_writes_and_headers_are_allowed(server, people):
     assert "javascript:" not in page.text and "<script>" not in page.text  # no inline script runs on the page
     index_js = httpx.get(server.url + "/static/index.js").text
     assert "nextPage(new URLSearchParams(location.search).get(\"next\"))" in index_js
+    assert httpx.get(server.url + "/api/openapi.json").json()["info"]["title"] == "rlds-lang creator_web"
+    assert httpx.get(server.url + "/api/docs").status_code == 404  # its CDN scripts would break the CSP
     common_js = httpx.get(server.url + "/static/common.js").text
     assert 'const PAGES = ["/play", "/judge", "/review"];' in common_js
 
