@@ -131,7 +131,6 @@ class Guard:
         return None
 
 
-
 def _origin_host(value: str, scheme: str | None = None) -> str | None:
     """``host[:port]`` of an ``Origin`` (or, with its ``scheme``, of a ``Host`` header), lower-cased and without
     the scheme's default port; ``None`` for an origin that is not http(s) (``null``, ``file://``)."""

@@ -4,9 +4,9 @@ An annotation (free text and/or tags, on one step or the whole episode) never ed
 is rewritten (``loggers.live.rewrite_episode``) into ``versions/<dataset>/<episode>/vNNNN/`` with every
 annotation so far in the episode metadata field ``annotations`` (JSON list). The review page shows the
 latest version. An episode holds at most ``MAX_NOTES`` annotations of at most ``MAX_NOTES_BYTES`` (as
-stored JSON) in all, so a version never grows without bound. An export writes the latest version of each selected episode into a new folder
-``exports/<name>/``, which ``tfds build`` reads as a manual folder (``wordle_synthetic``, config
-``manual_dir``) and which the server itself lists as a dataset.
+stored JSON) in all, so a version never grows without bound. An export writes the latest version of
+each selected episode into a new folder ``exports/<name>/``, which ``tfds build`` reads as a manual
+folder (``wordle_synthetic``, config ``manual_dir``) and which the server itself lists as a dataset.
 """
 
 from __future__ import annotations

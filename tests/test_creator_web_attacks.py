@@ -199,7 +199,8 @@ def test_oversized_and_malformed_bodies_are_refused(server, people, unchanged):
     assert len(big.content) < 2000  # the 900 kB value is not echoed back
     for raw, field in [(b'{"action": "crane"', "body"), (b'["crane"]', "body"), (b'{"action": 5}', "action"),
                        (b'{"action": "\xff\xfe"}', "body"), (b'{"action": "crane", "client_ms": "soon"}', "client_ms")]:
-        response = victim.post("/api/sessions/{sid}/play/act", content=raw, headers={"Content-Type": "application/json"})
+        response = victim.post("/api/sessions/{sid}/play/act", content=raw,
+                               headers={"Content-Type": "application/json"})
         assert 400 <= response.status_code < 500, (raw, response.status_code, response.text)
         assert field in response.text, (raw, response.text)
 
