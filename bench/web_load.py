@@ -5,7 +5,9 @@ Starts ``rlds-lang web`` in a subprocess on 127.0.0.1 (a free port, a temporary 
 answer again and again until ``--games`` games per client or ``--seconds`` have passed. Prints games/s
 and request latency (median, p95), then reads every session's logs back and checks that no game is
 lost (each finished game is in its own session's log) and none is mixed (each episode holds exactly its
-client's guesses, policy and session). Exits non-zero if any check fails.
+client's guesses, policy and session). Each client sends its session's secret token (``X-Session-Token``) as
+the pages do, and one extra request per client checks that another client's token is refused. Exits non-zero
+if any check fails.
 
 Run: ``PYTHONPATH=. python bench/web_load.py [--clients 8] [--games 20] [--seconds 60]``.
 """
@@ -68,7 +70,7 @@ def start_server(data_dir: str) -> tuple[subprocess.Popen, str]:
 
 def client(url: str, k: int, answer: str, guesses: list[str], games: int, stop_at: float,
            latencies: list[float], lock: threading.Lock) -> tuple[str, int]:
-    """Plays up to ``games`` games as annotator ``load-k``; returns (session id, games finished)."""
+    """Plays up to ``games`` games as annotator ``load-k``; returns (session id, token, games finished)."""
     mine: list[float] = []
     with httpx.Client(base_url=url, timeout=30) as http:
         def call(path: str, body: dict | None = None) -> dict:
@@ -78,7 +80,9 @@ def client(url: str, k: int, answer: str, guesses: list[str], games: int, stop_a
             response.raise_for_status()
             return response.json()
 
-        sid = call("/api/sessions", {"annotator": f"load-{k}", "config": {"answer": answer}})["session_id"]
+        opened = call("/api/sessions", {"annotator": f"load-{k}", "config": {"answer": answer}})
+        sid, token = opened["session_id"], opened["token"]
+        http.headers["X-Session-Token"] = token
         done = 0
         while done < games and time.monotonic() < stop_at:
             call(f"/api/sessions/{sid}/play/new")
@@ -88,15 +92,29 @@ def client(url: str, k: int, answer: str, guesses: list[str], games: int, stop_a
             done += 1
     with lock:
         latencies.extend(mine)
-    return sid, done
+    return sid, token, done
 
 
-def verify(data_dir: str, sessions: list[tuple[str, int]],
+def foreign_token_refused(url: str, sessions: list[tuple[str, str, int]]) -> list[str]:
+    """Problems found when each client's token is used on the next client's session (every such request must be
+    refused 403)."""
+    problems = []
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for k, (sid, _, _) in enumerate(sessions):
+            other_token = sessions[(k + 1) % len(sessions)][1]
+            if len(sessions) > 1:
+                response = http.get(f"/api/sessions/{sid}/play", headers={"X-Session-Token": other_token})
+                if response.status_code != 403:
+                    problems.append(f"client {k}: another client's token read its game ({response.status_code})")
+    return problems
+
+
+def verify(data_dir: str, sessions: list[tuple[str, str, int]],
            plays: list[tuple[str, list[str]]]) -> tuple[int, list[str]]:
     """(episodes read back, problems found: empty when none is lost or mixed)."""
     problems, found = [], 0
     seen_ids: set[str] = set()
-    for k, ((sid, finished), (answer, guesses)) in enumerate(zip(sessions, plays)):
+    for k, ((sid, _, finished), (answer, guesses)) in enumerate(zip(sessions, plays)):
         episodes = list(read_episodes(os.path.join(data_dir, "human", "wordle", sid)))
         found += len(episodes)
         if len(episodes) != finished:
@@ -133,15 +151,19 @@ def main() -> None:
                            for k, (answer, guesses) in enumerate(plays)]
                 sessions = [f.result() for f in futures]
             elapsed = time.monotonic() - started
+            refused = foreign_token_refused(url, sessions)
         finally:
             proc.terminate()
             proc.wait(30)
-        games = sum(n for _, n in sessions)
+        games = sum(n for _, _, n in sessions)
         lat = np.asarray(latencies) * 1000
         print(f"{clients} clients, {games} games ({len(lat)} requests) in {elapsed:.1f} s: "
               f"{games / elapsed:.1f} games/s, latency median {np.median(lat):.1f} ms, p95 {np.percentile(lat, 95):.1f} ms")
         found, problems = verify(data_dir, sessions, plays)
         print(f"read back: {found} episodes for {games} games finished; problems (lost or mixed): {len(problems)}")
+        print(f"other clients' tokens refused: {len(sessions) - len(refused) if len(sessions) > 1 else 0} of "
+              f"{len(sessions) if len(sessions) > 1 else 0}")
+        problems += refused
         for problem in problems[:20]:
             print("  " + problem)
     sys.exit(1 if problems else 0)

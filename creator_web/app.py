@@ -1,27 +1,35 @@
-"""The creator_web FastAPI application: pages, the JSON API, validation and error mapping.
+"""The creator_web FastAPI application: pages, the JSON API, validation, access and error mapping.
 
 Pages (``/``, ``/play``, ``/judge``, ``/review``) and their assets (``/static/<file>``) come from this
 package's ``static`` folder, looked up by name in a fixed list; data is only ever reached through the API
 by dataset name and episode id (``creator_web.storage``), never by a path. Every body is a pydantic model
-(unknown fields rejected); every write names an open session. Errors: 404 unknown session, dataset,
-episode or pair; 409 a request that does not fit the game state; 422 invalid input, with the field and
-reason in ``detail`` (an invalid guess is answered 422 and is never logged).
+(``creator_web.bodies``: unknown fields, NaN and invalid Unicode rejected, every field bounded). Reading data
+and acting in a session need the session's secret token in the ``X-Session-Token`` header
+(``creator_web.access``); ``creator_web.guard`` refuses unknown hosts, cross-origin writes and oversized
+bodies before any of this runs. Errors: 400 unknown host; 401 no or unknown token; 403 a token or person
+that does not own the session, a cross-origin write; 404 unknown session, dataset, episode or pair; 409 a
+request that does not fit the game state or the stored limits, a damaged dataset; 413 a body too large; 422
+invalid input, with the field and reason in ``detail`` (an invalid guess is answered 422 and never logged).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Literal
+from typing import Any, Iterable, Mapping
 
-from fastapi import FastAPI, HTTPException, Path, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from creator_web import judge as judging
 from creator_web import review
+from creator_web.access import TOKEN_HEADER, AccessError, SignIn, load_annotators
+from creator_web.bodies import Annotation, ExportBody, Guess, JudgeBody, OpenSession, PairRequest, validation_detail
+from creator_web.guard import LOCAL_HOSTS, MAX_BODY, Guard, shown
 from creator_web.sessions import GameStateError, Session, SessionError, SessionStore
-from creator_web.storage import DataDir
+from creator_web.storage import DamagedDataset, DataDir, UnsafePath
 from creator_web.tasks import TASKS
 from rlds_lang.env import InvalidActionError
 from rlds_lang.preferences.labellers import HumanQueueLabeller
@@ -32,60 +40,7 @@ STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 PAGES = {"/": ("index.html", "Start"), "/play": ("play.html", "Play"), "/judge": ("judge.html", "Judge"),
          "/review": ("review.html", "Review")}
 _ID = r"^[0-9a-f]{32}$"
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-SessionId = Path(..., pattern=_ID, description="the session token returned by POST /api/sessions")
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class OpenSession(_Body):
-    """Body of POST /api/sessions."""
-
-    annotator: str = Field(..., pattern=_NAME, description="who is annotating (letters, digits, _ . -)")
-    task: str = Field("wordle", max_length=64)
-    config: dict[str, Any] = Field(default_factory=dict, description="the task's session config")
-
-
-class Guess(_Body):
-    """Body of POST /api/sessions/{id}/play/act."""
-
-    action: str = Field(..., min_length=1, max_length=200)
-    client_ms: int = Field(0, ge=0, le=86_400_000, description="ms from showing the board to submitting")
-
-
-class PairRequest(_Body):
-    """Body of POST /api/sessions/{id}/judge/next."""
-
-    left: str | None = Field(None, max_length=300)
-    right: str | None = Field(None, max_length=300)
-
-
-class JudgeBody(_Body):
-    """Body of POST /api/sessions/{id}/judge."""
-
-    pair_id: str = Field(..., pattern=r"^[0-9a-f]{16}$")
-    label: Literal["left", "right", "equal", "skip"]
-    seconds: float = Field(0.0, ge=0.0, le=86_400.0)
-
-
-class Annotation(_Body):
-    """Body of POST /api/sessions/{id}/annotate."""
-
-    dataset: str = Field(..., max_length=300)
-    episode_id: str = Field(..., min_length=1, max_length=300)
-    step: int | None = Field(None, ge=0, description="the step annotated; none for the whole episode")
-    text: str = Field("", max_length=5000)
-    tags: list[str] = Field(default_factory=list, max_length=20)
-
-
-class ExportBody(_Body):
-    """Body of POST /api/sessions/{id}/export."""
-
-    dataset: str = Field(..., max_length=300)
-    episode_ids: list[str] = Field(..., min_length=1, max_length=10_000)
-    name: str = Field(..., pattern=_NAME)
+SessionId = Path(..., pattern=_ID, description="the public session id returned by POST /api/sessions")
 
 
 def render_page(file: str, title: str) -> str:
@@ -100,34 +55,83 @@ def render_page(file: str, title: str) -> str:
     return read("layout.html").replace("{{title}}", title).replace("{{nav}}", nav).replace("{{body}}", read(file))
 
 
+def _sign_in(annotators: str | os.PathLike | Mapping[str, str] | None, proxy_header: str | None) -> SignIn:
+    if annotators is not None and not isinstance(annotators, Mapping):
+        annotators = load_annotators(annotators)
+    return SignIn(annotators, proxy_header)
+
+
 def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = None, human_task: str = "wordle",
-               human_wait: float = 2.0) -> FastAPI:
+               human_wait: float = 2.0, *, allowed_hosts: Iterable[str] = LOCAL_HOSTS,
+               annotators: str | os.PathLike | Mapping[str, str] | None = None, proxy_header: str | None = None,
+               judge_pair: tuple[str, str] | None = None, max_body: int = MAX_BODY) -> FastAPI:
     """The application serving ``data_dir`` (created if absent).
 
     With ``human``, the judge page shows the pairs that labeller's pipeline asks about (drawn as ``human_task``
     draws its steps; a request waits up to ``human_wait`` seconds for one, then gets 503 with Retry-After) and
-    answers go back on its queue; without it, pairs are drawn from the data folder's datasets."""
+    answers go back on its queue; without it, pairs are drawn from the data folder's datasets: those named in
+    the request, else ``judge_pair`` (the judge page's default), else the person must choose.
+
+    ``allowed_hosts``: the host names the server answers to (``Host`` header; see ``creator_web.guard``).
+    ``annotators``: a file (``creator_web.access.load_annotators``) or mapping of annotator -> secret; opening a
+    session then needs both. ``proxy_header``: the header a trusted reverse proxy names the signed-in person in
+    (only when every request comes through that proxy). ``max_body``: the largest request body in bytes."""
     data = DataDir(data_dir)
     sessions = SessionStore(data)
+    sign_in = _sign_in(annotators, proxy_header)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
         yield
         sessions.close_all()  # games in progress stay unfinished in their logs
 
-    app = FastAPI(title="rlds-lang creator_web", docs_url="/api/docs", redoc_url=None, lifespan=lifespan)
-    app.state.data, app.state.sessions = data, sessions
+    # The schema stays at /api/openapi.json; no interactive docs page (it loads scripts from a CDN, which the
+    # Content-Security-Policy forbids).
+    app = FastAPI(title="rlds-lang creator_web", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
+                  lifespan=lifespan)
+    app.state.data, app.state.sessions, app.state.sign_in = data, sessions, sign_in
+    app.add_middleware(Guard, allowed_hosts=allowed_hosts, max_body=max_body)
 
     @app.exception_handler(SessionError)
     async def _unknown_session(request: Request, exc: SessionError) -> JSONResponse:
-        return JSONResponse({"detail": exc.args[0]}, status_code=404)
+        status = 401 if str(exc.args[0]).startswith(TOKEN_HEADER) else 404
+        return JSONResponse({"detail": exc.args[0]}, status_code=status)
 
-    def session_of(session_id: str) -> Session:
-        return sessions.get(session_id)
+    @app.exception_handler(AccessError)
+    async def _refused(request: Request, exc: AccessError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": validation_detail(exc.errors())}, status_code=422)
+
+    @app.exception_handler(DamagedDataset)
+    @app.exception_handler(UnsafePath)
+    async def _damaged(request: Request, exc: ValueError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+
+    def reader(request: Request) -> Session:
+        """The session whose token the request carries (any request that reads data or acts needs one)."""
+        token = request.headers.get(TOKEN_HEADER)
+        if not token:
+            raise AccessError(401, f"{TOKEN_HEADER}: missing (open a session first; its token goes in this header)")
+        session = sessions.by_token(token)
+        sign_in.check(session.annotator, request.headers)
+        return session
+
+    def owner(request: Request, session_id: str = SessionId) -> Session:
+        """The session ``session_id``, if the request carries its token (403 for another session's token)."""
+        named = sessions.get(session_id)
+        if reader(request) is not named:
+            raise AccessError(403, f"{TOKEN_HEADER}: not the token of session {session_id}")
+        return named
 
     def dataset_or_404(name: str) -> str:
-        if name not in data.datasets():
-            raise HTTPException(404, f"no dataset {name!r} in the data folder")
+        usable, damaged = data.listing()
+        if name in damaged:
+            raise HTTPException(409, f"dataset {shown(name)} is damaged: {damaged[name]}")
+        if name not in usable:
+            raise HTTPException(404, f"no dataset {shown(name)} in the data folder")
         return name
 
     def page(html: str):
@@ -140,7 +144,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     def static(name: str) -> FileResponse:
         files = {f for f in os.listdir(STATIC) if not f.startswith(".")}
         if name not in files:
-            raise HTTPException(404, f"no static file {name!r}")
+            raise HTTPException(404, f"no static file {shown(name)}")
         return FileResponse(os.path.join(STATIC, name))
 
     @app.get("/api/tasks")
@@ -148,39 +152,45 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         """The registered tasks and their config schema."""
         return {name: task.config_model.model_json_schema() for name, task in TASKS.items()}
 
+    @app.get("/api/server")
+    def server_info() -> dict[str, Any]:
+        """How to sign in (``open``, ``annotators`` or ``proxy``), the token header and the judge page's source
+        and default datasets (``null``: the person chooses)."""
+        return {"sign_in": sign_in.mode, "token_header": TOKEN_HEADER,
+                "judge_source": "pipeline" if human is not None else "datasets",
+                "judge_default": list(judge_pair) if judge_pair else None}
+
     @app.post("/api/sessions")
-    def open_session(body: OpenSession) -> dict[str, Any]:
-        """Opens a session; its id is the token every write names."""
+    def open_session(body: OpenSession, request: Request) -> dict[str, Any]:
+        """Opens a session; answers its public id and its secret token (given only here)."""
+        annotator = sign_in.annotator(body.annotator, body.secret, request.headers)
         if body.task not in TASKS:
-            raise HTTPException(422, f"task: unknown task {body.task!r}; known: {sorted(TASKS)}")
+            raise HTTPException(422, f"task: unknown task {shown(body.task)}; known: {sorted(TASKS)}")
         try:
-            session = sessions.open(body.annotator, body.task, body.config)
+            session, token = sessions.open(annotator, body.task, body.config)
         except ValidationError as e:
-            raise HTTPException(422, [{"loc": ["body", "config", *err["loc"]], "msg": err["msg"]}
-                                      for err in e.errors()]) from None
+            raise HTTPException(422, validation_detail({**err, "loc": ("body", "config", *err["loc"])}
+                                                       for err in e.errors())) from None
         except ValueError as e:
             raise HTTPException(422, str(e)) from None
-        return {"session_id": session.session_id, "annotator": session.annotator, "task": session.task.name,
-                "config": session.config.model_dump()}
+        return {"session_id": session.session_id, "token": token, "annotator": session.annotator,
+                "task": session.task.name, "config": session.config.model_dump()}
 
     @app.get("/api/sessions/{session_id}/play")
-    def play_state(session_id: str = SessionId) -> dict[str, Any]:
+    def play_state(session: Session = Depends(owner)) -> dict[str, Any]:
         """The session's current game."""
-        session = session_of(session_id)
         with session.lock:
             return session.state()
 
     @app.post("/api/sessions/{session_id}/play/new")
-    def new_game(session_id: str = SessionId) -> dict[str, Any]:
+    def new_game(session: Session = Depends(owner)) -> dict[str, Any]:
         """Starts a new game (recorded when it ends)."""
-        session = session_of(session_id)
         with session.lock:
             return session.new_game()
 
     @app.post("/api/sessions/{session_id}/play/act")
-    def act(body: Guess, session_id: str = SessionId) -> dict[str, Any]:
+    def act(body: Guess, session: Session = Depends(owner)) -> dict[str, Any]:
         """Plays one action; 422 (nothing logged) if the task rejects it."""
-        session = session_of(session_id)
         with session.lock:
             try:
                 return session.act(body.action, body.client_ms)
@@ -195,19 +205,23 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         return {"source": "pipeline" if human is not None else "datasets"}
 
     @app.get("/api/datasets")
-    def datasets() -> dict[str, str]:
-        """Dataset name -> kind (``raw`` logs or a built ``tfds`` folder)."""
-        return data.datasets()
+    def datasets(_: Session = Depends(reader)) -> dict[str, Any]:
+        """``datasets``: name -> kind (``raw`` logs or a built ``tfds`` folder); ``damaged``: name -> why it
+        cannot be read."""
+        usable, damaged = data.listing()
+        return {"datasets": usable, "damaged": damaged}
 
     @app.get("/api/datasets/{name:path}/episodes")
-    def episodes(name: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000)) -> dict[str, Any]:
+    def episodes(name: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
+                 _: Session = Depends(reader)) -> dict[str, Any]:
         """Summaries of a dataset's episodes."""
         eps = data.episodes(dataset_or_404(name))
         page = range(offset, min(offset + limit, len(eps)))
         return {"total": len(eps), "episodes": [review.summary(i, eps[i]) for i in page]}
 
     @app.get("/api/datasets/{name:path}/episode")
-    def episode(name: str, episode_id: str = Query(..., min_length=1, max_length=300)) -> dict[str, Any]:
+    def episode(name: str, episode_id: str = Query(..., min_length=1, max_length=300),
+                _: Session = Depends(reader)) -> dict[str, Any]:
         """One episode (its latest annotated version) for the replay view."""
         try:
             return review.detail(data, dataset_or_404(name), episode_id)
@@ -215,9 +229,8 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
             raise HTTPException(404, e.args[0]) from None
 
     @app.post("/api/sessions/{session_id}/judge/next")
-    def next_pair(body: PairRequest, session_id: str = SessionId) -> dict[str, Any]:
-        """A new pair of clips to judge (from datasets ``left`` and ``right``, default the first two listed)."""
-        session = session_of(session_id)
+    def next_pair(body: PairRequest, session: Session = Depends(owner)) -> dict[str, Any]:
+        """A new pair of clips to judge (from datasets ``left`` and ``right``, default the server's judge pair)."""
         if human is not None and not (body.left or body.right):
             with session.lock:
                 pair = judging.queued_pair(human, session, human_task, human_wait)
@@ -225,11 +238,12 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
                 raise HTTPException(503, "the preference pipeline has no pair waiting yet; retry shortly",
                                     headers={"Retry-After": str(max(1, round(human_wait)))})
             return pair
-        listed = [n for n in data.datasets()]
-        left = dataset_or_404(body.left) if body.left else (listed[0] if listed else None)
-        right = dataset_or_404(body.right) if body.right else (listed[1] if len(listed) > 1 else left)
-        if left is None or right is None:
-            raise HTTPException(404, "no dataset to judge: record games or put logs in the data folder")
+        default = judge_pair or (None, None)
+        wanted = {"left": body.left or default[0], "right": body.right or default[1]}
+        for side, name in wanted.items():
+            if name is None:
+                raise HTTPException(422, f"{side}: choose a dataset (this server has no default judge pair)")
+        left, right = dataset_or_404(wanted["left"]), dataset_or_404(wanted["right"])
         with session.lock:
             pair = judging.next_pair(data, session, left, right)
         if pair is None:
@@ -237,9 +251,8 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         return pair
 
     @app.post("/api/sessions/{session_id}/judge")
-    def judge(body: JudgeBody, session_id: str = SessionId) -> dict[str, Any]:
+    def judge(body: JudgeBody, session: Session = Depends(owner)) -> dict[str, Any]:
         """Records the answer about the pair shown."""
-        session = session_of(session_id)
         with session.lock:
             try:
                 outcome = judging.judge(data, session, body.pair_id, Label.parse(body.label), body.seconds, human)
@@ -250,34 +263,38 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         return {**outcome, "judged": len(session.judged)}
 
     @app.post("/api/sessions/{session_id}/annotate")
-    def annotate(body: Annotation, session_id: str = SessionId) -> dict[str, Any]:
+    def annotate(body: Annotation, session: Session = Depends(owner)) -> dict[str, Any]:
         """Stores an annotation as a new version of the episode."""
-        session = session_of(session_id)
         note = {"step": body.step, "text": body.text, "tags": body.tags, "annotator": session.annotator,
                 "session_id": session.session_id}
         if not body.text and not body.tags:
-            raise HTTPException(422, "annotation: give a text or at least one tag")
+            raise HTTPException(422, "text: give a text or at least one tag")
         try:
             out = review.annotate(data, dataset_or_404(body.dataset), body.episode_id, note)
         except KeyError as e:
             raise HTTPException(404, e.args[0]) from None
         except IndexError as e:
             raise HTTPException(422, f"step: {e}") from None
+        except review.LimitError as e:
+            raise HTTPException(409, str(e)) from None
         return {"version": os.path.relpath(out, data.root)}
 
     @app.post("/api/sessions/{session_id}/export")
-    def export(body: ExportBody, session_id: str = SessionId) -> dict[str, Any]:
+    def export(body: ExportBody, session: Session = Depends(owner)) -> dict[str, Any]:
         """Exports episodes to ``exports/<name>`` (a manual folder for ``tfds build``)."""
-        session_of(session_id)
         try:
             out = review.export(data, dataset_or_404(body.dataset), body.episode_ids, body.name)
         except KeyError as e:
             raise HTTPException(404, e.args[0]) from None
         except FileExistsError as e:
             raise HTTPException(409, str(e)) from None
+        except UnsafePath:
+            raise
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from None
         return {"export": os.path.relpath(out, data.root), "episodes": len(body.episode_ids)}
 
     return app
 
 
-__all__ = ["create_app"]
+__all__ = ["PAGES", "create_app", "render_page"]

@@ -3,9 +3,10 @@
 An annotation (free text and/or tags, on one step or the whole episode) never edits a log: the episode
 is rewritten (``loggers.live.rewrite_episode``) into ``versions/<dataset>/<episode>/vNNNN/`` with every
 annotation so far in the episode metadata field ``annotations`` (JSON list). The review page shows the
-latest version. An export writes the latest version of each selected episode into a new folder
-``exports/<name>/``, which ``tfds build`` reads as a manual folder (``wordle_synthetic``, config
-``manual_dir``) and which the server itself lists as a dataset.
+latest version. An episode holds at most ``MAX_NOTES`` annotations of at most ``MAX_NOTES_BYTES`` (as
+stored JSON) in all, so a version never grows without bound. An export writes the latest version of
+each selected episode into a new folder ``exports/<name>/``, which ``tfds build`` reads as a manual
+folder (``wordle_synthetic``, config ``manual_dir``) and which the server itself lists as a dataset.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from loggers.live import rewrite_episode, split_step
 from loggers.reader import read_log_dir
 
 _write_lock = threading.Lock()
+#: the most annotations one episode holds, and their largest stored size (bytes of JSON).
+MAX_NOTES, MAX_NOTES_BYTES = 100, 256 * 1024
+
+
+class LimitError(ValueError):
+    """A write refused because it would pass a stored-size limit (the server answers 409 with the message)."""
 
 
 def _json_value(value: Any) -> Any:
@@ -83,17 +90,30 @@ def annotate(data: DataDir, dataset: str, episode_id: str, note: Mapping[str, An
         if step is not None and not 0 <= step < len(episode["steps"]):
             raise IndexError(f"step {step} is outside the episode's {len(episode['steps'])} steps")
         notes = json.loads(episode.get("annotations", "[]") or "[]")
+        if len(notes) >= MAX_NOTES:
+            raise LimitError(f"annotations: episode {episode_id!r} holds {len(notes)} annotations already, the "
+                             f"limit")
         notes.append({**note, "time": time.time()})
+        stored = json.dumps(notes, sort_keys=True)
+        if len(stored.encode("utf-8")) > MAX_NOTES_BYTES:
+            raise LimitError(f"annotations: with this one, episode {episode_id!r}'s annotations would take "
+                             f"{len(stored.encode('utf-8'))} bytes, more than the limit of {MAX_NOTES_BYTES}")
         folder = _versions_dir(data, dataset, episode_id)
         out = os.path.join(folder, f"v{next_index(folder, 'v'):04d}")
-        return rewrite_episode(episode, out, extra_metadata={"annotations": json.dumps(notes, sort_keys=True)})
+        return rewrite_episode(episode, out, extra_metadata={"annotations": stored})
 
 
 def export(data: DataDir, dataset: str, episode_ids: list[str], name: str) -> str:
-    """Writes the latest versions of ``episode_ids`` to the new folder ``exports/<name>``; returns it."""
+    """Writes the latest versions of ``episode_ids`` (each listed once) to the new folder ``exports/<name>``;
+    returns it. ``ValueError`` naming the field for a repeated id."""
+    seen: set[str] = set()
+    for k, episode_id in enumerate(episode_ids):
+        if episode_id in seen:
+            raise ValueError(f"episode_ids.{k}: {episode_id[:80]!r} is listed twice")
+        seen.add(episode_id)
     with _write_lock:
         out = data.path("exports", name)
-        if os.path.exists(out):
+        if os.path.lexists(out):
             raise FileExistsError(f"export {name!r} exists already: choose a new name")
         episodes = [find_episode(data, dataset, e) for e in episode_ids]
         for k, episode in enumerate(episodes):
@@ -102,4 +122,4 @@ def export(data: DataDir, dataset: str, episode_ids: list[str], name: str) -> st
         return out
 
 
-__all__ = ["annotate", "detail", "export", "find_episode", "summary"]
+__all__ = ["LimitError", "MAX_NOTES", "MAX_NOTES_BYTES", "annotate", "detail", "export", "find_episode", "summary"]

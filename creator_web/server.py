@@ -1,20 +1,27 @@
-"""Running the creator_web server: ``rlds-lang web``, and a uvicorn server in a thread for tests and benches.
+"""Running the creator_web server: ``rlds-lang web``, ``python -m creator_web.server``, and a uvicorn server in
+a thread for tests and benches.
 
 ``rlds-lang web --data-dir DIR [--host 127.0.0.1] [--port 8765]`` serves the tool on localhost (only
 this machine can reach it); to let others in, bind another interface (``--host 0.0.0.0``) behind a
-firewall or reverse proxy, or forward the port (``ssh -L 8765:127.0.0.1:8765 host``).
+firewall or reverse proxy, or forward the port (``ssh -L 8765:127.0.0.1:8765 host``). The server answers
+only the host names it was started for (this machine's, the bound address, and ``--allow-host`` names).
+``add_server_arguments`` / ``app_options`` give a command line the access options (``--allow-host``,
+``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``); ``python -m creator_web.server`` takes them
+all (see docs/browser_tool.md).
 """
 
 from __future__ import annotations
 
+import argparse
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 import uvicorn
 
 from creator_web.app import create_app
+from creator_web.guard import allowed_hosts_for
 
 EXPOSE_HINT = ("Serving on {url} (this machine only). To let other people in: forward the port "
                "(ssh -L {port}:127.0.0.1:{port} <this host>) or run with --host 0.0.0.0 behind a firewall / "
@@ -30,10 +37,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class ServerThread:
     """uvicorn serving ``create_app(data_dir, **app_options)`` in a daemon thread; ``start``/``stop`` (or ``with``).
-    ``app_options`` are ``create_app``'s (e.g. ``human=`` a pipeline's ``HumanQueueLabeller``)."""
+    ``app_options`` are ``create_app``'s (e.g. ``human=`` a pipeline's ``HumanQueueLabeller``); the allowed hosts
+    default to those of ``host`` (``allowed_hosts_for``)."""
 
     def __init__(self, data_dir: str, host: str = "127.0.0.1", port: int | None = None, **app_options: Any):
         self.host, self.port = host, port or free_port(host)
+        app_options.setdefault("allowed_hosts", allowed_hosts_for(host))
         self.app = create_app(data_dir, **app_options)
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
@@ -66,11 +75,58 @@ class ServerThread:
         self.stop()
 
 
-def serve(data_dir: str, host: str = "127.0.0.1", port: int = 8765, **app_options: Any) -> None:
-    """Serves creator_web on ``host:port`` until interrupted, after saying how to expose it (``app_options``:
-    ``create_app``'s, e.g. ``human=`` the ``HumanQueueLabeller`` of a preference pipeline run in this process)."""
+def serve(data_dir: str, host: str = "127.0.0.1", port: int = 8765, allow_hosts: Iterable[str] = (),
+          **app_options: Any) -> None:
+    """Serves creator_web on ``host:port`` until interrupted, after saying how to expose it. It answers the hosts
+    of ``allowed_hosts_for(host, allow_hosts)``; ``app_options`` are ``create_app``'s (e.g. ``annotators=``,
+    ``proxy_header=``, ``judge_pair=``, ``human=`` the ``HumanQueueLabeller`` of a pipeline run in this process)."""
+    app_options.setdefault("allowed_hosts", allowed_hosts_for(host, allow_hosts))
     print(EXPOSE_HINT.format(url=f"http://{host}:{port}", port=port), flush=True)
-    uvicorn.run(create_app(data_dir, **app_options), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(data_dir, **app_options), host=host, port=port, log_level="info", proxy_headers=False)
 
 
-__all__ = ["EXPOSE_HINT", "ServerThread", "free_port", "serve"]
+def _pair(text: str) -> tuple[str, str]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(f"--judge-pair: expected LEFT,RIGHT (two dataset names), got {text!r}")
+    return parts[0].strip(), parts[1].strip()
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the access options of the server to a command line (``rlds-lang web`` passes them through
+    ``app_options``): ``--allow-host``, ``--annotators``, ``--proxy-user-header``, ``--judge-pair``."""
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="another host name people reach the server by (e.g. the reverse proxy's public name); "
+                             "repeatable")
+    parser.add_argument("--annotators", metavar="FILE",
+                        help="file of 'name secret' lines: only these annotators may open sessions, each with a "
+                             "secret of their own")
+    parser.add_argument("--proxy-user-header", metavar="HEADER",
+                        help="take the signed-in person from this header set by a trusted reverse proxy (e.g. "
+                             "X-Remote-User); only when every request comes through that proxy")
+    parser.add_argument("--judge-pair", type=_pair, metavar="LEFT,RIGHT",
+                        help="the two datasets the judge page starts on (else the person chooses)")
+
+
+def app_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``serve``'s keyword options from arguments added by ``add_server_arguments``."""
+    return {"allow_hosts": args.allow_host, "annotators": args.annotators, "proxy_header": args.proxy_user_header,
+            "judge_pair": args.judge_pair}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m creator_web.server --data-dir DIR [--host] [--port] [access options]``."""
+    parser = argparse.ArgumentParser(description="Serves the creator_web browser tool.")
+    parser.add_argument("--data-dir", required=True, help="folder of recorded data (created if absent)")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
+    parser.add_argument("--port", type=int, default=8765)
+    add_server_arguments(parser)
+    args = parser.parse_args(argv)
+    serve(args.data_dir, args.host, args.port, **app_options(args))
+
+
+__all__ = ["EXPOSE_HINT", "ServerThread", "add_server_arguments", "app_options", "free_port", "main", "serve"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,11 +1,13 @@
 """Sessions: one annotator's isolated workspace on the server, and playing a task in it.
 
-A session is opened with an annotator id, a task and the task's config; its id is a random 128-bit
-token that every writing request names. Each session has its own environment and lock, and its games
-are logged under ``human/<task>/<session_id>/`` (``loggers.live.LiveEpisode``: one log per game, closed
-and durable when the game ends), so two people's games never share a log and a killed server loses at
-most the games in progress. Sessions are recorded in ``sessions/<id>.json`` and reopened when the server
-restarts, so a person's page carries on after a crash.
+A session is opened with an annotator id, a task and the task's config. It has a public id (random
+128 bits: shown, part of episode ids and folder names) and a secret token (``creator_web.access``) that
+only the opener holds; the store finds a session by its token. Each session has its own environment and
+lock, and its games are logged under ``human/<task>/<session_id>/`` (``loggers.live.LiveEpisode``: one
+log per game, closed and durable when the game ends), so two people's games never share a log and a
+killed server loses at most the games in progress. Sessions are recorded in ``sessions/<id>.json`` (with
+the token's hash, never the token) and reopened when the server restarts, so a person's page carries on
+after a crash; a game that was in progress then is reported lost (``Session.lost``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from creator_web.access import TOKEN_HEADER, new_token, token_hash
 from creator_web.storage import DataDir, next_index
 from creator_web.tasks import WebTask, get_task, parse_config
 from loggers.live import LiveEpisode
+from loggers.reader import read_log_dir
 from rlds_lang.env import LanguageEnv, as_text
 
 #: extra step metadata of every played step: client time (ms) from showing the previous observation to
@@ -32,7 +36,7 @@ STEP_KEYS = {"client_ms": 0}
 
 
 class SessionError(KeyError):
-    """No session with this id (the server answers 404)."""
+    """No session with this id or token (the server answers 404, or 401 for a token)."""
 
 
 class GameStateError(RuntimeError):
@@ -49,6 +53,8 @@ class Session:
     config: BaseModel
     env: LanguageEnv
     folder: str
+    token_sha256: str = ""
+    lost: str | None = None
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     game: LiveEpisode | None = None
     games_started: int = 0
@@ -68,6 +74,7 @@ class Session:
         """Starts a game (an unfinished previous game is closed and stays unfinished in its log)."""
         if self.game is not None:
             self.game.close()
+        self.lost = None
         index = self.games_started
         seed = (self.config.seed + index) if getattr(self.config, "seed", None) is not None \
             else secrets.randbelow(2**62)
@@ -87,6 +94,9 @@ class Session:
         """Checks ``action`` (an invalid one raises ``InvalidActionError`` and is not logged), then steps."""
         game = self.game
         if game is None or game.closed:
+            if self.lost:
+                raise GameStateError(f"game {self.lost} was lost when the server restarted (it stays unfinished "
+                                     "in its log): start a new game")
             raise GameStateError("no game in progress: start a new game first")
         action = as_text(action, "action")
         self.task.check_action(self.env, action)
@@ -97,7 +107,8 @@ class Session:
         """The game as the page draws it."""
         game = self.game
         if game is None:
-            return {"episode_id": None, "done": False, "rows": [], "games_started": self.games_started}
+            return {"episode_id": None, "done": False, "rows": [], "games_started": self.games_started,
+                    "lost": self.lost}
         view = self.task.view(self.env)
         done = game.closed
         out = {"episode_id": game.episode_id, "done": done, **view, "games_started": self.games_started}
@@ -112,16 +123,24 @@ class SessionStore:
     def __init__(self, data: DataDir):
         self.data = data
         self._sessions: dict[str, Session] = {}
+        self._by_token: dict[str, Session] = {}
         self._lock = threading.Lock()
         self._restore()
+        data.in_progress = self.in_progress
 
-    def _make(self, session_id: str, annotator: str, task_name: str, config: dict[str, Any] | None) -> Session:
+    def _make(self, session_id: str, annotator: str, task_name: str, config: dict[str, Any] | None,
+              token_sha256: str) -> Session:
         task = get_task(task_name)
         parsed = parse_config(task, config)
         folder = self.data.path("human", task.name, session_id)
-        session = Session(session_id, annotator, task, parsed, task.make_env(parsed), folder)
+        session = Session(session_id, annotator, task, parsed, task.make_env(parsed), folder, token_sha256)
         session.games_started = next_index(folder, "game_")
         return session
+
+    def _add(self, session: Session) -> None:
+        with self._lock:
+            self._sessions[session.session_id] = session
+            self._by_token[session.token_sha256] = session
 
     def _restore(self) -> None:
         """Reopens the sessions recorded in ``sessions/`` (after a restart people carry on where they were)."""
@@ -130,23 +149,40 @@ class SessionStore:
             try:
                 with open(os.path.join(folder, name), encoding="utf-8") as f:
                     record = json.load(f)
-                session = self._make(record["session_id"], record["annotator"], record["task"], record["config"])
+                session = self._make(record["session_id"], record["annotator"], record["task"], record["config"],
+                                     record["token_sha256"])
             except (OSError, ValueError, KeyError) as e:
-                logging.warning("session record %s not restored: %s", name, e)
+                logging.warning("session record %s not restored: %s (missing or invalid)", name, e)
                 continue
-            self._sessions[session.session_id] = session
+            session.lost = self._lost_game(session)
+            self._add(session)
 
-    def open(self, annotator: str, task_name: str, config: dict[str, Any] | None) -> Session:
-        """Opens a session (config validated; ``KeyError``/``ValidationError``/``ValueError`` on bad input)."""
-        session = self._make(secrets.token_hex(16), annotator, task_name, config)
+    @staticmethod
+    def _lost_game(session: Session) -> str | None:
+        """The id of the session's last game if it did not finish (it was in progress when the server stopped)."""
+        last = session.games_started - 1
+        if last < 0:
+            return None
+        folder = os.path.join(session.folder, f"game_{last:05d}")
+        try:
+            finished = bool(list(read_log_dir(folder)))
+        except (OSError, RuntimeError, ValueError) as e:  # the riegeli reader raises RuntimeError on a torn log
+            logging.warning("%s: the last game's log cannot be read (%s); reported lost", folder, e)
+            finished = False
+        return None if finished else f"human-{session.session_id}-{last:05d}"
+
+    def open(self, annotator: str, task_name: str, config: dict[str, Any] | None) -> tuple[Session, str]:
+        """Opens a session and returns it with its secret token (config validated;
+        ``KeyError``/``ValidationError``/``ValueError`` on bad input)."""
+        token = new_token()
+        session = self._make(secrets.token_hex(16), annotator, task_name, config, token_hash(token))
         record = {"session_id": session.session_id, "annotator": annotator, "task": session.task.name,
-                  "config": session.config.model_dump(), "opened": time.time()}
+                  "config": session.config.model_dump(), "opened": time.time(), "token_sha256": session.token_sha256}
         os.makedirs(self.data.path("sessions"), exist_ok=True)
         with open(self.data.path("sessions", f"{session.session_id}.json"), "x", encoding="utf-8") as f:
             json.dump(record, f, sort_keys=True)
-        with self._lock:
-            self._sessions[session.session_id] = session
-        return session
+        self._add(session)
+        return session, token
 
     def get(self, session_id: str) -> Session:
         """The open session ``session_id`` (``SessionError`` if none)."""
@@ -155,6 +191,22 @@ class SessionStore:
         if session is None:
             raise SessionError(f"unknown session {session_id!r}: open a session first")
         return session
+
+    def by_token(self, token: str) -> Session:
+        """The session whose secret token is ``token`` (``SessionError`` if none)."""
+        with self._lock:
+            session = self._by_token.get(token_hash(token))
+        if session is None:
+            raise SessionError(f"{TOKEN_HEADER}: no open session has this token: open a session first")
+        return session
+
+    def in_progress(self, folder: str) -> bool:
+        """Whether ``folder`` (a log directory) is inside the log of a game being played now."""
+        with self._lock:
+            games = [s.game for s in self._sessions.values() if s.game is not None and not s.game.closed]
+        folder = os.path.realpath(folder)
+        return any(folder.startswith(os.path.realpath(os.fspath(g.log_dir)) + os.sep)
+                   or folder == os.path.realpath(os.fspath(g.log_dir)) for g in games)
 
     def close_all(self) -> None:
         """Closes every game in progress (they stay unfinished in their logs)."""

@@ -10,7 +10,9 @@ Layout under ``data_dir`` (everything the server writes is new files in new fold
     <anything else>/                        datasets to judge or review: raw logs or a built TFDS folder
 
 A dataset is named by its path relative to ``data_dir`` and must be one of ``datasets()``: a name is
-never joined to a path before it is found in that list, so nothing outside ``data_dir`` is reachable.
+never joined to a path before it is found in that list, and symlinks are never followed, so nothing outside
+``data_dir`` is reachable. A folder that cannot be used is not dropped in silence: ``listing()`` names it as
+damaged with the reason (a symlink in it, a folder that cannot be listed, a log that cannot be read).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 import os
 import re
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -45,6 +47,33 @@ def next_index(folder: str, prefix: str) -> int:
         return 0
     taken = [int(n[len(prefix):]) for n in os.listdir(folder) if n.startswith(prefix) and n[len(prefix):].isdigit()]
     return max(taken, default=-1) + 1
+
+
+class DamagedDataset(ValueError):
+    """A dataset that cannot be read (the message says which and why; the server answers 409)."""
+
+
+class UnsafePath(ValueError):
+    """A path of the data folder that runs through a symlink (the server answers 409)."""
+
+
+def _scan(folder: str) -> tuple[str | None, str | None]:
+    """(kind, problem) of a candidate dataset folder: kind ``tfds``/``raw``/``None``; problem names the first
+    symlink or unlistable folder found (they make the folder damaged, never silently smaller)."""
+    kind: str | None = None
+    errors: list[OSError] = []
+    for path, dirs, files in os.walk(folder, onerror=errors.append):
+        for entry in sorted(dirs + files):
+            if os.path.islink(os.path.join(path, entry)):
+                rel = os.path.relpath(os.path.join(path, entry), folder)
+                return kind, f"{rel} is a symlink (the server does not follow symlinks)"
+        if "dataset_info.json" in files:
+            kind = kind or "tfds"
+        elif "metadata.riegeli" in files:
+            kind = kind or "raw"
+    if errors:
+        return kind, f"cannot list {os.path.relpath(errors[0].filename or folder, folder)}: {errors[0].strerror}"
+    return kind, None
 
 
 def _plain(value: Any) -> Any:
@@ -77,37 +106,76 @@ class DataDir:
         os.makedirs(self.root, exist_ok=True)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+        self._unreadable: dict[str, tuple[Any, str]] = {}
+        #: whether a log directory belongs to a game being played now (set by the session store): such a
+        #: log may not be readable yet and is skipped, not counted as damage.
+        self.in_progress: Callable[[str], bool] = lambda folder: False
 
     def path(self, *parts: str) -> str:
-        """``root/parts...``; every part must be a safe component (checked)."""
+        """``root/parts...``; every part must be a safe component, and none of the folders on the way a symlink
+        (``UnsafePath``)."""
+        current = self.root
         for part in parts:
             if part != safe_component(part):
                 raise ValueError(f"unsafe path component {part!r}")
-        return os.path.join(self.root, *parts)
+            current = os.path.join(current, part)
+            if os.path.islink(current):
+                raise UnsafePath(f"{os.path.relpath(current, self.root)} is a symlink in the data folder: the "
+                                 "server does not follow symlinks")
+        return current
 
     def datasets(self) -> dict[str, str]:
-        """Dataset name -> ``raw`` or ``tfds``, for every folder holding logs or a built TFDS dataset."""
+        """Dataset name -> ``raw`` or ``tfds``, for every usable folder holding logs or a built TFDS dataset."""
+        return self.listing()[0]
+
+    def listing(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(usable datasets: name -> kind, damaged ones: name -> why they cannot be used)."""
         found: dict[str, str] = {}
+        damaged: dict[str, str] = {}
+        for name in self._candidates(damaged):
+            kind, problem = _scan(os.path.join(self.root, *name.split("/")))
+            if problem is None:
+                with self._lock:
+                    unreadable = self._unreadable.get(name)
+                if unreadable is not None and kind == "raw" and unreadable[0] == self._stamp(name):
+                    problem = unreadable[1]
+            if problem is not None:
+                damaged[name] = problem
+            elif kind:
+                found[name] = kind
+        return found, damaged
+
+    def _candidates(self, damaged: dict[str, str]) -> list[str]:
+        """Names of the folders that may be datasets (symlinked ones go to ``damaged``)."""
+        names = []
         for top in sorted(os.listdir(self.root)):
             full = os.path.join(self.root, top)
-            if top in PRIVATE or not os.path.isdir(full) or os.path.islink(full):
+            if top in PRIVATE or not (os.path.isdir(full) or os.path.islink(full)):
                 continue
-            children = [top] if top not in ("exports", "human") else [
-                f"{top}/{c}" for c in sorted(os.listdir(full)) if os.path.isdir(os.path.join(full, c))]
-            for name in children:
-                kind = self._kind(os.path.join(self.root, name))
-                if kind:
-                    found[name] = kind
-        return found
+            if os.path.islink(full):
+                damaged[top] = f"{top} is a symlink (the server does not follow symlinks)"
+                continue
+            if top not in ("exports", "human"):
+                names.append(top)
+                continue
+            try:
+                children = sorted(os.listdir(full))
+            except OSError as e:
+                damaged[top] = f"cannot list {top}: {e.strerror}"
+                continue
+            for child in children:
+                path = os.path.join(full, child)
+                if os.path.islink(path):
+                    damaged[f"{top}/{child}"] = f"{top}/{child} is a symlink (the server does not follow symlinks)"
+                elif os.path.isdir(path):
+                    names.append(f"{top}/{child}")
+        return names
 
-    @staticmethod
-    def _kind(folder: str) -> str | None:
-        for path, dirs, files in os.walk(folder):
-            if "dataset_info.json" in files:
-                return "tfds"
-            if "metadata.riegeli" in files:
-                return "raw"
-        return None
+    def _stamp(self, name: str) -> tuple[tuple[str, int], ...]:
+        """Each log directory of raw dataset ``name`` with its newest file time (changes when a log is added)."""
+        folder = os.path.join(self.root, *name.split("/"))
+        return tuple((d, max((os.lstat(os.path.join(d, f)).st_mtime_ns for f in os.listdir(d)), default=0))
+                     for d in log_dirs(folder))
 
     def dataset_path(self, name: str) -> tuple[str, str]:
         """(folder, kind) of the listed dataset ``name``; ``KeyError`` if it is not listed."""
@@ -117,13 +185,10 @@ class DataDir:
         return os.path.join(self.root, *name.split("/")), kind
 
     def episodes(self, name: str) -> list[dict[str, Any]]:
-        """Every finished episode of dataset ``name`` (raw logs re-read when a log directory is added)."""
+        """Every finished episode of dataset ``name`` (raw logs re-read when a log directory is added);
+        ``DamagedDataset`` naming the log directory when one cannot be read (a game being played is skipped)."""
         folder, kind = self.dataset_path(name)
-        if kind == "tfds":
-            stamp: Any = "tfds"
-        else:
-            stamp = tuple((d, max(os.stat(os.path.join(d, f)).st_mtime_ns for f in os.listdir(d)))
-                          for d in log_dirs(folder))
+        stamp: Any = "tfds" if kind == "tfds" else self._stamp(name)
         with self._lock:
             cached = self._cache.get(name)
             if cached is not None and cached[0] == stamp:
@@ -136,11 +201,17 @@ class DataDir:
             for d, _ in stamp:
                 try:
                     episodes.extend(read_log_dir(d))
-                except Exception as e:  # a log being written (a game in progress) cannot be read yet
-                    logging.warning("%s: not readable yet (%s); skipped", d, e)
+                except Exception as e:  # noqa: BLE001 - the reader raises whatever the riegeli backend does
+                    if self.in_progress(d):
+                        logging.info("%s: a game in progress, not readable yet (%s); skipped", d, e)
+                        continue
+                    reason = f"log {os.path.relpath(d, self.root)} cannot be read: {type(e).__name__}: {str(e)[:200]}"
+                    with self._lock:
+                        self._unreadable[name] = (stamp, reason)
+                    raise DamagedDataset(f"dataset {name!r} is damaged: {reason}") from None
         with self._lock:
             self._cache[name] = (stamp, episodes)
         return episodes
 
 
-__all__ = ["DataDir", "PRIVATE", "next_index", "safe_component"]
+__all__ = ["DamagedDataset", "DataDir", "PRIVATE", "UnsafePath", "next_index", "safe_component"]

@@ -22,6 +22,7 @@ from loggers.preferences_dataset import read_judgements
 from rlds_lang.preferences.types import Label
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy
+from tests.web_helpers import LOCAL, send_tokens
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -55,7 +56,7 @@ def data_dir(tmp_path) -> Path:
 
 @pytest.fixture()
 def client(data_dir):
-    with TestClient(create_app(data_dir)) as c:
+    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL)) as c:
         yield c
 
 
@@ -114,7 +115,8 @@ def test_bad_requests_get_4xx_and_change_nothing(client, data_dir):
         ("post", f"/api/sessions/{sid}/judge", {"pair_id": "0123456789abcdef", "label": "left"}, 404),
         ("post", f"/api/sessions/{sid}/judge", {"pair_id": "0123456789abcdef", "label": "maybe"}, 422),
         ("post", f"/api/sessions/{unknown}/judge/next", {}, 404),
-        ("post", f"/api/sessions/{sid}/judge/next", {"left": "../../etc"}, 404),
+        ("post", f"/api/sessions/{sid}/judge/next", {"left": "../../etc", "right": "expert"}, 404),
+        ("post", f"/api/sessions/{sid}/judge/next", {"left": "expert"}, 422),  # no default pair: choose both
         ("post", f"/api/sessions/{sid}/annotate", {"dataset": "expert", "episode_id": "nope", "text": "x"}, 404),
         ("post", f"/api/sessions/{sid}/annotate", {"dataset": "expert", "episode_id": "expert-00000000"}, 422),
         ("post", f"/api/sessions/{sid}/annotate",
@@ -197,7 +199,7 @@ def test_judgement_annotation_and_export_write_new_logs_and_leave_the_original(c
                 np.testing.assert_equal(mine[field], theirs[field])
         assert {k: v for k, v in episode.items() if k not in ("steps", "annotations")} == \
             {k: v for k, v in source[key].items() if k != "steps"}
-    assert "exports/picked" in client.get("/api/datasets").json()
+    assert "exports/picked" in client.get("/api/datasets").json()["datasets"]
 
 
 def test_an_export_builds_with_tfds_and_is_reviewable_as_a_built_folder(client, data_dir):
@@ -216,7 +218,7 @@ def test_an_export_builds_with_tfds_and_is_reviewable_as_a_built_folder(client, 
     [example] = list(tfds.as_numpy(builder.as_dataset(split="train")))
     assert example["episode_id"].decode() == eid and example["policy"].decode() == "human:exp"
     assert [s["action"].decode() for s in example["steps"]] == ["abide", "crane", ""]
-    assert client.get("/api/datasets").json()["built"] == "tfds"
+    assert client.get("/api/datasets").json()["datasets"]["built"] == "tfds"
     listed = client.get("/api/datasets/built/episodes").json()["episodes"]
     assert [e["episode_id"] for e in listed] == [eid]
     shown = client.get("/api/datasets/built/episode", params={"episode_id": eid}).json()
@@ -246,7 +248,8 @@ def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
             except httpx.TransportError:
                 assert time.monotonic() < deadline and proc.poll() is None, "server did not start"
                 time.sleep(0.2)
-        with httpx.Client(base_url=url, timeout=10) as client:
+        tokens: dict[str, str] = {}
+        with send_tokens(httpx.Client(base_url=url, timeout=10), tokens) as client:
             sid = open_session(client, "kim", answer="crane")
             play(client, sid, ["abide", "crane"])
             play(client, sid, ["crane"])
@@ -260,7 +263,10 @@ def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
     episodes = list(read_episodes(data_dir / "human" / "wordle" / sid))
     assert [[s["action"] for s in e["steps"]] for e in episodes] == [["abide", "crane", ""], ["crane", ""]]
     # A restarted server reopens the session: the person carries on, in a new game folder.
-    with TestClient(create_app(data_dir)) as client:
+    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL), tokens) as client:
+        lost = client.post(f"/api/sessions/{sid}/play/act", json={"action": "crane"})
+        assert lost.status_code == 409 and f"game human-{sid}-00002 was lost" in lost.json()["detail"]
+        assert client.get(f"/api/sessions/{sid}/play").json()["lost"] == f"human-{sid}-00002"
         state = play(client, sid, ["crane"])
         assert state["episode_id"] == f"human-{sid}-00003" and state["won"]
     assert len(list(read_episodes(data_dir / "human" / "wordle" / sid))) == 3
@@ -296,3 +302,16 @@ def test_judging_runs_out_of_pairs_and_draws_other_tasks_as_transcripts(client, 
     assert pair["left"]["rows"] == [{"observation": "hi", "action": "hello"}, {"observation": "bye", "action": ""}]
     shown = client.get("/api/datasets/chat/episode", params={"episode_id": "chat-00000000"}).json()
     assert shown["kind"] == "text" and shown["rows"][0] == {"observation": "hi", "action": "hello"}
+
+
+def test_a_torn_last_game_log_is_reported_lost_and_the_server_still_starts(data_dir):
+    tokens: dict[str, str] = {}
+    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL), tokens) as client:
+        sid = open_session(client, "tom", answer="crane")
+        play(client, sid, ["crane"])
+    torn = data_dir / "human" / "wordle" / sid / "game_00001"
+    torn.mkdir()
+    (torn / "metadata.riegeli").write_bytes(b"torn by a crash")
+    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL), tokens) as client:
+        assert client.get(f"/api/sessions/{sid}/play").json()["lost"] == f"human-{sid}-00001"
+        assert play(client, sid, ["crane"])["episode_id"] == f"human-{sid}-00002"

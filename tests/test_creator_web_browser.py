@@ -8,11 +8,13 @@ README's ``docs/creator_web_*.png``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from creator_web.server import ServerThread
 from loggers import read_episodes, record
@@ -88,6 +90,12 @@ def session_id(page) -> str:
     return page.evaluate("JSON.parse(sessionStorage.getItem('creator_web.session')).session_id")
 
 
+def shows(page, selector: str, text: str | re.Pattern) -> None:
+    """Waits until ``selector``'s text is ``text`` (Playwright's own check: the page's CSP forbids the string
+    evaluation ``wait_for_function`` would need)."""
+    expect(page.locator(selector)).to_have_text(text, timeout=BROWSER_TIMEOUT_MS)
+
+
 def type_guess(page, word: str) -> None:
     for letter in word:
         page.keyboard.press(letter)
@@ -132,10 +140,12 @@ def test_a_person_wins_a_game_and_the_log_holds_exactly_its_steps(page, server, 
 
 def test_a_keyboard_judgement_lands_in_the_log(page, server, data_dir, tmp_path):
     page.goto(server.url + "/judge?annotator=bob")
+    page.wait_for_selector("#message >> text=Choose the two datasets to judge")  # no default pair: nothing drawn
+    assert page.input_value("#left-ds") == "" and page.input_value("#right-ds") == ""
     page.select_option("#left-ds", "expert")
     page.select_option("#right-ds", "mixture")
-    page.wait_for_function("document.querySelector('#left-id').textContent.startsWith('expert-') && "
-                           "document.querySelector('#right-id').textContent.startsWith('mixture-')")
+    shows(page, "#left-id", re.compile(r"^expert-"))
+    shows(page, "#right-id", re.compile(r"^mixture-"))
     page.wait_for_selector("#left-board .tile.c2")
     screenshot(page, "creator_web_judge.png", tmp_path)
     left, right = page.text_content("#left-id"), page.text_content("#right-id")
@@ -219,7 +229,7 @@ def test_review_keeps_the_newest_list_when_an_older_reply_arrives_late(page, ser
         return realFetch(url, options);
       };""")
     page.goto(server.url + "/review?annotator=erin")
-    page.wait_for_function("document.querySelector('#dataset').options.length >= 3")
+    page.locator("#dataset option").nth(2).wait_for(state="attached")  # the list holds at least 3 datasets
     assert page.input_value("#dataset") == "chat"  # the first list asked for is the slow one
     page.select_option("#dataset", "expert")
     page.wait_for_selector("#episode-title >> text=expert-00000000")
@@ -267,7 +277,7 @@ def test_a_pipeline_pair_is_judged_by_keyboard_and_the_answer_reaches_the_pipeli
     page = context.new_page()
     with ServerThread(str(tmp_path / "web"), human=human) as running:
         page.goto(running.url + "/judge?annotator=carol")
-        page.wait_for_function(f"document.querySelector('#left-id').textContent === {clips[0].source_episode_id!r}")
+        shows(page, "#left-id", clips[0].source_episode_id)
         assert not page.is_visible("#left-ds")
         page.wait_for_selector("#right-board .tile")
         page.keyboard.press("l")
@@ -277,3 +287,41 @@ def test_a_pipeline_pair_is_judged_by_keyboard_and_the_answer_reaches_the_pipeli
     assert judgement.label.value == "left" and judgement.labeller == "human:carol" and judgement.seconds > 0
     assert (judgement.left.clip_id, judgement.right.clip_id) == (clips[0].clip_id, clips[1].clip_id)
     assert not (tmp_path / "web" / "judgements").exists()
+
+
+@pytest.mark.parametrize("target", ["javascript:document.title='pwned'", "//evil.example/", "https://evil.example/"])
+def test_the_start_page_goes_on_only_to_the_tools_own_pages(page, server, target):
+    from urllib.parse import quote
+
+    page.goto(server.url + "/?next=" + quote(target, safe=""))
+    page.fill("#annotator", "nia")
+    page.keyboard.press("Enter")
+    page.wait_for_url(server.url + "/play")
+    assert page.title() != "pwned" and page.url == server.url + "/play"
+
+
+def test_a_game_lost_to_a_restart_is_said_so_and_the_board_is_cleared(browser, tmp_path):
+    context = browser.new_context()
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    page = context.new_page()
+    first = ServerThread(str(tmp_path / "web")).start()
+    port = first.port
+    try:
+        page.goto(first.url + "/play?annotator=lia&answer=crane")
+        page.wait_for_selector("text=Press Enter")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#board[data-episode$='-00000'][data-done='false']")
+        type_guess(page, "slate")
+        page.wait_for_selector("#board .row:nth-child(1) .tile.c0, #board .row:nth-child(1) .tile.c2")
+    finally:
+        first.stop()
+    with ServerThread(str(tmp_path / "web"), port=port):  # the same data folder, restarted
+        type_guess(page, "crane")
+        page.wait_for_selector("#message.error")
+        if "cannot reach the server" in page.text_content("#message"):  # the old server's kept-alive connection
+            page.keyboard.press("Enter")  # the person tries again, as the page asks
+        page.wait_for_selector("#message.error >> text=was lost when the server restarted")
+        assert page.get_attribute("#board", "data-episode") == ""  # the dead board is gone
+        page.keyboard.press("Enter")  # a new game starts
+        page.wait_for_selector("#board[data-episode$='-00001'][data-done='false']")
+        context.close()

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from creator_web.app import create_app
 from rlds_lang.preferences.labellers import HumanQueueLabeller
 from rlds_lang.preferences.types import Clip, Label
+from tests.web_helpers import LOCAL, send_tokens
 
 
 def wordle_clip(name: str, guesses: list[str], rewards: list[float]) -> Clip:
@@ -24,7 +25,7 @@ def test_pipeline_pairs_are_shown_and_answered_on_its_queue(tmp_path):
     right = wordle_clip("game-b", ["pious", "crane", "brace"], [-1.0, -1.0, -1.0])
     asked: dict = {}
     pipeline = threading.Thread(target=lambda: asked.update(judgement=human.judge(left, right, "disagreement", 0.4)))
-    with TestClient(create_app(tmp_path, human=human, human_wait=0.2)) as client:
+    with send_tokens(TestClient(create_app(tmp_path, human=human, human_wait=0.2), base_url=LOCAL)) as client:
         sid = client.post("/api/sessions", json={"annotator": "zoe", "task": "wordle", "config": {}}).json()["session_id"]
         assert client.get("/api/judge/source").json() == {"source": "pipeline"}
         waiting = client.post(f"/api/sessions/{sid}/judge/next", json={})
@@ -54,7 +55,7 @@ def test_pipeline_pairs_are_shown_and_answered_on_its_queue(tmp_path):
 
 def test_explicit_datasets_still_draw_from_the_data_folder_when_a_queue_is_served(tmp_path):
     human = HumanQueueLabeller(timeout=1.0)
-    with TestClient(create_app(tmp_path, human=human, human_wait=0.1)) as client:
+    with send_tokens(TestClient(create_app(tmp_path, human=human, human_wait=0.1), base_url=LOCAL)) as client:
         sid = client.post("/api/sessions", json={"annotator": "bo", "task": "wordle", "config": {}}).json()["session_id"]
         assert client.get("/api/judge/source").json() == {"source": "pipeline"}
         response = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "nope", "right": "nope"})

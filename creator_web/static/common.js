@@ -1,15 +1,32 @@
 // Shared by every page: the session (kept per browser tab), the JSON API helper and Wordle board drawing.
+// A session has a public id and a secret token; the token goes only in the X-Session-Token header.
 "use strict";
 const KEY = "creator_web.session";
+// The only pages the start page sends a person on to (never a URL taken from the address bar as it is).
+const PAGES = ["/play", "/judge", "/review"];
+
+function nextPage(value) {
+  return PAGES.includes(value) ? value : "/play";
+}
 
 async function api(method, path, body) {
-  const response = await fetch(path, {method, headers: {"Content-Type": "application/json"},
-                                      body: body === undefined ? undefined : JSON.stringify(body)});
+  const headers = {"Content-Type": "application/json"};
+  const session = currentSession();
+  if (session && session.token) headers["X-Session-Token"] = session.token;
+  let response;
+  try {
+    response = await fetch(path, {method, headers, credentials: "same-origin",
+                                  body: body === undefined ? undefined : JSON.stringify(body)});
+  } catch (e) {  // never retried here: a guess sent twice would be played twice
+    throw new Error("cannot reach the server (it may be restarting): try again");
+  }
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     let detail = data.detail;
     if (Array.isArray(detail)) detail = detail.map(d => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ");
-    if (response.status === 404 && String(detail).startsWith("unknown session")) {
+    const lost = (response.status === 404 && String(detail).startsWith("unknown session")) ||
+                 (response.status === 401 && String(detail).startsWith("X-Session-Token"));
+    if (lost && session && path !== "/api/sessions") {
       sessionStorage.removeItem(KEY);  // the server no longer knows this tab's session: start a new one
       location.href = "/?next=" + encodeURIComponent(location.pathname);
     }

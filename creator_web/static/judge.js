@@ -6,12 +6,21 @@
   const leftSelect = document.getElementById("left-ds"), rightSelect = document.getElementById("right-ds");
   let pair = null, shownAt = 0, judged = 0, busy = false;
 
-  // A server attached to a preference pipeline shows the pipeline's pairs: no datasets to pick then.
-  const fromPipeline = (await api("GET", "/api/judge/source")).source === "pipeline";
+  // A server attached to a preference pipeline shows the pipeline's pairs: no datasets to pick then. Otherwise
+  // the pickers start on the server's judge pair when it has one, else empty until the person chooses.
+  const server = await api("GET", "/api/server");
+  const fromPipeline = server.judge_source === "pipeline";
   document.getElementById("pick-datasets").hidden = fromPipeline;
-  const datasets = fromPipeline ? [] : Object.keys(await api("GET", "/api/datasets"));
-  for (const select of [leftSelect, rightSelect]) for (const name of datasets) select.add(new Option(name, name));
-  if (datasets.length > 1) rightSelect.value = datasets[1];
+  const datasets = fromPipeline ? [] : Object.keys((await api("GET", "/api/datasets")).datasets);
+  for (const select of [leftSelect, rightSelect]) {
+    select.add(new Option("— choose —", ""));
+    for (const name of datasets) select.add(new Option(name, name));
+  }
+  const [leftDefault, rightDefault] = server.judge_default || ["", ""];
+  if (datasets.includes(leftDefault) && datasets.includes(rightDefault)) {
+    leftSelect.value = leftDefault;
+    rightSelect.value = rightDefault;
+  }
 
   function show() {
     for (const side of ["left", "right"]) {
@@ -30,6 +39,12 @@
   }
 
   async function fetchPair() {
+    if (!fromPipeline && !(leftSelect.value && rightSelect.value)) {
+      pair = null;
+      say("Choose the two datasets to judge.");
+      show();
+      return;
+    }
     try {
       const wanted = fromPipeline ? {} : {left: leftSelect.value || null, right: rightSelect.value || null};
       pair = await api("POST", base + "/next", wanted);

@@ -42,7 +42,9 @@
     board.dataset.episode = state.episode_id || "";  // tests and assistive tools can tell a game is on
     board.dataset.done = String(Boolean(state.done));
     paintKeys();
-    if (!state.episode_id) say("Press Enter or “New game” to start.");
+    if (!state.episode_id && state.lost) say(`The server restarted: game ${state.lost} was lost (it stays unfinished ` +
+                                             "in its log). Press Enter or “New game” to start a new one.", true);
+    else if (!state.episode_id) say("Press Enter or “New game” to start.");
     else if (state.done) say((state.won ? "Solved! " : "Out of guesses. ") + `The answer was ${String(state.answer).toUpperCase()}. ` +
                              "Enter starts a new game.");
   }
@@ -61,7 +63,17 @@
     try {
       state = await api("POST", base + "/act", {action: typing, client_ms: Math.round(performance.now() - shownAt)});
       typing = ""; shownAt = performance.now(); say("");
-    } catch (e) { say(e.status === 422 ? `“${typing.toUpperCase()}” is not accepted: ${e.message}` : e.message, true); }
+    } catch (e) {
+      if (e.status === 409) {  // the server has no game for this board (e.g. it restarted): show its state
+        state = await api("GET", base).catch(() => state);
+        typing = "";
+        busy = false;
+        render();
+        say(e.message, true);
+        return;
+      }
+      say(e.status === 422 ? `“${typing.toUpperCase()}” is not accepted: ${e.message}` : e.message, true);
+    }
     busy = false;
     render();
   }

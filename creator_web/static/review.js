@@ -9,7 +9,13 @@
   let listRequest = 0, episodeRequest = 0;
   const selected = new Set();
 
-  for (const name of Object.keys(await api("GET", "/api/datasets"))) datasetSelect.add(new Option(name, name));
+  const listed = await api("GET", "/api/datasets");
+  for (const name of Object.keys(listed.datasets)) datasetSelect.add(new Option(name, name));
+  for (const [name, why] of Object.entries(listed.damaged)) {  // shown, not hidden: a damaged dataset is not a smaller one
+    const option = new Option(`${name} (damaged: ${why})`, "");
+    option.disabled = true;
+    datasetSelect.add(option);
+  }
 
   async function loadList() {
     const request = ++listRequest, name = datasetSelect.value;

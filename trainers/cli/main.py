@@ -275,14 +275,17 @@ def _add_web_parser(sub) -> None:
     web.add_argument("--data-dir", required=True, help="folder of recorded data (created if absent)")
     web.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     web.add_argument("--port", type=int, default=8765)
+    from creator_web.server import add_server_arguments
+
+    add_server_arguments(web)
     web.set_defaults(func=cmd_web)
 
 
 def cmd_web(args: argparse.Namespace) -> None:
     """Serves creator_web (imported only here) on ``args.host:args.port`` until interrupted."""
-    from creator_web.server import serve
+    from creator_web.server import app_options, serve
 
-    serve(args.data_dir, args.host, args.port)
+    serve(args.data_dir, args.host, args.port, **app_options(args))
 
 
 def _add_train_parsers(sub) -> None:

@@ -1,0 +1,36 @@
+// The start page: opens a session (annotator, task, rule; a secret when the server lists its annotators) and
+// goes on to the page asked for in ?next=, which must be one of the tool's own pages.
+"use strict";
+(() => {
+  // The submit handler is attached at once: an Enter pressed while the task list loads must not fall through to
+  // the browser's own GET submission of the form (it waits for the list instead).
+  const select = document.getElementById("task"), annotator = document.getElementById("annotator");
+  const loaded = Promise.all([api("GET", "/api/tasks"), api("GET", "/api/server")]).then(([tasks, server]) => {
+    for (const name of Object.keys(tasks)) select.add(new Option(name, name));
+    document.getElementById("secret-row").hidden = server.sign_in !== "annotators";
+    if (server.sign_in === "proxy") {  // the proxy names the person
+      annotator.required = false;
+      annotator.closest(".form-row").hidden = true;
+    }
+  });
+  const s = currentSession();
+  document.getElementById("session-bar").textContent = s ? `annotator ${s.annotator} · ${s.task}` : "no session";
+  document.getElementById("start").addEventListener("submit", async event => {
+    event.preventDefault();
+    const config = {rule: document.getElementById("rule").value};
+    const seed = document.getElementById("seed").value, answer = document.getElementById("answer").value;
+    if (seed) config.seed = Number(seed);
+    if (answer) config.answer = answer.toLowerCase();
+    try {
+      await loaded;
+      const body = {task: select.value, config};
+      if (annotator.value) body.annotator = annotator.value;
+      const secret = document.getElementById("secret").value;
+      if (secret) body.secret = secret;
+      sessionStorage.removeItem(KEY);
+      const session = await api("POST", "/api/sessions", body);
+      sessionStorage.setItem(KEY, JSON.stringify(session));
+      location.href = nextPage(new URLSearchParams(location.search).get("next"));
+    } catch (e) { say(e.message, true); }
+  });
+})();
