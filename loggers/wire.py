@@ -76,7 +76,16 @@ def _codec(value: Any) -> bytes:
 # ---- scalars: Values field numbers as in envlogger/proto/storage.proto ----
 
 def _str(value: str) -> bytes:
-    return _scalar_data(_field(0x42, value.encode("utf-8")))  # string_values = 8
+    cached = _SHORT_STRINGS.get(value)
+    if cached is None:
+        cached = _scalar_data(_field(0x42, value.encode("utf-8")))  # string_values = 8
+        if len(value) <= 64 and len(_SHORT_STRINGS) < 65_536:
+            _SHORT_STRINGS[value] = cached
+    return cached
+
+
+#: encodings of short strings seen so far: a language task's feedback, moves and field values repeat.
+_SHORT_STRINGS: dict[str, bytes] = {}
 
 
 def _bytes(value: bytes) -> bytes:
@@ -109,7 +118,16 @@ def _float32(value: Any) -> bytes:
 
 
 def _float64(value: Any) -> bytes:
-    return _scalar_data(b"\x12\x08" + struct.pack("<d", value))  # double_values = 2 (packed)
+    cached = _FLOATS.get(value)
+    if cached is None:
+        cached = _scalar_data(b"\x12\x08" + struct.pack("<d", value))  # double_values = 2 (packed)
+        if value and len(_FLOATS) < 4096:  # never 0.0, which would stand for -0.0 too
+            _FLOATS[value] = cached
+    return cached
+
+
+#: encodings of the (non-zero) float64 scalars seen so far: rewards and discounts repeat.
+_FLOATS: dict[float, bytes] = {}
 
 
 def _scalar_varint(tag: int, signed: bool) -> Callable[[Any], bytes]:
@@ -152,28 +170,42 @@ def _array_shape(array: np.ndarray) -> bytes:
 _SHAPES: dict[tuple[int, ...], bytes] = {}
 
 
+def _values_writer(dtype: np.dtype) -> Callable[[np.ndarray], bytes] | None:
+    """The writer of the ``Values`` of a non-empty array of ``dtype`` as the codec fills them (None: left to it)."""
+    if dtype == np.float32:
+        return lambda a: _field(0x7A, a.astype(">f4").tobytes())  # float_values_buffer = 15
+    if dtype == np.float64:
+        return lambda a: _field(0x12, a.astype("<f8").tobytes())
+    if dtype == np.bool_:
+        return lambda a: _field(0x3A, a.astype(np.uint8).tobytes())
+    kind, size = dtype.kind, dtype.itemsize
+    if kind in "iu" and size in (4, 8):
+        tag = {("i", 4): 0x1A, ("i", 8): 0x22, ("u", 4): 0x2A, ("u", 8): 0x32}[kind, size]
+        varints = _signed_varints if kind == "i" else _unsigned_varints
+        return lambda a: _field(tag, varints(a.ravel().tolist()))
+    if kind in "iu" and size in (1, 2):
+        tag = {("i", 1): 0x5A, ("i", 2): 0x62, ("u", 1): 0x6A, ("u", 2): 0x72}[kind, size]
+        big_endian = f">{kind}{size}"
+        return lambda a: _field(tag, a.astype(big_endian).tobytes())
+    if kind == "U":
+        return lambda a: b"".join(_field(0x42, s.encode("utf-8")) for s in a.ravel().tolist())
+    if kind == "S":
+        return lambda a: b"".join(_field(0x4A, s) for s in a.ravel().tolist())
+    return None
+
+
+#: the values writer of each array dtype seen so far.
+_VALUES_WRITERS: dict[np.dtype, Callable[[np.ndarray], bytes] | None] = {}
+
+
 def _array_values(array: np.ndarray) -> bytes | None:
     """``Values`` of a non-empty array as the codec fills them, or None for a dtype left to the codec."""
     dtype = array.dtype
-    if dtype == np.float32:
-        return _field(0x7A, array.astype(">f4").tobytes())  # float_values_buffer = 15
-    if dtype == np.float64:
-        return _field(0x12, array.astype("<f8").tobytes())
-    if dtype == np.bool_:
-        return _field(0x3A, array.astype(np.uint8).tobytes())
-    kind, size = dtype.kind, dtype.itemsize
-    if kind == "i" and size in (4, 8):
-        return _field(0x1A if size == 4 else 0x22, _signed_varints(array.ravel().tolist()))
-    if kind == "u" and size in (4, 8):
-        return _field(0x2A if size == 4 else 0x32, _unsigned_varints(array.ravel().tolist()))
-    if kind in "iu" and size in (1, 2):
-        tag = {("i", 1): 0x5A, ("i", 2): 0x62, ("u", 1): 0x6A, ("u", 2): 0x72}[kind, size]
-        return _field(tag, array.astype(f">{kind}{size}").tobytes())
-    if kind == "U":
-        return b"".join(_field(0x42, s.encode("utf-8")) for s in array.ravel().tolist())
-    if kind == "S":
-        return b"".join(_field(0x4A, s) for s in array.ravel().tolist())
-    return None
+    try:
+        writer = _VALUES_WRITERS[dtype]
+    except KeyError:
+        writer = _VALUES_WRITERS[dtype] = _values_writer(dtype)
+    return None if writer is None else writer(array)
 
 
 def _ndarray(array: np.ndarray) -> bytes:

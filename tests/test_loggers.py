@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from loggers import log_dirs, read_episodes, record, record_and_read
+from loggers.durability import Durability
 from rlds_lang.env import run_episode
 from rlds_lang.schema import check_episode
 from rlds_lang.wordle.env import WordleEnv
@@ -155,3 +156,104 @@ def test_sigkill_right_after_an_episode_ends_keeps_it(tmp_path, boundary):
     assert len(episodes) == boundary  # nothing was in flight
     last = episodes[-1]
     assert int(last["seed"]) == boundary - 1 and last["steps"][-1]["is_last"]
+
+
+class _Zygote:
+    """The crash-test child in zygote mode (tests/scripted.py): forks a recorder per trial, so 40 trials take
+    seconds. Reads its stdout with a deadline so a stuck child fails the test instead of hanging it."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "scripted.py"), "zygote", REPO],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO,
+                                     env={**os.environ, "PYTHONPATH": REPO})
+        self._buffer = b""
+
+    def line(self, deadline=30.0):
+        import select
+        import time
+
+        end = time.monotonic() + deadline
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, end - time.monotonic()))
+            if not ready:
+                pytest.fail("the crash-test zygote printed nothing for 30 s")
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                pytest.fail(f"the crash-test zygote ended with code {self.proc.wait()}")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    def trial(self, logs, durability, ends_before_kill, delay):
+        """Starts a recorder into ``logs``, SIGKILLs it ``delay`` seconds after it reports ``ends_before_kill``
+        episode ends (at once after it starts when that is 0), and returns how many ends it reported in all."""
+        import time
+
+        ms = "-" if durability.milliseconds is None else durability.milliseconds
+        self.proc.stdin.write(f"{logs} {durability.episodes} {ms} {durability.checkpoint_episodes}\n".encode())
+        self.proc.stdin.flush()
+        kind, pid = self.line().split()
+        assert kind == "pid"
+        ended = 0
+        while ended < ends_before_kill:
+            kind, value = self.line().split()
+            ended = int(value)
+        start = time.perf_counter()
+        while time.perf_counter() - start < delay:  # busy wait: sleep() overshoots sub-millisecond delays
+            pass
+        os.kill(int(pid), signal.SIGKILL)
+        while True:  # ends reported before the kill landed are reported ends too
+            kind, value = self.line().split()
+            if kind == "done":
+                return ended
+            ended = int(value)
+
+    def close(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+
+_EXPECTED_GAMES = {}
+
+
+def _expected_game(i):
+    from tests.scripted import KILL_TRIAL_WORDS
+
+    if i not in _EXPECTED_GAMES:
+        _EXPECTED_GAMES[i] = run_episode(WordleEnv(seed=1, max_guesses=2), ScriptedWordle(KILL_TRIAL_WORDS), seed=i)
+    return _EXPECTED_GAMES[i]
+
+
+def _check_killed_folder(logs, reported_ends, may_lose):
+    """The folder of a killed recorder reads back without raising, as episodes 0..n-1 each equal to the game
+    played (no torn or partial episode), with n >= the reported ends minus what the durability setting may lose."""
+    episodes = list(read_episodes(logs)) if os.path.isdir(logs) and log_dirs(logs) else []
+    assert [ep["episode_id"] for ep in episodes] == [f"run-{i:08d}" for i in range(len(episodes))]
+    assert len(episodes) >= reported_ends - may_lose, (len(episodes), reported_ends, may_lose)
+    for i, ep in enumerate(episodes):
+        played = _expected_game(i)
+        check_episode(ep)
+        assert int(ep["seed"]) == i and ep["answer"] == played.metadata["answer"]
+        assert [s["observation"]["text"] for s in ep["steps"]] == [o["text"] for o in played.observations]
+        assert [s["action"] for s in ep["steps"]] == played.actions + [""]
+        assert [s["reward"] for s in ep["steps"]] == played.rewards + [0.0]
+    return len(episodes)
+
+
+@pytest.mark.parametrize("durability", [
+    Durability(),  # per episode, EnvLogger's files flushed only at close: recovery reads the journal
+    Durability(checkpoint_episodes=3),  # per episode, with kills landing around flushes and journal truncations
+    Durability.group(episodes=5, milliseconds=1000.0, checkpoint_episodes=7),
+], ids=["per-episode", "per-episode-checkpoint-3", "group-5-1000ms"])
+def test_random_sigkills_lose_no_more_than_the_durability_bound(tmp_path, durability):
+    rng = np.random.default_rng(durability.episodes * 1000 + durability.checkpoint_episodes)
+    zygote = _Zygote()
+    try:
+        for trial in range(40):
+            logs = tmp_path / f"t{trial}"
+            ends = int(rng.integers(0, 25)) if trial % 8 else 0  # some kills land while the recorder starts
+            delay = float(rng.choice([0.0, rng.uniform(0, 0.001), rng.uniform(0, 0.005)]))  # within 1 ms of an end
+            reported = zygote.trial(logs, durability, ends, delay)
+            _check_killed_folder(logs, reported, may_lose=durability.episodes - 1)
+    finally:
+        zygote.close()

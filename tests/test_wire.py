@@ -92,3 +92,10 @@ def test_prebuilt_elements_make_lists_and_tuples():
     assert storage_pb2.Data.FromString(wire.encoded_tuple(encoded)) == codec.encode(tuple(items))
     assert storage_pb2.Data.FromString(wire.encoded_list(encoded[:1] * 3)) == codec.encode(["a"] * 3)
     assert wire.encoded_list([]) == wire.encoded_tuple([]) == b"" == codec.encode([]).SerializeToString()
+
+
+def test_cached_encodings_keep_values_that_compare_equal_apart():
+    # the writers cache repeated scalars: 0.0 == -0.0 and 1.0 == np.float32(1.0) must still encode apart
+    for value in (0.0, -0.0, np.float64(-0.0), 1.0, np.float32(1.0), np.float64(1.0), True, 1, "1", np.str_("1")):
+        assert storage_pb2.Data.FromString(wire.encode(value)) == codec.encode(value), repr(value)
+    assert wire.encode(-0.0) != wire.encode(0.0)
