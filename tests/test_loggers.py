@@ -257,3 +257,37 @@ def test_random_sigkills_lose_no_more_than_the_durability_bound(tmp_path, durabi
             _check_killed_folder(logs, reported, may_lose=durability.episodes - 1)
     finally:
         zygote.close()
+
+
+def test_stock_reader_reads_record_like_envloggers_own_files(tmp_path):
+    """record's files (wire-encoded steps, journal, checkpoints) decode with envlogger.Reader to exactly what
+    EnvLogger's own backend writes for the same games."""
+    from loggers.metadata import env_step_metadata
+
+    result = record(WordleEnv(seed=3, enforce_guess_list=False), ScriptedWordle(["crane", "slate", "zesty"]), 6,
+                    tmp_path / "ours", seed=20, durability=Durability(checkpoint_episodes=2), progress=False)
+    env = WordleEnv(seed=3, enforce_guess_list=False)
+    state = {"i": 0}
+    (tmp_path / "raw").mkdir()
+
+    def episode_fn(timestep, action, wrapped):
+        return dict(wrapped.episode_metadata(), index=np.int64(state["i"])) if timestep.last() else None
+
+    with envlogger.EnvLogger(env, data_directory=str(tmp_path / "raw"), step_fn=env_step_metadata,
+                             episode_fn=episode_fn) as logged:
+        for i in range(6):
+            state["i"] = i
+            run_episode(logged, ScriptedWordle(["crane", "slate", "zesty"]), seed=20 + i)
+    with envlogger.Reader(data_directory=result.log_dirs[0]) as ours, \
+            envlogger.Reader(data_directory=str(tmp_path / "raw")) as raw:
+        assert len(ours.episodes) == len(raw.episodes) == 6
+        for mine, theirs in zip(ours.steps, raw.steps):
+            assert mine.timestep.step_type == theirs.timestep.step_type
+            assert mine.timestep.reward == theirs.timestep.reward and mine.action == theirs.action
+            assert mine.timestep.observation["text"] == theirs.timestep.observation["text"]
+            np.testing.assert_array_equal(mine.timestep.observation["feedback"], theirs.timestep.observation["feedback"])
+            assert type(mine.timestep.observation["turn"]) is type(theirs.timestep.observation["turn"])
+            assert mine.custom_data == theirs.custom_data
+        for mine, theirs in zip(ours.episode_metadata(), raw.episode_metadata()):
+            assert {k: (v, type(v)) for k, v in mine.items() if k in theirs} == \
+                {k: (v, type(v)) for k, v in theirs.items() if k != "index"}
