@@ -22,7 +22,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import pickle
 import time
@@ -35,6 +34,7 @@ from tqdm.auto import tqdm
 
 from loggers.durability import PER_EPISODE, Durability
 from loggers.metadata import env_step_metadata, episode_metadata
+from loggers.workers import check_main_guard, run_spawned
 from loggers.writer import DurableRiegeliWriter
 from rlds_lang.env import LanguageEnv, Policy, policy_params_json, run_episode
 
@@ -134,7 +134,10 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
         repeat, e.g. to replay one episode's randomness); its ``seed`` metadata is that seed, and the
         dataset-level metadata says ``explicit_seeds: True``. Its length must be ``episodes``.
       run_name: prefix of episode ids; make it unique per dataset.
-      workers: processes to spread the chunks over (1 = in this process).
+      workers: processes to spread the chunks over (1 = in this process). They are spawned: a script calling
+        ``record`` with several workers keeps its top-level code under ``if __name__ == "__main__":``, else
+        ``loggers.workers.MissingMainGuardError`` is raised before anything is recorded; a worker that dies
+        raises ``RuntimeError``.
       chunk_size: episodes per log directory (default: at most 1,000; with several workers, about four chunks
         per worker).
       before_episode: hook called with the environment and the episode index before each episode.
@@ -151,7 +154,6 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     data_dir = os.fspath(data_dir)
     if os.path.isdir(data_dir) and os.listdir(data_dir):
         raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
-    os.makedirs(data_dir, exist_ok=True)
     workers = max(1, int(workers))
     if chunk_size is None:
         # several chunks per worker balance the load; one worker gains nothing from more log directories, and
@@ -160,13 +162,17 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
         chunk_size = max(1, min(1000, per_chunk))
     chunks = [_Chunk(k, s, min(s + chunk_size, episodes), tuple(episode_seeds[s:s + chunk_size]))
               for k, s in enumerate(range(0, episodes, chunk_size))]
+    spawn = workers > 1 and len(chunks) > 1
+    if spawn:
+        check_main_guard(f"record(..., workers={workers})")
+    os.makedirs(data_dir, exist_ok=True)
     meta = {"task": env.task_name, "policy": policy.name, "policy_params": policy_params_json(policy),
             "run_name": run_name, "seed": int(seed), "explicit_seeds": seeds is not None, **(metadata or {})}
     started = time.perf_counter()
     dirs: list[str] = []
     total_eps = total_steps = 0
     with tqdm(total=episodes, desc=f"record {env.task_name}/{policy.name}", unit="ep", disable=not progress) as bar:
-        if workers == 1 or len(chunks) <= 1:
+        if not spawn:
             for chunk in chunks:
                 d, n, s = _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, meta, durability,
                                         bar.update)
@@ -175,10 +181,8 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
         else:
             payloads = [pickle.dumps((env, policy, c, data_dir, run_name, before_episode, meta, durability))
                         for c in chunks]
-            ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(workers) as pool:
-                for d, n, s in pool.imap_unordered(_worker, payloads):
-                    dirs.append(d)
-                    total_eps, total_steps = total_eps + n, total_steps + s
-                    bar.update(n)
+            for d, n, s in run_spawned(_worker, payloads, workers):
+                dirs.append(d)
+                total_eps, total_steps = total_eps + n, total_steps + s
+                bar.update(n)
     return RecordResult(data_dir, total_eps, total_steps, time.perf_counter() - started, sorted(dirs))

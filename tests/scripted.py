@@ -26,6 +26,17 @@ class ScriptedWordle:
         return self.words[len(actions) % len(self.words)]
 
 
+class DyingPolicy(ScriptedWordle):
+    """Kills its own process at its first move (a worker that dies: out of memory, killed by someone)."""
+
+    name = "dying"
+
+    def act(self, observations, actions):
+        import os
+
+        os._exit(3)
+
+
 def report_boundary(env, index):
     """``before_episode`` hook of the crash-test child: episode ``index - 1`` has ended, ``index`` has not begun."""
     print(f"between {index}", flush=True)

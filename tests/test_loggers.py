@@ -291,3 +291,47 @@ def test_stock_reader_reads_record_like_envloggers_own_files(tmp_path):
         for mine, theirs in zip(ours.episode_metadata(), raw.episode_metadata()):
             assert {k: (v, type(v)) for k, v in mine.items() if k in theirs} == \
                 {k: (v, type(v)) for k, v in theirs.items() if k != "index"}
+
+
+_SCRIPT_HEAD = f"""import sys
+sys.path.insert(0, {REPO!r})
+from loggers import read_episodes, record
+from rlds_lang.wordle.env import WordleEnv
+from tests.scripted import DyingPolicy, ScriptedWordle
+"""
+
+
+def _run_script(tmp_path, body):
+    """Runs ``body`` (after the imports of ``_SCRIPT_HEAD``) as a script file, bounded by a timeout."""
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT_HEAD + body)
+    try:
+        return subprocess.run([sys.executable, str(script), str(tmp_path / "logs")], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": REPO})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the script hung (its worker processes were restarted for ever?)")
+
+
+_RECORD = 'record(WordleEnv(), ScriptedWordle(["crane"]), 4, sys.argv[1], workers=2, chunk_size=2, progress=False)\n'
+
+
+def test_a_script_without_main_guard_gets_a_clear_error_instead_of_hanging(tmp_path):
+    done = _run_script(tmp_path, _RECORD)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "MissingMainGuardError" in done.stderr and "script.py, line 6" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
+    assert not (tmp_path / "logs").exists()  # refused before anything was written
+
+
+def test_a_script_with_main_guard_records_with_workers(tmp_path):
+    done = _run_script(tmp_path, 'if __name__ == "__main__":\n    ' + _RECORD +
+                       '    print(len(list(read_episodes(sys.argv[1]))))\n')
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "4"
+
+
+def test_a_dying_worker_raises_instead_of_hanging(tmp_path):
+    done = _run_script(tmp_path, 'if __name__ == "__main__":\n    record(WordleEnv(), DyingPolicy(["crane"]), 4, '
+                       'sys.argv[1], workers=2, chunk_size=2, progress=False)\n')
+    assert done.returncode == 1
+    assert "RuntimeError: a worker process died before finishing its work" in done.stderr, done.stderr[-2000:]
