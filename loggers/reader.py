@@ -66,7 +66,7 @@ def _riegeli_episodes(path: str, killed: bool) -> tuple[list[list[Any]], list[An
             if not indexed:  # killed before the first episode was indexed: its flushed steps are all there is
                 steps = list(reader.steps)
                 indexed, metadata = ([steps], [None]) if steps else ([], [])
-    except RuntimeError as error:
+    except (RuntimeError, ValueError, OSError) as error:  # a file torn by the kill
         if not killed:
             raise
         logging.warning("%s: EnvLogger's files of this killed recorder cannot be read (%s); reading its journal "

@@ -67,9 +67,10 @@ class DurableRiegeliWriter(riegeli_backend_writer.RiegeliBackendWriter):
     def __init__(self, data_directory: str, durability: Durability = PER_EPISODE, **kwargs: Any):
         kwargs.setdefault("flush_scheduler", _never)
         self._journal: Journal | None = None
+        # opened first: from EnvLogger's first file on, the journal marks the directory as not closed yet
+        self._journal = Journal(data_directory)
         super().__init__(data_directory=data_directory, **kwargs)
         self._durability = durability
-        self._journal = Journal(data_directory)
         self._ordinal = -1  # the ordinal of the episode in flight within this log directory
         self._steps: list[bytes] = []  # its serialized steps
         self._metadata = b""  # its latest serialized episode metadata
@@ -129,7 +130,7 @@ class DurableRiegeliWriter(riegeli_backend_writer.RiegeliBackendWriter):
         self._journaled, self._waiting = 0, []
 
     def close(self) -> None:
-        if self._journal is None:  # the base class failed before the journal was opened
+        if self._journal is None:  # the journal could not be opened: nothing was written
             return
         super().close()  # flushes and indexes every episode, the waiting ones included
         self._journal.remove()
