@@ -13,10 +13,8 @@ The last rows time the recipe of the ``wordle_synthetic/lmrl_gym`` builder confi
 LMRL-Gym's behaviour policy played, logged and read back, shards over ``W`` processes as Beam's workers would)
 and extrapolate it to the published 1,100,000 games (TFDS serialisation not included).
 
-Minari's ``DataCollector`` is not compared: ``pip install --dry-run minari -c constraints.txt`` shows that it
-would install beside our pins (adding minari 0.5.3, gymnasium 1.4.0, Farama-Notifications), but it is not part
-of our stack, and it records ``gymnasium.Env``s, so a row would first need a gymnasium adapter of our
-``dm_env`` text environments (and Minari's storage of text observations); neither is done here.
+Minari's ``DataCollector`` is compared when Minari is installed (``bench/minari_row.py``: a gymnasium adapter of
+the same environment, the same games); it is not part of our stack, and without it the row says so.
 """
 
 from __future__ import annotations
@@ -140,6 +138,12 @@ def side_by_side(games: int, repeats: int) -> tuple[int, dict[str, float]]:
     rows = {"bare environment loop": _bare, "raw envlogger.EnvLogger": _raw_envlogger,
             f"record, per episode ({PER_EPISODE.loss_bound()})": _ours(PER_EPISODE),
             f"record, group commit {GROUP.episodes} ep / {GROUP.milliseconds:g} ms": _ours(GROUP)}
+    try:
+        import minari  # noqa: F401
+        import jax  # noqa: F401
+        rows["Minari DataCollector (gymnasium adapter, same games)"] = _minari
+    except ImportError as missing:
+        print(f"Minari DataCollector: not measured ({missing}; pip install \"minari[create]\" to compare)")
     best = {name: float("inf") for name in rows}
     for _ in range(repeats):
         for name, run in rows.items():
@@ -147,6 +151,12 @@ def side_by_side(games: int, repeats: int) -> tuple[int, dict[str, float]]:
             run(env, replay, games)
             best[name] = min(best[name], time.perf_counter() - started)
     return sum(len(g) + 1 for g in played), best
+
+
+def _minari(env: WordleEnv, replay: ReplayGuesses, games: int) -> None:
+    from bench.minari_row import minari_seconds
+
+    minari_seconds(env, replay.games[:games], _answer_by_index)
 
 
 def main() -> None:
@@ -178,12 +188,16 @@ def main() -> None:
         startup = _expert_seconds(env, args.workers, args.workers, f"{tmp}/startup")  # one game per worker
         seconds = _expert_seconds(env, args.expert_games, args.workers, f"{tmp}/expert")
     rate = args.expert_games / seconds
-    steady = args.expert_games / max(seconds - startup, 1e-9)
+    if seconds > 2 * startup:  # enough games to tell the steady rate from the start-up
+        steady = args.expert_games / (seconds - startup)
+        estimate, how = startup + 100_000 / steady, "start-up + 100,000 games at the steady rate"
+        steady_note = f"; without the workers' start-up ({startup:.1f} s, timed on {args.workers} games): {steady:.0f}"
+    else:
+        estimate, how, steady_note = 100_000 / rate, "too few games to time apart from the start-up", ""
     print(f"expert games recorded/s (optimal policy + env + logging, per-episode durability, {args.workers} "
-          f"workers, {args.expert_games} games in {seconds:.1f} s): {rate:.0f}; without the workers' start-up "
-          f"({startup:.1f} s, timed on {args.workers} games): {steady:.0f}")
-    print(f"-> 100,000 expert games would take {startup + 100_000 / steady:.0f} s (start-up + 100,000 games at the "
-          "steady rate; target < 120 s; --expert-games 100000 measures it)")
+          f"workers, {args.expert_games} games in {seconds:.1f} s): {rate:.0f}{steady_note}")
+    print(f"-> 100,000 expert games would take {estimate:.0f} s ({how}; target < 120 s; --expert-games 100000 "
+          "measures it)")
     if args.lmrl_gym_games > 0:
         done, seconds = lmrl_gym_rate(args.lmrl_gym_games, args.workers,
                                       shard_size=max(1, min(1000, -(-args.lmrl_gym_games // args.workers))))
@@ -192,7 +206,6 @@ def main() -> None:
               f"workers, {done} games in {seconds:.1f} s): {done / seconds:.1f}")
         print(f"-> the published 1,100,000 games would take {total / (done / seconds) / 3600:.2f} h at this rate "
               f"({total / (done / seconds) * args.workers / 3600:.2f} CPU-hours)")
-    print("Minari DataCollector: not measured (see this benchmark's docstring)")
 
 
 if __name__ == "__main__":
