@@ -25,7 +25,7 @@ def _same_message(value):
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12) | st.sampled_from(
     ["", "\x00", "a\x00", "🟩🟨⬛", "👩‍👩‍👧 é ✓", "\u200b\ufeff"]) | st.integers(0, 300).map(lambda n: "é" * (n // 2) + "x" * (n % 2))
-_LEAVES = st.one_of(
+LEAVES = st.one_of(
     TEXT, st.binary(max_size=12), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
     st.tuples(st.sampled_from(NUMPY_SCALARS), st.integers(0, 127)).map(lambda p: p[0](p[1])),
     st.floats(width=32, allow_nan=False).map(np.float32), st.integers(-2**31, 2**31 - 1).map(np.int32), st.none(),
@@ -39,7 +39,6 @@ _LEAVES = st.one_of(
     st.lists(st.booleans(), min_size=1, max_size=6).map(np.array),
     st.lists(TEXT, min_size=1, max_size=4).map(np.array),
 )
-LEAVES = st.deferred(lambda: _LEAVES)  # a short repr for hypothesis reports
 VALUES = st.recursive(LEAVES, lambda inner: st.one_of(
     st.lists(inner, max_size=4).filter(lambda v: len({type(x) for x in v}) <= 1),
     st.tuples(inner, inner),
