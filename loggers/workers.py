@@ -37,9 +37,11 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 def _guarded_lines(source: str) -> list[tuple[int, int]]:
-    """The line ranges of the bodies of ``if __name__ == "__main__":`` blocks in ``source``."""
+    """The line ranges of the bodies of ``if __name__ == "__main__":`` blocks in ``source`` (also when the test
+    combines that comparison with others, e.g. ``and``)."""
     return [(node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
-            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.If) and _is_main_test(node.test)]
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.If) and any(_is_main_test(part) for part in ast.walk(node.test))]
 
 
 def check_main_guard(what: str) -> None:

@@ -335,3 +335,19 @@ def test_a_dying_worker_raises_instead_of_hanging(tmp_path):
                        'sys.argv[1], workers=2, chunk_size=2, progress=False)\n')
     assert done.returncode == 1
     assert "RuntimeError: a worker process died before finishing its work" in done.stderr, done.stderr[-2000:]
+
+
+def test_main_guard_lines_are_found_in_a_scripts_source():
+    from loggers.workers import _guarded_lines
+
+    source = ("import x\n"                                  # 1
+              "if __name__ == '__main__':\n"               # 2
+              "    record()\n"                              # 3
+              "else:\n"                                     # 4
+              "    record()\n"                              # 5
+              "if '__main__' == __name__ and ready():\n"    # 6
+              "    go()\n"                                  # 7
+              "    go()\n"                                  # 8
+              "if __name__ == 'x':\n"                       # 9
+              "    no()\n")                                 # 10
+    assert sorted(_guarded_lines(source)) == [(3, 3), (7, 8)]
