@@ -10,6 +10,10 @@ Like a database's commit setting, it trades what a crash can lose against what e
   episodes that finished since the last commit: fewer than N, and none that ended more than T ms before
   the last step logged.
 
+An episode ends when its last step is logged with its episode metadata (as ``record`` logs them); one whose
+metadata does not come with its last step (an EnvLogger ``episode_fn`` that returned None there) ends when
+the next episode begins, or at ``close``.
+
 A commit appends the waiting episodes to the log directory's journal (``loggers.journal``): it survives
 the death of the process, not the loss of the machine. EnvLogger's own files are flushed (and fsync'd)
 every ``checkpoint_episodes`` episodes, which bounds the journal's size, and at ``close``.
