@@ -2,11 +2,14 @@
 
 ``record`` plays a policy in an environment and writes every step with episode and step metadata;
 ``read_episodes`` turns what it wrote into RLDS episodes (SAR alignment, neutral last step);
-``record_and_read`` does both through a temporary folder (how builders generate episodes).
+``record_and_read`` does both through a temporary folder (how builders generate episodes). ``Durability``
+(``PER_EPISODE`` by default, or group commit) chooses what a killed recording may lose (docs/recording.md).
 """
 
+from loggers.durability import PER_EPISODE, Durability
 from loggers.reader import log_dirs, read_episodes, read_log_dir
 from loggers.record import RecordResult, record
 from loggers.roundtrip import record_and_read
 
-__all__ = ["RecordResult", "log_dirs", "read_episodes", "read_log_dir", "record", "record_and_read"]
+__all__ = ["PER_EPISODE", "Durability", "RecordResult", "log_dirs", "read_episodes", "read_log_dir", "record",
+           "record_and_read"]

@@ -44,7 +44,6 @@ from envlogger import step_data
 from envlogger.converters import codec
 from envlogger.proto import storage_pb2
 
-from loggers.reader import _rlds_steps as rlds_steps
 from loggers.reader import log_dirs, read_log_dir
 from loggers.writer import DurableRiegeliWriter
 from rlds_lang.preferences.types import Clip, Judgement, Label
@@ -295,12 +294,9 @@ def read_clips(root: str | os.PathLike) -> dict[str, Clip]:
 def read_sessions(root: str | os.PathLike) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """``(session id, judgement steps)`` of every session log under ``root``, unfinished ones included."""
     for path in _logs_of(root, SESSION_TASK):
-        episodes = list(read_log_dir(path, include_unfinished=True))
-        if not episodes:  # killed before its session ended: nothing indexed, but every judgement was flushed
-            with envlogger.Reader(data_directory=path) as reader:
-                raw = list(reader.steps)
-            episodes = [{"steps": rlds_steps(raw)}] if raw else []
-        for episode in episodes:
+        # a session killed before it ended is not indexed, but every judgement was flushed: the reader gives
+        # its steps as an unfinished episode
+        for episode in read_log_dir(path, include_unfinished=True):
             session_id = str(episode.get("session_id", os.path.basename(path)))
             yield session_id, [s for s in episode["steps"] if s["observation"]["left_id"]]
 

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import envlogger
 import numpy as np
 
+from loggers.journal import read_journal
 from loggers.writer import read_unindexed
 from rlds_lang.schema import map_nested, neutral_like, text_leaf
 
@@ -55,41 +56,70 @@ def _rlds_steps(raw: list[Any]) -> list[dict[str, Any]]:
     return steps
 
 
+def _riegeli_episodes(path: str, killed: bool) -> tuple[list[list[Any]], list[Any]]:
+    """The indexed episodes of a log directory's Riegeli files and their metadata. Those of a killed recorder
+    (``killed``: its journal is still there) that EnvLogger's reader cannot open count as empty, with a warning."""
+    try:
+        with envlogger.Reader(data_directory=path) as reader:
+            metadata = list(reader.episode_metadata())
+            indexed = [list(raw) for raw in reader.episodes]
+            if not indexed:  # killed before the first episode was indexed: its flushed steps are all there is
+                steps = list(reader.steps)
+                indexed, metadata = ([steps], [None]) if steps else ([], [])
+    except (RuntimeError, ValueError, OSError) as error:  # a file torn by the kill
+        if not killed:
+            raise
+        logging.warning("%s: EnvLogger's files of this killed recorder cannot be read (%s); reading its journal "
+                        "only", path, str(error)[:200])
+        return [], []
+    return indexed, metadata
+
+
 def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
     """Yields the RLDS episodes (``{"steps": [...], **episode_metadata}``) of one log directory.
 
     An episode whose last logged step does not end it was in flight when its recorder stopped (a
     crash, or a run closed mid-episode); it is skipped with a warning unless ``include_unfinished``.
-    A finished episode the index lacks (its recorder was killed before the next episode began) takes its
-    metadata from the writer's side file (``loggers.writer.UNINDEXED_EPISODES``).
+    A finished episode the index lacks (its recorder was killed before EnvLogger's files were flushed)
+    comes from the writer's journal (``loggers.journal``), whose frames are whole and checksummed, or, in
+    directories of older writers, takes its metadata from their side file (``loggers.writer.UNINDEXED_EPISODES``).
     """
     path = os.fspath(path)
+    journal = read_journal(path)
     unindexed = read_unindexed(path)
-    with envlogger.Reader(data_directory=path) as reader:
-        metadata = reader.episode_metadata()
-        indexed = [list(raw) for raw in reader.episodes]
-        if not indexed and unindexed:  # killed before the first episode was indexed: its steps are all there is
-            indexed, metadata = [list(reader.steps)], [None]
-        end = 0  # steps of this log directory up to the current piece's end
-        for index, raw in enumerate(indexed):
-            # After a crash the index may lack the last started episode, whose first steps then trail the
-            # previous episode: split at every restart so each piece is one episode.
-            pieces = _split_at_restarts(raw)
-            for piece_no, piece in enumerate(pieces):
-                end += len(piece)
-                finished = piece[-1].timestep.last()
-                own = metadata[index] if piece_no == 0 else None
-                if (piece_no > 0 or own is None) and finished and end in unindexed:
-                    own, piece_no = unindexed[end], 0
-                if piece_no > 0 or not finished:
-                    if not include_unfinished:
-                        logging.warning("%s: episode %d%s has %d steps and %s; skipped", path, index,
-                                        f" (piece {piece_no})" if piece_no else "", len(piece),
-                                        "no metadata" if finished else "no last step (recording stopped)")
-                        continue
-                episode = dict(_clean(own or {}))
-                episode["steps"] = _rlds_steps(piece)
-                yield episode
+    indexed, metadata = _riegeli_episodes(path, killed=journal is not None or bool(unindexed))
+    journal = journal or {}
+    ordinal = -1  # episodes of this log directory so far: the journal's key
+    end = 0  # steps of this log directory up to the current piece's end
+    for index, raw in enumerate(indexed):
+        # After a crash the index may lack the last started episode, whose first steps then trail the
+        # previous episode: split at every restart so each piece is one episode.
+        for piece_no, piece in enumerate(_split_at_restarts(raw)):
+            ordinal += 1
+            end += len(piece)
+            if ordinal in journal:
+                committed = journal.pop(ordinal)
+                yield _episode(committed.steps, committed.metadata)
+                continue
+            finished = piece[-1].timestep.last()
+            own = metadata[index] if piece_no == 0 else None
+            if (piece_no > 0 or own is None) and finished and end in unindexed:
+                own, piece_no = unindexed[end], 0
+            if piece_no > 0 or not finished:
+                if not include_unfinished:
+                    logging.warning("%s: episode %d%s has %d steps and %s; skipped", path, index,
+                                    f" (piece {piece_no})" if piece_no else "", len(piece),
+                                    "no metadata" if finished else "no last step (recording stopped)")
+                    continue
+            yield _episode(piece, own)
+    for ordinal in sorted(journal):
+        yield _episode(journal[ordinal].steps, journal[ordinal].metadata)
+
+
+def _episode(raw: list[Any], metadata: Any) -> dict[str, Any]:
+    episode = dict(_clean(metadata or {}))
+    episode["steps"] = _rlds_steps(raw)
+    return episode
 
 
 def _split_at_restarts(raw: list[Any]) -> list[list[Any]]:

@@ -5,8 +5,9 @@ environment and the policy, an id (``{run_name}-{index:08d}``) and episode metad
 the policy's name and parameters (canonical JSON), the seed, and the environment's own
 ``episode_metadata()`` (configuration, hidden state). Work is split into chunks, one EnvLogger log
 directory per chunk under ``data_dir``, spread over ``workers`` processes, with a progress bar. A chunk
-is readable as soon as it is closed, and within a chunk every finished episode is flushed when the next
-begins (``loggers.writer``).
+is readable as soon as it is closed; until then its finished episodes are committed to a journal as
+``durability`` says (``loggers.durability``: by default each one when it ends, so a killed run loses at
+most the episode in flight; group commit trades a bounded loss for speed), see ``loggers.writer``.
 
 Example::
 
@@ -21,7 +22,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import pickle
 import time
@@ -32,7 +32,9 @@ import envlogger
 import numpy as np
 from tqdm.auto import tqdm
 
+from loggers.durability import PER_EPISODE, Durability
 from loggers.metadata import env_step_metadata, episode_metadata
+from loggers.workers import check_main_guard, run_spawned
 from loggers.writer import DurableRiegeliWriter
 from rlds_lang.env import LanguageEnv, Policy, policy_params_json, run_episode
 
@@ -74,7 +76,7 @@ def _episode_metadata_fn(policy: Policy, run_name: str, state: dict[str, Any]):
 
 
 def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str, run_name: str,
-                  before_episode: BeforeEpisode | None, metadata: Mapping[str, Any],
+                  before_episode: BeforeEpisode | None, metadata: Mapping[str, Any], durability: Durability,
                   on_episode: Callable[[int], None] | None = None) -> tuple[str, int, int]:
     """Records episodes ``[chunk.start, chunk.stop)`` into ``data_dir/chunk_XXXXX``."""
     log_dir = os.path.join(data_dir, f"chunk_{chunk.index:05d}")
@@ -83,7 +85,7 @@ def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str
     steps = 0
     with envlogger.EnvLogger(env, data_directory=log_dir, backend=DurableRiegeliWriter,
                              episode_fn=_episode_metadata_fn(policy, run_name, state),
-                             step_fn=env_step_metadata, metadata=dict(metadata)) as logged:
+                             step_fn=env_step_metadata, metadata=dict(metadata), durability=durability) as logged:
         for i, episode_seed in zip(range(chunk.start, chunk.stop), chunk.seeds):
             state["index"], state["seed"] = i, episode_seed
             if before_episode is not None:
@@ -96,8 +98,8 @@ def _record_chunk(env: LanguageEnv, policy: Policy, chunk: _Chunk, data_dir: str
 
 
 def _worker(payload: bytes) -> tuple[str, int, int]:
-    env, policy, chunk, data_dir, run_name, before_episode, metadata = pickle.loads(payload)
-    return _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, metadata)
+    env, policy, chunk, data_dir, run_name, before_episode, metadata, durability = pickle.loads(payload)
+    return _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, metadata, durability)
 
 
 def _episode_seeds(episodes: int, seed: int, seeds: Sequence[int] | None) -> list[int]:
@@ -118,7 +120,8 @@ def _episode_seeds(episodes: int, seed: int, seeds: Sequence[int] | None) -> lis
 def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.PathLike, *, seed: int = 0,
            seeds: Sequence[int] | None = None, run_name: str = "run", workers: int = 1,
            chunk_size: int | None = None, before_episode: BeforeEpisode | None = None,
-           metadata: Mapping[str, Any] | None = None, progress: bool = True) -> RecordResult:
+           metadata: Mapping[str, Any] | None = None, progress: bool = True,
+           durability: Durability = PER_EPISODE) -> RecordResult:
     """Records ``episodes`` episodes of ``policy`` in ``env`` under ``data_dir`` (see the module docstring).
 
     Args:
@@ -131,11 +134,19 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
         repeat, e.g. to replay one episode's randomness); its ``seed`` metadata is that seed, and the
         dataset-level metadata says ``explicit_seeds: True``. Its length must be ``episodes``.
       run_name: prefix of episode ids; make it unique per dataset.
-      workers: processes to spread the chunks over (1 = in this process).
-      chunk_size: episodes per log directory (default: spread evenly, at most 1,000).
+      workers: processes to spread the chunks over (1 = in this process). They are spawned: a script calling
+        ``record`` with several workers keeps its top-level code under ``if __name__ == "__main__":``, else
+        ``loggers.workers.MissingMainGuardError`` is raised before anything is recorded; a worker that dies
+        raises ``RuntimeError``.
+      chunk_size: episodes per log directory (default: at most 1,000; with several workers, about four chunks
+        per worker).
       before_episode: hook called with the environment and the episode index before each episode.
       metadata: dataset-level metadata stored by EnvLogger beside the environment specs.
       progress: show a progress bar.
+      durability: when finished episodes are committed, i.e. what a killed run may lose
+        (``loggers.durability``): ``PER_EPISODE`` (default) loses at most the episode in flight;
+        ``Durability.group(episodes=N, milliseconds=T)`` at most that and the episodes finished since the
+        last commit (fewer than N, none older than T ms).
     """
     if episodes < 0:
         raise ValueError(f"episodes must be >= 0, got {episodes}")
@@ -143,29 +154,35 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     data_dir = os.fspath(data_dir)
     if os.path.isdir(data_dir) and os.listdir(data_dir):
         raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
-    os.makedirs(data_dir, exist_ok=True)
     workers = max(1, int(workers))
     if chunk_size is None:
-        chunk_size = max(1, min(1000, -(-episodes // (workers * 4)))) if episodes else 1
+        # several chunks per worker balance the load; one worker gains nothing from more log directories, and
+        # each costs a close (an fsync of four files)
+        per_chunk = -(-episodes // (workers * 4)) if workers > 1 else episodes
+        chunk_size = max(1, min(1000, per_chunk))
     chunks = [_Chunk(k, s, min(s + chunk_size, episodes), tuple(episode_seeds[s:s + chunk_size]))
               for k, s in enumerate(range(0, episodes, chunk_size))]
+    spawn = workers > 1 and len(chunks) > 1
+    if spawn:
+        check_main_guard(f"record(..., workers={workers})")
+    os.makedirs(data_dir, exist_ok=True)
     meta = {"task": env.task_name, "policy": policy.name, "policy_params": policy_params_json(policy),
             "run_name": run_name, "seed": int(seed), "explicit_seeds": seeds is not None, **(metadata or {})}
     started = time.perf_counter()
     dirs: list[str] = []
     total_eps = total_steps = 0
     with tqdm(total=episodes, desc=f"record {env.task_name}/{policy.name}", unit="ep", disable=not progress) as bar:
-        if workers == 1 or len(chunks) <= 1:
+        if not spawn:
             for chunk in chunks:
-                d, n, s = _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, meta, bar.update)
+                d, n, s = _record_chunk(env, policy, chunk, data_dir, run_name, before_episode, meta, durability,
+                                        bar.update)
                 dirs.append(d)
                 total_eps, total_steps = total_eps + n, total_steps + s
         else:
-            payloads = [pickle.dumps((env, policy, c, data_dir, run_name, before_episode, meta)) for c in chunks]
-            ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(workers) as pool:
-                for d, n, s in pool.imap_unordered(_worker, payloads):
-                    dirs.append(d)
-                    total_eps, total_steps = total_eps + n, total_steps + s
-                    bar.update(n)
+            payloads = [pickle.dumps((env, policy, c, data_dir, run_name, before_episode, meta, durability))
+                        for c in chunks]
+            for d, n, s in run_spawned(_worker, payloads, workers):
+                dirs.append(d)
+                total_eps, total_steps = total_eps + n, total_steps + s
+                bar.update(n)
     return RecordResult(data_dir, total_eps, total_steps, time.perf_counter() - started, sorted(dirs))

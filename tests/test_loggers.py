@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from loggers import log_dirs, read_episodes, record, record_and_read
+from loggers.durability import Durability
 from rlds_lang.env import run_episode
 from rlds_lang.schema import check_episode
 from rlds_lang.wordle.env import WordleEnv
@@ -155,3 +156,198 @@ def test_sigkill_right_after_an_episode_ends_keeps_it(tmp_path, boundary):
     assert len(episodes) == boundary  # nothing was in flight
     last = episodes[-1]
     assert int(last["seed"]) == boundary - 1 and last["steps"][-1]["is_last"]
+
+
+class _Zygote:
+    """The crash-test child in zygote mode (tests/scripted.py): forks a recorder per trial, so 40 trials take
+    seconds. Reads its stdout with a deadline so a stuck child fails the test instead of hanging it."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "scripted.py"), "zygote", REPO],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO,
+                                     env={**os.environ, "PYTHONPATH": REPO})
+        self._buffer = b""
+
+    def line(self, deadline=30.0):
+        import select
+        import time
+
+        end = time.monotonic() + deadline
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, end - time.monotonic()))
+            if not ready:
+                pytest.fail("the crash-test zygote printed nothing for 30 s")
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                pytest.fail(f"the crash-test zygote ended with code {self.proc.wait()}")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode()
+
+    def trial(self, logs, durability, ends_before_kill, delay):
+        """Starts a recorder into ``logs``, SIGKILLs it ``delay`` seconds after it reports ``ends_before_kill``
+        episode ends (at once after it starts when that is 0), and returns how many ends it reported in all."""
+        import time
+
+        ms = "-" if durability.milliseconds is None else durability.milliseconds
+        self.proc.stdin.write(f"{logs} {durability.episodes} {ms} {durability.checkpoint_episodes}\n".encode())
+        self.proc.stdin.flush()
+        kind, pid = self.line().split()
+        assert kind == "pid"
+        ended = 0
+        while ended < ends_before_kill:
+            kind, value = self.line().split()
+            ended = int(value)
+        start = time.perf_counter()
+        while time.perf_counter() - start < delay:  # busy wait: sleep() overshoots sub-millisecond delays
+            pass
+        os.kill(int(pid), signal.SIGKILL)
+        while True:  # ends reported before the kill landed are reported ends too
+            kind, value = self.line().split()
+            if kind == "done":
+                return ended
+            ended = int(value)
+
+    def close(self):
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=30) == 0
+
+
+_EXPECTED_GAMES = {}
+
+
+def _expected_game(i):
+    from tests.scripted import KILL_TRIAL_WORDS
+
+    if i not in _EXPECTED_GAMES:
+        _EXPECTED_GAMES[i] = run_episode(WordleEnv(seed=1, max_guesses=2), ScriptedWordle(KILL_TRIAL_WORDS), seed=i)
+    return _EXPECTED_GAMES[i]
+
+
+def _check_killed_folder(logs, reported_ends, may_lose):
+    """The folder of a killed recorder reads back without raising, as episodes 0..n-1 each equal to the game
+    played (no torn or partial episode), with n >= the reported ends minus what the durability setting may lose."""
+    episodes = list(read_episodes(logs)) if os.path.isdir(logs) and log_dirs(logs) else []
+    assert [ep["episode_id"] for ep in episodes] == [f"run-{i:08d}" for i in range(len(episodes))]
+    assert len(episodes) >= reported_ends - may_lose, (len(episodes), reported_ends, may_lose)
+    for i, ep in enumerate(episodes):
+        played = _expected_game(i)
+        check_episode(ep)
+        assert int(ep["seed"]) == i and ep["answer"] == played.metadata["answer"]
+        assert [s["observation"]["text"] for s in ep["steps"]] == [o["text"] for o in played.observations]
+        assert [s["action"] for s in ep["steps"]] == played.actions + [""]
+        assert [s["reward"] for s in ep["steps"]] == played.rewards + [0.0]
+    return len(episodes)
+
+
+@pytest.mark.parametrize("durability", [
+    Durability(),  # per episode, EnvLogger's files flushed only at close: recovery reads the journal
+    Durability(checkpoint_episodes=3),  # per episode, with kills landing around flushes and journal truncations
+    Durability.group(episodes=5, milliseconds=1000.0, checkpoint_episodes=7),
+], ids=["per-episode", "per-episode-checkpoint-3", "group-5-1000ms"])
+def test_random_sigkills_lose_no_more_than_the_durability_bound(tmp_path, durability):
+    rng = np.random.default_rng(durability.episodes * 1000 + durability.checkpoint_episodes)
+    zygote = _Zygote()
+    try:
+        for trial in range(40):
+            logs = tmp_path / f"t{trial}"
+            ends = int(rng.integers(0, 25)) if trial % 8 else 0  # some kills land while the recorder starts
+            delay = float(rng.choice([0.0, rng.uniform(0, 0.001), rng.uniform(0, 0.005)]))  # within 1 ms of an end
+            reported = zygote.trial(logs, durability, ends, delay)
+            _check_killed_folder(logs, reported, may_lose=durability.episodes - 1)
+    finally:
+        zygote.close()
+
+
+def test_stock_reader_reads_record_like_envloggers_own_files(tmp_path):
+    """record's files (wire-encoded steps, journal, checkpoints) decode with envlogger.Reader to exactly what
+    EnvLogger's own backend writes for the same games."""
+    from loggers.metadata import env_step_metadata
+
+    result = record(WordleEnv(seed=3, enforce_guess_list=False), ScriptedWordle(["crane", "slate", "zesty"]), 6,
+                    tmp_path / "ours", seed=20, durability=Durability(checkpoint_episodes=2), progress=False)
+    env = WordleEnv(seed=3, enforce_guess_list=False)
+    state = {"i": 0}
+    (tmp_path / "raw").mkdir()
+
+    def episode_fn(timestep, action, wrapped):
+        return dict(wrapped.episode_metadata(), index=np.int64(state["i"])) if timestep.last() else None
+
+    with envlogger.EnvLogger(env, data_directory=str(tmp_path / "raw"), step_fn=env_step_metadata,
+                             episode_fn=episode_fn) as logged:
+        for i in range(6):
+            state["i"] = i
+            run_episode(logged, ScriptedWordle(["crane", "slate", "zesty"]), seed=20 + i)
+    with envlogger.Reader(data_directory=result.log_dirs[0]) as ours, \
+            envlogger.Reader(data_directory=str(tmp_path / "raw")) as raw:
+        assert len(ours.episodes) == len(raw.episodes) == 6
+        for mine, theirs in zip(ours.steps, raw.steps):
+            assert mine.timestep.step_type == theirs.timestep.step_type
+            assert mine.timestep.reward == theirs.timestep.reward and mine.action == theirs.action
+            assert mine.timestep.observation["text"] == theirs.timestep.observation["text"]
+            np.testing.assert_array_equal(mine.timestep.observation["feedback"], theirs.timestep.observation["feedback"])
+            assert type(mine.timestep.observation["turn"]) is type(theirs.timestep.observation["turn"])
+            assert mine.custom_data == theirs.custom_data
+        for mine, theirs in zip(ours.episode_metadata(), raw.episode_metadata()):
+            assert {k: (v, type(v)) for k, v in mine.items() if k in theirs} == \
+                {k: (v, type(v)) for k, v in theirs.items() if k != "index"}
+
+
+_SCRIPT_HEAD = f"""import sys
+sys.path.insert(0, {REPO!r})
+from loggers import read_episodes, record
+from rlds_lang.wordle.env import WordleEnv
+from tests.scripted import DyingPolicy, ScriptedWordle
+"""
+
+
+def _run_script(tmp_path, body):
+    """Runs ``body`` (after the imports of ``_SCRIPT_HEAD``) as a script file, bounded by a timeout."""
+    script = tmp_path / "script.py"
+    script.write_text(_SCRIPT_HEAD + body)
+    try:
+        return subprocess.run([sys.executable, str(script), str(tmp_path / "logs")], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": REPO})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the script hung (its worker processes were restarted for ever?)")
+
+
+_RECORD = 'record(WordleEnv(), ScriptedWordle(["crane"]), 4, sys.argv[1], workers=2, chunk_size=2, progress=False)\n'
+
+
+def test_a_script_without_main_guard_gets_a_clear_error_instead_of_hanging(tmp_path):
+    done = _run_script(tmp_path, _RECORD)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "MissingMainGuardError" in done.stderr and "script.py, line 6" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
+    assert not (tmp_path / "logs").exists()  # refused before anything was written
+
+
+def test_a_script_with_main_guard_records_with_workers(tmp_path):
+    done = _run_script(tmp_path, 'if __name__ == "__main__":\n    ' + _RECORD +
+                       '    print(len(list(read_episodes(sys.argv[1]))))\n')
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "4"
+
+
+def test_a_dying_worker_raises_instead_of_hanging(tmp_path):
+    done = _run_script(tmp_path, 'if __name__ == "__main__":\n    record(WordleEnv(), DyingPolicy(["crane"]), 4, '
+                       'sys.argv[1], workers=2, chunk_size=2, progress=False)\n')
+    assert done.returncode == 1
+    assert "RuntimeError: a worker process died before finishing its work" in done.stderr, done.stderr[-2000:]
+
+
+def test_main_guard_lines_are_found_in_a_scripts_source():
+    from loggers.workers import _guarded_lines
+
+    source = ("import x\n"                                  # 1
+              "if __name__ == '__main__':\n"               # 2
+              "    record()\n"                              # 3
+              "else:\n"                                     # 4
+              "    record()\n"                              # 5
+              "if '__main__' == __name__ and ready():\n"    # 6
+              "    go()\n"                                  # 7
+              "    go()\n"                                  # 8
+              "if __name__ == 'x':\n"                       # 9
+              "    no()\n")                                 # 10
+    assert sorted(_guarded_lines(source)) == [(3, 3), (7, 8)]

@@ -1,0 +1,138 @@
+"""loggers.durability / journal / writer: when finished episodes are committed under each setting, and how the
+reader recovers a killed log directory from the journal (torn tail, duplicates after a close, stock reader).
+The SIGKILL trials themselves are in tests/test_loggers.py."""
+
+import os
+import shutil
+import time
+
+import dm_env
+import envlogger
+import numpy as np
+import pytest
+from envlogger import step_data
+
+from loggers.durability import PER_EPISODE, Durability
+from loggers.journal import JOURNAL, read_journal
+from loggers.reader import read_log_dir
+from loggers.writer import DurableRiegeliWriter
+
+
+def _log_episode(writer, n, turns=2):
+    """Logs episode ``n``: ``turns`` actions, metadata with the last step (as EnvLogger's episode_fn gives it)."""
+    obs = lambda t: {"text": f"é{n}-{t} 🟩", "turn": np.int32(t)}  # noqa: E731
+    writer.record_step(step_data.StepData(dm_env.restart(obs(0)), None, None), True)
+    for t in range(1, turns + 1):
+        timestep = dm_env.termination(0.0, obs(t)) if t == turns else dm_env.transition(-1.0, obs(t), 1.0)
+        writer.record_step(step_data.StepData(timestep, f"guess {n}.{t}", {"valid": True}), False)
+    writer.set_episode_metadata({"episode_id": f"ep{n}", "seed": np.int64(n)})
+
+
+def _committed(path):
+    return sorted(read_journal(str(path)) or {})
+
+
+def test_per_episode_commits_each_episode_when_it_ends(tmp_path):
+    writer = DurableRiegeliWriter(str(tmp_path), durability=PER_EPISODE, metadata={})
+    for n in range(3):
+        _log_episode(writer, n)
+        assert _committed(tmp_path) == list(range(n + 1))
+    episodes = list(read_log_dir(tmp_path))  # the writer is still open: what a SIGKILL now would leave
+    assert [e["episode_id"] for e in episodes] == ["ep0", "ep1", "ep2"]
+    assert [s["action"] for s in episodes[1]["steps"]] == ["guess 1.1", "guess 1.2", ""]
+    assert episodes[2]["steps"][0]["observation"]["text"] == "é2-0 🟩"
+    writer.close()
+    assert not (tmp_path / JOURNAL).exists()
+    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1", "ep2"]
+
+
+def test_group_commit_waits_for_n_episodes(tmp_path):
+    writer = DurableRiegeliWriter(str(tmp_path), durability=Durability.group(episodes=3, milliseconds=None),
+                                  metadata={})
+    for n in range(2):
+        _log_episode(writer, n)
+    assert _committed(tmp_path) == []
+    _log_episode(writer, 2)
+    assert _committed(tmp_path) == [0, 1, 2]
+    _log_episode(writer, 3)
+    assert _committed(tmp_path) == [0, 1, 2]
+    writer.close()  # close indexes the waiting episode too
+    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1", "ep2", "ep3"]
+
+
+def test_group_commit_commits_an_episode_waiting_longer_than_its_time_limit_at_the_next_step(tmp_path):
+    writer = DurableRiegeliWriter(str(tmp_path), durability=Durability.group(episodes=1000, milliseconds=30),
+                                  metadata={})
+    _log_episode(writer, 0)
+    assert _committed(tmp_path) == []
+    time.sleep(0.04)
+    writer.record_step(step_data.StepData(dm_env.restart({"text": "", "turn": np.int32(0)}), None, None), True)
+    assert _committed(tmp_path) == [0]
+    writer.close()
+
+
+def test_a_checkpoint_flushes_envloggers_files_and_empties_the_journal(tmp_path):
+    writer = DurableRiegeliWriter(str(tmp_path), durability=Durability(checkpoint_episodes=2), metadata={})
+    for n in range(3):
+        _log_episode(writer, n)
+    assert _committed(tmp_path) == [2]  # 0 and 1 were indexed when episode 2 began
+    with envlogger.Reader(data_directory=str(tmp_path)) as reader:  # the stock reader sees the flushed episodes
+        assert [m["episode_id"] for m in reader.episode_metadata()[:2]] == ["ep0", "ep1"]
+    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1", "ep2"]
+    writer.close()
+
+
+def test_a_torn_journal_tail_loses_only_the_torn_episode(tmp_path):
+    writer = DurableRiegeliWriter(str(tmp_path), metadata={})
+    for n in range(3):
+        _log_episode(writer, n)
+    journal = tmp_path / JOURNAL
+    whole = journal.read_bytes()
+    for cut in (1, 9, 40):  # inside the payload, the header, a byte short of the end
+        journal.write_bytes(whole[:-cut] if cut != 9 else whole + whole[-40:-31])
+        got = [e["episode_id"] for e in read_log_dir(tmp_path)]
+        assert got == (["ep0", "ep1", "ep2"] if cut == 9 else ["ep0", "ep1"]), cut
+    journal.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))  # a flipped byte fails the checksum
+    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1"]
+    journal.write_bytes(whole)
+    writer.close()
+
+
+def test_a_journal_left_beside_closed_files_adds_no_duplicate(tmp_path):
+    # killed after EnvLogger's files were closed but before the journal was removed
+    writer = DurableRiegeliWriter(str(tmp_path), metadata={})
+    for n in range(3):
+        _log_episode(writer, n)
+    shutil.copy(tmp_path / JOURNAL, tmp_path / "kept")
+    writer.close()
+    os.replace(tmp_path / "kept", tmp_path / JOURNAL)
+    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1", "ep2"]
+
+
+def test_an_episode_without_metadata_is_committed_when_the_next_begins(tmp_path):
+    writer = DurableRiegeliWriter(str(tmp_path), metadata={})
+    writer.record_step(step_data.StepData(dm_env.restart({"text": "a"}), None, None), True)
+    writer.record_step(step_data.StepData(dm_env.termination(0.0, {"text": "b"}), "x", None), False)
+    assert _committed(tmp_path) == []
+    writer.record_step(step_data.StepData(dm_env.restart({"text": "c"}), None, None), True)
+    assert _committed(tmp_path) == [0]
+    assert [[s["observation"]["text"] for s in e["steps"]] for e in read_log_dir(tmp_path)] == [["a", "b"]]
+    writer.close()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"episodes": 0}, "episodes must be an integer >= 1"),
+    ({"milliseconds": -1.0}, "milliseconds must be a finite number >= 0"),
+    ({"milliseconds": float("inf")}, "milliseconds must be a finite number >= 0"),
+    ({"checkpoint_episodes": 0}, "checkpoint_episodes must be an integer >= 1"),
+])
+def test_bad_durability_settings_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Durability(**kwargs)
+
+
+def test_loss_bounds_are_stated():
+    assert PER_EPISODE.loss_bound() == "at most the episode in flight"
+    assert Durability.group(episodes=100, milliseconds=250).loss_bound() == (
+        "the episode in flight and at most 99 finished episodes, and none that ended more than 250 ms before the "
+        "last logged step")
