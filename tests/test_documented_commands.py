@@ -1,0 +1,64 @@
+"""Every ``rlds-lang`` command written in a code block of the README or the docs is a valid command line as
+written: the parser accepts its sub-commands and options (a renamed command or flag fails here). Running them is
+the business of the tests of each command, on small data."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from trainers.cli.main import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def shell_blocks(text: str) -> list[str]:
+    """The fenced code blocks of a markdown text whose language is a shell (or not given)."""
+    blocks, current, language = [], None, ""
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current, language = [], line[3:].strip()
+            else:
+                if language in ("", "bash", "sh", "console", "shell"):
+                    blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """``(document, command)`` for every line of a shell code block that runs ``rlds-lang`` (backslash
+    continuations joined, comments dropped, anything before ``rlds-lang`` on the line such as ``.venv/bin/``
+    cut off, and anything after ``&&`` or ``|``; lines with shell expansions are templates and are left out)."""
+    found = []
+    for document in DOCUMENTS:
+        for block in shell_blocks(document.read_text(encoding="utf-8")):
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                line = line.split(" #", 1)[0].strip()
+                match = re.search(r"(?:^|[\s/])rlds-lang(\s.*)?$", line)
+                if match and not line.startswith("#") and "$" not in line:  # a shell template, not a command
+                    command = ("rlds-lang" + (match.group(1) or "")).split(" && ", 1)[0].split(" | ", 1)[0]
+                    found.append((document.relative_to(REPO).as_posix(), command.strip()))
+    return found
+
+
+COMMANDS = documented_commands()
+
+
+def test_the_documents_have_commands():
+    assert len(COMMANDS) >= 20
+
+
+@pytest.mark.parametrize("document,command", COMMANDS)
+def test_documented_command_parses(document, command):
+    argv = shlex.split(command)[1:]
+    try:
+        build_parser().parse_args(argv)
+    except SystemExit as error:
+        pytest.fail(f"{document}: `{command}` is not a valid command line (exit {error.code})")
