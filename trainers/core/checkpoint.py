@@ -115,7 +115,7 @@ def checkpoint_step(path: str | os.PathLike) -> int:
     return int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
 
 
-__all__ = ["LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]
+__all__ = ["load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]
 
 
 def trainer_state(optimizer, scheduler, step: int, train_seconds: float | None) -> dict[str, Any]:
@@ -124,15 +124,29 @@ def trainer_state(optimizer, scheduler, step: int, train_seconds: float | None) 
             "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds}
 
 
-def resume_trainer(config, module: nn.Module, optimizer, scheduler) -> tuple[int, float | None]:
-    """Loads ``out/checkpoint`` into the module/optimizer/scheduler when resuming; returns the step and the
-    training seconds recorded up to it (0 for a fresh run, None if the checkpoint predates that record)."""
+def load_trainer_state(config: Any, module: nn.Module) -> dict[str, Any] | None:
+    """When ``config.resume`` and ``out/checkpoint`` holds a trainer state: loads the checkpoint's weights into
+    ``module`` and returns that state (the step, the optimizer's, the schedule's, the RNG's and whatever the loop
+    saved besides); None for a fresh run."""
     path = checkpoint_dir(config.out)
     if not (config.resume and (path / "trainer_state.pt").exists()):
-        return 0, 0.0
+        return None
     module.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
-    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+    return torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+
+
+def restore_trainer_state(state: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
+    """Puts a saved trainer state back: the optimizer, the learning-rate schedule and torch's RNG."""
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["torch_rng"])
+
+
+def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: Any) -> tuple[int, float | None]:
+    """Loads ``out/checkpoint`` into the module/optimizer/scheduler when resuming; returns the step and the
+    training seconds recorded up to it (0 for a fresh run, None if the checkpoint predates that record)."""
+    state = load_trainer_state(config, module)
+    if state is None:
+        return 0, 0.0
+    restore_trainer_state(state, optimizer, scheduler)
     return int(state["step"]), state.get("train_seconds")

@@ -41,6 +41,7 @@ from trainers.algorithms.ppo.optim import (
     make_optimizer,
 )
 from trainers.algorithms.ppo.rollout import RolloutPolicy, Rollouts, collect_rollouts
+from trainers.core.checkpoint import load_trainer_state, restore_trainer_state
 from trainers.core.loop import DistInfo, init_distributed
 from trainers.core.objective import masked_mean
 from trainers.core.policy import PrefixConstraint
@@ -193,10 +194,8 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
               else FixedKLController(config.kl_coef))
     update = 0
     if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
+        restore_trainer_state(state, optimizer, scheduler)
         kl_ctl.load_state_dict(state["kl"])
-        torch.set_rng_state(state["torch_rng"])
         update = int(state["update"])
     policy = RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
                            allowed_actions)
@@ -279,14 +278,11 @@ def make_env(config: PPOConfig) -> tuple[Any, list[str] | None]:
 
 
 def resume_state(config: PPOConfig, model: nn.Module, reference: nn.Module) -> dict[str, Any] | None:
-    from trainers.core.checkpoint import checkpoint_dir
-
-    path = checkpoint_dir(config.out)
-    if not (config.resume and (path / "trainer_state.pt").exists()):
-        return None
-    model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
-    state = torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
-    reference.load_state_dict(state["reference"])
+    """The trainer state to resume from (``trainers.core.checkpoint.load_trainer_state``: the policy and value
+    head loaded), with the frozen reference put back too; None for a fresh run."""
+    state = load_trainer_state(config, model)
+    if state is not None:
+        reference.load_state_dict(state["reference"])
     return state
 
 
