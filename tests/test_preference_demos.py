@@ -1,4 +1,5 @@
-"""Issue 15's demonstrations 2 and 3: the moving-dot task, an agent on a learned reward, label-efficiency curves."""
+"""The preference demonstrations beyond Wordle: the moving-dot task, an agent on a learned reward, label-efficiency
+curves."""
 
 import json
 import unittest

@@ -43,8 +43,8 @@ def whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) ->
     deviation but keep their mean. The recipe whitens rewards that way (``whiten_rewards``: the sign of the
     score survives) and advantages with ``shift_mean=True`` (mean 0). This is lm-human-preferences'
     ``utils.whiten`` (``tf.nn.moments``' population variance, 1e-8 inside the rsqrt) restricted to the kept
-    tokens; note the issue's wording "advantages whitened with the mean shifted back" is the reverse of the
-    published code, whose advantages end with mean 0 (``tests/test_ppo_whitening.py``).
+    tokens; note that "advantages whitened with the mean shifted back", as the recipe is sometimes paraphrased,
+    is the reverse of the published code, whose advantages end with mean 0 (``tests/test_ppo_whitening.py``).
 
     >>> x = torch.tensor([2.0, 4.0]); m = torch.tensor([True, True])
     >>> whiten(x, m).tolist(), whiten(x, m, shift_mean=False).tolist()

@@ -16,8 +16,8 @@ The interface a reward source implements (document of the contract with ``traine
 
 ``reward_source("env" | "model:<dir>" | "scorer:<module>:<function>")`` resolves a command-line spec:
 ``env`` uses the environment's own rewards; ``model:<dir>`` loads a trained reward model with
-``trainers.algorithms.reward.model.load_reward_model(dir)`` (built by the preferences issue; it must return one of
-the two kinds above); ``scorer:pkg.mod:fn`` imports a function.
+``trainers.algorithms.reward.scorer.load_reward_model(dir)`` (a reward model trained from preferences; it returns
+one of the two kinds above); ``scorer:pkg.mod:fn`` imports a function.
 
 Example::
 
