@@ -7,7 +7,7 @@ firewall or reverse proxy, or forward the port (``ssh -L 8765:127.0.0.1:8765 hos
 only the host names it was started for (this machine's, the bound address, and ``--allow-host`` names).
 ``add_server_arguments`` / ``app_options`` give a command line the access options (``--allow-host``,
 ``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``); ``python -m creator_web.server`` takes them
-all (see docs/browser_tool.md).
+all (see docs/guides/browser_access.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``record`` plays a policy in an environment and writes every step with episode and step metadata;
 ``read_episodes`` turns what it wrote into RLDS episodes (SAR alignment, neutral last step);
 ``record_and_read`` does both through a temporary folder (how builders generate episodes). ``Durability``
-(``PER_EPISODE`` by default, or group commit) chooses what a killed recording may lose (docs/recording.md).
+(``PER_EPISODE`` by default, or group commit) chooses what a killed recording may lose (docs/guides/durability.md).
 """
 
 from loggers.durability import PER_EPISODE, Durability

@@ -79,7 +79,7 @@ def test_the_server_command_line_takes_the_documented_options(tmp_path):
     assert app_options(parser.parse_args(["--proxy-user-header", "X-Remote-User"]))["proxy_header"] == "X-Remote-User"
     with pytest.raises(SystemExit):
         parser.parse_args(["--judge-pair", "only-one"])
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "browser_tool.md").read_text()
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "browser_access.md").read_text()
     for option in ["--allow-host", "--annotators", "--proxy-user-header", "--judge-pair"]:
         assert f"`{option} " in guide  # each option is in the guide's table
     example = guide.split("```text\n", 1)[1].split("```", 1)[0]  # the guide's annotators file works as shown

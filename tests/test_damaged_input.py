@@ -2,7 +2,7 @@
 files, 1 MB fields, malformed JSON (lines), a byte-order mark, duplicates, NaN features.
 
 Each damaged input must either raise an error naming the file and the line, record or field (with any
-echoed value shortened), or be counted as a rejection by reason with the rest kept. ``docs/damaged_input.md``
+echoed value shortened), or be counted as a rejection by reason with the rest kept. ``docs/guides/damaged_input.md``
 is the guide to what each reader does; this module checks it.
 """
 

@@ -13,8 +13,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("rlds_lang", "loggers", "transforms", "trainers", "creator_web", "builders")
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 DOTTED = re.compile(rf"(?<![\w./-])((?:{'|'.join(PACKAGES)})(?:\.[A-Za-z_]\w*)+)")
+FILE_ENDINGS = (".md", ".py", ".png", ".json", ".txt", ".csv")
 PATH = re.compile(rf"(?<![\w./-])((?:{'|'.join(PACKAGES)}|bench|tests)/[\w/.-]*\.py)\b")
 
 
@@ -34,16 +35,18 @@ def resolves(dotted: str) -> bool:
     return False
 
 
-def references(pattern: re.Pattern) -> list[tuple[str, str]]:
+def references(pattern: re.Pattern, dotted: bool = False) -> list[tuple[str, str]]:
     """``(document, reference)`` for every match of ``pattern`` in the README and the docs."""
     found = []
     for document in DOCUMENTS:
         for match in pattern.finditer(document.read_text(encoding="utf-8")):
-            found.append((document.relative_to(REPO).as_posix(), match.group(1).rstrip(".")))
+            reference = match.group(1).rstrip(".")
+            if not (dotted and reference.endswith(FILE_ENDINGS)):  # a file name such as tour.md is no dotted name
+                found.append((document.relative_to(REPO).as_posix(), reference))
     return sorted(set(found))
 
 
-@pytest.mark.parametrize("document,dotted", references(DOTTED))
+@pytest.mark.parametrize("document,dotted", references(DOTTED, dotted=True))
 def test_dotted_name_resolves(document, dotted):
     assert resolves(dotted), f"{document} names {dotted}, which does not import or has no such attribute"
 

@@ -13,7 +13,7 @@ import pytest
 from trainers.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def shell_blocks(text: str) -> list[str]:

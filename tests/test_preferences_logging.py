@@ -176,17 +176,9 @@ def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp
     assert [p.disagreement for p in chosen] == pytest.approx(sorted(scored[0], reverse=True)[:4])
 
 
-def test_readme_example_prints_what_it_says():
-    import contextlib
-    import io
-    import re
+def test_guide_example_prints_exactly_what_it_says():
+    from tests.test_docs_run import expected_prints, guide_code, run_code
 
-    from tests.test_readme import README, section_code
-
-    code = section_code("Preferences (`rlds_lang/preferences/`, `loggers/preferences.py`, `builders/preferences`)")
-    expected = [m.strip() for m in re.findall(r"^print\(.*?\)\s+#\s*(.+)$", code, flags=re.M)]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, str(README), "exec"), {})
-    assert expected == ["12 clips", "20 judgements read back"]
-    assert out.getvalue().splitlines() == expected
+    code = guide_code("preferences.md")
+    assert expected_prints(code) == ["12 clips", "20 judgements read back"]
+    assert run_code(code, "preferences.md").splitlines() == expected_prints(code)

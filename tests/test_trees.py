@@ -214,11 +214,10 @@ def test_branch_from_grows_a_trunk_before_branching():
         TreeSpec(branch_from=2, branch_depth=2)
 
 
-def test_readme_example_runs(capsys):
-    from tests.test_readme import section_code
+def test_guide_example_runs():
+    from tests.test_docs_run import guide_code, run_code
 
-    exec(compile(section_code("Response trees, DPO and MALT"), "README.md", "exec"), {})
-    paths, pairs, *_ = capsys.readouterr().out.split()
+    paths, pairs, *_ = run_code(guide_code("dpo_malt.md"), "dpo_malt.md").split()
     assert int(paths) > 4 and int(pairs) > 0
 
 

@@ -36,18 +36,18 @@ def load(name_or_dir: str | os.PathLike, split: str = "train", config: str | Non
 
     ``tensorflow_datasets`` is imported here, not when ``transforms`` is imported (it adds seconds).
 
-    >>> import tempfile, tensorflow_datasets as tfds
-    >>> features = tfds.features.FeaturesDict({"episode_id": tfds.features.Text(), "steps": tfds.features.Dataset(
-    ...     {"action": tfds.features.Text(), "reward": tf.float32, "is_last": tf.bool})})
-    >>> game = {"episode_id": "game-1", "steps": [{"action": "crane", "reward": -1.0, "is_last": False},
-    ...                                         {"action": "", "reward": 0.0, "is_last": True}]}
-    >>> built = tfds.dataset_builders.store_as_tfds_dataset(
-    ...     "tiny_games", "1.0.0", features, {"train": [("game-1", game)]}, data_dir=tempfile.mkdtemp())
-    Downloading and preparing dataset ...
-    Dataset tiny_games downloaded and prepared to ...
-    >>> episode = next(iter(load(built.data_dir)))
-    >>> episode["episode_id"].numpy(), [s["action"] for s in episode["steps"].as_numpy_iterator()]
-    (b'game-1', [b'crane', b''])
+        >>> import tempfile, tensorflow_datasets as tfds
+        >>> features = tfds.features.FeaturesDict({"episode_id": tfds.features.Text(), "steps": tfds.features.Dataset(
+        ...     {"action": tfds.features.Text(), "reward": tf.float32, "is_last": tf.bool})})
+        >>> game = {"episode_id": "game-1", "steps": [{"action": "crane", "reward": -1.0, "is_last": False},
+        ...                                         {"action": "", "reward": 0.0, "is_last": True}]}
+        >>> built = tfds.dataset_builders.store_as_tfds_dataset(
+        ...     "tiny_games", "1.0.0", features, {"train": [("game-1", game)]}, data_dir=tempfile.mkdtemp())
+        Downloading and preparing dataset ...
+        Dataset tiny_games downloaded and prepared to ...
+        >>> episode = next(iter(load(built.data_dir)))
+        >>> episode["episode_id"].numpy(), [s["action"] for s in episode["steps"].as_numpy_iterator()]
+        (b'game-1', [b'crane', b''])
     """
     import tensorflow_datasets as tfds
 
@@ -92,11 +92,11 @@ def to_turns(episodes: tf.data.Dataset) -> tf.data.Dataset:
     is true on the episode's final action (the following step is ``is_last``). The ``is_last`` step,
     which carries no action, yields no turn. ``episode_id`` is ``""`` when episodes have none.
 
-    >>> steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
-    ...          "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True]}
-    >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps), "episode_id": "g1"})
-    >>> [(t["action"], t["reward"], t["done"], t["episode_id"]) for t in to_turns(episodes).as_numpy_iterator()]
-    [(b'crane', -1.0, False, b'g1'), (b'abide', 0.0, True, b'g1')]
+        >>> steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
+        ...          "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True]}
+        >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps), "episode_id": "g1"})
+        >>> [(t["action"], t["reward"], t["done"], t["episode_id"]) for t in to_turns(episodes).as_numpy_iterator()]
+        [(b'crane', -1.0, False, b'g1'), (b'abide', 0.0, True, b'g1')]
     """
     return episodes.flat_map(_turns_of_episode)
 

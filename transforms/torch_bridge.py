@@ -50,11 +50,11 @@ class TurnDataset(torch.utils.data.IterableDataset):
 
     Yields ``{"observation": str, "action": str, "reward": float, "done": bool, "episode_id": str}``.
 
-    >>> steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
-    ...          "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True]}
-    >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps), "episode_id": "g1"})
-    >>> [(t["observation"], t["action"], t["done"]) for t in TurnDataset(episodes)]
-    [('', 'crane', False), ('⬛🟨⬛⬛🟩', 'abide', True)]
+        >>> steps = {"observation": ["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], "action": ["crane", "abide", ""],
+        ...          "reward": [-1.0, 0.0, 0.0], "is_last": [False, False, True]}
+        >>> episodes = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps), "episode_id": "g1"})
+        >>> [(t["observation"], t["action"], t["done"]) for t in TurnDataset(episodes)]
+        [('', 'crane', False), ('⬛🟨⬛⬛🟩', 'abide', True)]
     """
 
     def __init__(self, episodes: tf.data.Dataset | None = None, turns: tf.data.Dataset | None = None):
@@ -90,14 +90,14 @@ class ResumableBatches:
     built the same way both times; ``then`` is applied to every torch batch (e.g. ``trim_padding``); ``skip``
     batches are dropped first (the replay, for a position that was not saved).
 
-    >>> import tempfile
-    >>> ds = tf.data.Dataset.range(10).shuffle(10, seed=0).batch(2)
-    >>> first = ResumableBatches(ds)
-    >>> _ = next(first)
-    >>> folder = tempfile.mkdtemp()
-    >>> first.save(folder)
-    >>> next(ResumableBatches(ds, restore=folder)).tolist() == next(first).tolist()
-    True
+        >>> import tempfile
+        >>> ds = tf.data.Dataset.range(10).shuffle(10, seed=0).batch(2)
+        >>> first = ResumableBatches(ds)
+        >>> _ = next(first)
+        >>> folder = tempfile.mkdtemp()
+        >>> first.save(folder)
+        >>> next(ResumableBatches(ds, restore=folder)).tolist() == next(first).tolist()
+        True
     """
 
     #: the checkpoint's file prefix inside the folder given to ``save``.
@@ -135,9 +135,9 @@ def to_torch(batch: Any) -> Any:
     """A numpy batch (as ``as_numpy_iterator`` yields) as torch: numbers and flags become tensors
     (sharing memory when the array is writable), text becomes lists of ``str`` decoded from UTF-8.
 
-    >>> out = to_torch({"reward": np.array([1.0, 2.0], np.float32), "action": np.array([b"a", "é".encode()])})
-    >>> out["reward"].dtype, out["action"]
-    (torch.float32, ['a', 'é'])
+        >>> out = to_torch({"reward": np.array([1.0, 2.0], np.float32), "action": np.array([b"a", "é".encode()])})
+        >>> out["reward"].dtype, out["action"]
+        (torch.float32, ['a', 'é'])
     """
     if isinstance(batch, dict):
         return {key: to_torch(value) for key, value in batch.items()}
@@ -160,10 +160,10 @@ def trim_padding(batch: dict[str, Any]) -> dict[str, Any]:
     outputs at the real positions do not depend on padding that follows them, so the cut changes no result
     and saves the compute of the padded columns (Wordle's longest episode is 74 tokens of the usual 96).
 
-    >>> b = {"input_ids": torch.tensor([[1, 2, 0, 0], [1, 0, 0, 0]]), "attention_mask": torch.tensor([[1, 1, 0, 0],
-    ...      [1, 0, 0, 0]]), "reward": torch.tensor([1.0, 2.0])}
-    >>> {k: v.tolist() for k, v in trim_padding(b).items()}
-    {'input_ids': [[1, 2], [1, 0]], 'attention_mask': [[1, 1], [1, 0]], 'reward': [1.0, 2.0]}
+        >>> b = {"input_ids": torch.tensor([[1, 2, 0, 0], [1, 0, 0, 0]]), "attention_mask": torch.tensor([[1, 1, 0, 0],
+        ...      [1, 0, 0, 0]]), "reward": torch.tensor([1.0, 2.0])}
+        >>> {k: v.tolist() for k, v in trim_padding(b).items()}
+        {'input_ids': [[1, 2], [1, 0]], 'attention_mask': [[1, 1], [1, 0]], 'reward': [1.0, 2.0]}
     """
     mask = batch["attention_mask"]
     longest = int(mask.sum(dim=1).max()) if mask.numel() else 0
@@ -180,9 +180,9 @@ class TensorBatches(torch.utils.data.IterableDataset):
     ``DataLoader(TensorBatches(ds), batch_size=None)``. With several DataLoader workers each reads a
     disjoint shard of the batches.
 
-    >>> ds = tf.data.Dataset.from_tensor_slices({"reward": [1.0, 2.0, 3.0]}).batch(2)
-    >>> [b["reward"].tolist() for b in TensorBatches(ds)]
-    [[1.0, 2.0], [3.0]]
+        >>> ds = tf.data.Dataset.from_tensor_slices({"reward": [1.0, 2.0, 3.0]}).batch(2)
+        >>> [b["reward"].tolist() for b in TensorBatches(ds)]
+        [[1.0, 2.0], [3.0]]
     """
 
     def __init__(self, batches: tf.data.Dataset):

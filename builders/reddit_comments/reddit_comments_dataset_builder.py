@@ -14,7 +14,7 @@ id (``hash_split``; 5% eval, 5% test). Every rejected record is counted by reaso
 and stored in ``metadata.json`` (``builder.info.metadata["rejections"]``, beside ``accepted_comments``).
 Damaged files (a truncated ``.zst``, a published CSV whose header is not the published one, a 0-byte file,
 bytes that are not UTF-8) stop the build with an error naming the file; so does a folder in which no record
-became a comment (see ``docs/damaged_input.md``).
+became a comment (see ``docs/guides/damaged_input.md``).
 
 ``upvotes_model`` configs need a classifier trained by ``rlds-lang reddit-upvotes``: the builder uses the
 folder ``upvote_model/`` inside the manual folder, else the folder named by the environment variable

@@ -4,7 +4,7 @@ The manual folder (``--manual_dir``) holds the published files: ``visdial_<versi
 (v0.5 by default, ``visdial_version`` of the config), ``data_img.h5`` (``images_<split>``, only checked: one
 finite row per dialogue) and the reward caches ``<split>_rank_reward_cache1.json`` / ``<split>_reward_cache2.json``
 (the one the config's mode needs). Splits are ``train`` / ``val`` / ``test``: a missing dialogue file, an
-empty split or a NaN feature row is an error naming the file (see ``docs/damaged_input.md``). Each dialogue is replayed through ``VisDialEnv`` in dataset mode (cached answers and rewards,
+empty split or a NaN feature row is an error naming the file (see ``docs/guides/damaged_input.md``). Each dialogue is replayed through ``VisDialEnv`` in dataset mode (cached answers and rewards,
 no server) by ``loggers.visdial_recipes.record_dialogues`` in parallel shards (Beam): observation 0 = the
 caption, actions = the questions (``?`` appended), observations = the answers, rewards by the config's
 mode (``env_stops`` / ``10_stop`` / ``agent_stops`` with every prefix). Image features are not

@@ -13,7 +13,7 @@ failures). The counts are logged at the end of ``_split_generators`` (they are f
 records accepted games) and stored in the dataset's ``metadata.json``
 (``builder.info.metadata["rejections"]``, with ``accepted_games``). A file that is missing, empty or not
 UTF-8 (the tweets, the answer table, a word list) stops the build with an error naming the file and line,
-as does a tweets file in which no record became a game (see ``docs/damaged_input.md``).
+as does a tweets file in which no record became a game (see ``docs/guides/damaged_input.md``).
 
 Configs: ``true_word`` / ``any_answer`` (retrofit against the day's real answer from the
 ``answers_by_day.csv`` table in the manual folder, or against any answer that fits every row) with the
