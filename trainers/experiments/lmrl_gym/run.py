@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
 from rlds_lang.wordle import lmrl_gym
 from trainers.core.build import REPO, built_dataset_dir, tfds_build
+from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import (
     BETA_GRID,
     choose_beta,
@@ -216,7 +215,7 @@ def _dataset_figures(dataset: str) -> dict[str, float]:
 
     returns, lengths = returns_and_lengths(dataset, split="train")
     return {"games": len(returns), "mean_return": float(returns.mean()),
-            "stderr": float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else float("nan"),
+            "stderr": standard_error(returns),
             "success_rate": float((returns > lmrl_gym.MIN_RETURN).mean()), "mean_length": float(lengths.mean())}
 
 

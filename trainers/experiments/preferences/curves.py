@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from trainers.algorithms.reward.model import RewardModelConfig
+from trainers.evaluation.stats import column_standard_errors, sample_difference, separation
 from trainers.experiments.preferences.dot import dot_reward_config
 
 METHODS = ("random", "disagreement")
@@ -143,15 +144,13 @@ def summarise(results: dict[str, Any]) -> list[dict[str, float]]:
     """Per budget: each method's mean accuracy ± standard error over seeds, and the paired difference."""
     rows = []
     arrays = {m: np.asarray(results["curves"][m], dtype=np.float64) for m in METHODS}
-    n = arrays["random"].shape[0]
+    errors = {m: column_standard_errors(values) for m, values in arrays.items()}
     for k, budget in enumerate(results["budgets"]):
         row: dict[str, float] = {"labels": budget}
         for method, values in arrays.items():
             row[method] = float(values[:, k].mean())
-            row[f"{method}_se"] = float(values[:, k].std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-        diff = arrays["disagreement"][:, k] - arrays["random"][:, k]
-        row["diff"] = float(diff.mean())
-        row["diff_se"] = float(diff.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+            row[f"{method}_se"] = float(errors[method][k])
+        row["diff"], row["diff_se"] = sample_difference(arrays["disagreement"][:, k], arrays["random"][:, k])
         rows.append(row)
     return rows
 
@@ -203,11 +202,11 @@ def render_doc(results: dict[str, Any], command: str, png: str) -> str:
              f"{n} seeds, paired across methods; mean ± standard error over seeds.", "",
              "| labels | random | disagreement | disagreement − random | beyond 2 paired SE |", "| --- | --- | --- | --- | --- |"]
     for r in rows:
-        significant = "yes" if np.isfinite(r["diff_se"]) and abs(r["diff"]) > 2 * r["diff_se"] else "no"
+        significant = "yes" if separation(r["diff"], r["diff_se"]) else "no"
         lines.append(f"| {r['labels']} | {r['random']:.3f} ± {r['random_se']:.3f} | {r['disagreement']:.3f} ± "
                      f"{r['disagreement_se']:.3f} | {r['diff']:+.3f} ± {r['diff_se']:.3f} | {significant} |")
-    better = [r["labels"] for r in rows if np.isfinite(r["diff_se"]) and r["diff"] > 2 * r["diff_se"]]
-    worse = [r["labels"] for r in rows if np.isfinite(r["diff_se"]) and r["diff"] < -2 * r["diff_se"]]
+    better = [r["labels"] for r in rows if separation(r["diff"], r["diff_se"]) == 1]
+    worse = [r["labels"] for r in rows if separation(r["diff"], r["diff_se"]) == -1]
     lines += ["", "Verdicts (computed):",
               f"- disagreement selection beats random by more than two paired SE at: {better or 'no budget'};",
               f"- random beats disagreement by more than two paired SE at: {worse or 'no budget'};",

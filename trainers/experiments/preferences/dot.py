@@ -35,6 +35,7 @@ import numpy as np
 
 from rlds_lang.moving_dot.env import MOVES, MovingDotEnv, best_return
 from trainers.algorithms.reward.model import RewardModelConfig
+from trainers.evaluation.stats import standard_error
 
 
 def dot_reward_config() -> RewardModelConfig:
@@ -228,7 +229,7 @@ def run_dot_demo(config: DotDemoConfig, progress: bool = True) -> dict[str, Any]
     rows["best possible"] = np.array([best_return(probe, s) for s in starts])
     gain = rows["true reward"].mean() - rows["random"].mean()
     recovered = float((rows["predicted reward"].mean() - rows["random"].mean()) / gain) if gain > 0 else float("nan")
-    results = {"rows": {name: {"mean": float(v.mean()), "se": float(v.std(ddof=1) / np.sqrt(len(v)))}
+    results = {"rows": {name: {"mean": float(v.mean()), "se": standard_error(v)}
                         for name, v in rows.items()},
                "recovered": recovered, "margin": config.margin,
                "verdict": "reached" if recovered >= config.margin else "not reached", "pipeline": counts,
