@@ -2,7 +2,7 @@
 (their ratio is the logging overhead), and expert (optimal-policy) games recorded per second end to end.
 
 Run: ``PYTHONPATH=. python bench/record.py [--games N] [--workers W] [--lmrl-gym-games M]``. Prints figures;
-asserts nothing. The issue's target is 100,000 expert games recorded in under 5 minutes (>= 333 games/s); the
+asserts nothing. The target is 100,000 expert games recorded in under 5 minutes (>= 333 games/s); the
 expert figure extrapolates the measured rate to 100,000 games. The last rows time the recipe of the
 ``wordle_synthetic/lmrl_gym`` builder config (``loggers.wordle_recipes.play_shard``: LMRL-Gym's behaviour policy
 played, logged by EnvLogger and read back as RLDS episodes, shards spread over ``W`` processes as Beam's

@@ -1,4 +1,4 @@
-"""Issue 15's demonstrations 2 and 3: the moving-dot task, an agent on a learned reward, label-efficiency curves."""
+"""The moving-dot and label-efficiency demonstrations: the moving-dot task, an agent on a learned reward, label-efficiency curves."""
 
 import json
 import unittest

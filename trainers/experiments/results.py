@@ -93,7 +93,7 @@ class SettingOutcome:
 
 
 def verdict(results: list) -> str:
-    """What the table says about the issue's claims, computed from ``results`` (rows named bc, ilql, %bc...):
+    """What the table says about the paper's claims, computed from ``results`` (rows named bc, ilql, %bc...):
     whether ILQL beats BC by more than two standard errors of the paired difference, and where %BC sits."""
     from trainers.evaluation.stats import in_standard_errors, paired_difference, separation
 

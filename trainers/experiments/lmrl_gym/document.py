@@ -1,5 +1,5 @@
 """The markdown of ``docs/lmrl_gym.md`` (``rlds-lang results --setting lmrl_gym``): our rows beside LMRL-Gym's
-published table, the verdicts of the issue's comparisons and targets computed from the evaluations, BC's diagnosis,
+published table, the verdicts of the comparisons and targets computed from the evaluations, BC's diagnosis,
 and what was trained. Every number in it comes from the arguments; ``trainers.experiments.lmrl_gym.run`` trains and
 evaluates, this module only writes."""
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 ONLINE, SCRIPTED = "online %BC", "scripted"
 #: the published row each of ours is compared with.
 PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
-#: the comparisons of the issue: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
+#: the comparisons the page decides: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
 COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
 TARGET_ILQL_NORMALISED = 90.0
 #: the rows that start from the BC row and act on (or train on) its model: their gain over BC is what they add to it.
@@ -257,7 +257,7 @@ initialised GPT-2-architecture transformer trained on 2 CPU cores, whose tokens 
 
 Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
 learning rate, each read with `python -m trainers.experiments.lmrl_gym --consistency` on held-out games): the README, section
-*LMRL-Gym's Wordle setting (issue 18)*.
+*LMRL-Gym's Wordle setting*.
 """
 
 
