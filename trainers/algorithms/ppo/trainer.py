@@ -43,7 +43,7 @@ from trainers.algorithms.ppo.optim import (
 from trainers.algorithms.ppo.rollout import RolloutPolicy, Rollouts, collect_rollouts
 from trainers.core.loop import DistInfo, init_distributed
 from trainers.core.objective import masked_mean
-from trainers.core.policy import PrefixConstraint
+from trainers.core.decoding import PrefixConstraint
 
 
 @dataclasses.dataclass
