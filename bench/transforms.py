@@ -16,7 +16,7 @@ Run it in both environments; each prints what it can measure:
 alternately, repeat by repeat, so that a busy machine slows both alike; the table gives the best rate of
 each and the ratio of the best and of the median times.
 
-Targets (issue 3): no transform slower than rlds' counterpart; episode-return sums at least 10x the loop.
+Targets: no transform slower than rlds' counterpart; episode-return sums at least 10x the loop.
 Episodes are synthetic Wordle-like games (2-7 steps: text observation, int8[5] feedback, turn, 5-letter
 action, reward, discount, flags), generated from ``--seed``; or pass ``--data_dir`` of a built RLDS dataset.
 """

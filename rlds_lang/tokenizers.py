@@ -53,7 +53,7 @@ def continuation_tokenizer() -> CharTokenizer:
 def word_tokenizer(words: Sequence[str], name: str = "words") -> Any:
     """Word-as-token Wordle: a ``rlds_lang.subword.SubwordTokenizer`` whose merges make every word of ``words``
     and every feedback pattern of squares (3^5 of them) a single id, so a guess is one action token and a
-    feedback one observation token (the choice LMRL-Gym's issue asks to compare with letter-as-token).
+    feedback one observation token (the alternative to letter-as-token in LMRL-Gym's Wordle setting).
 
     Byte-level BPE trained until no merge is left, so any other text still encodes (in several ids) and
     decodes byte for byte. Raises ``ValueError`` naming a word that did not become one id.

@@ -17,13 +17,8 @@ from rlds_lang.tokenizers import wordle_tokenizer
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.words import official_guesses
 from trainers.core.model import ModelConfig, ValueHeads, build_language_model
-from trainers.core.policy import (
-    LanguageModelPolicy,
-    PrefixConstraint,
-    next_token_logits,
-    positions_from_mask,
-    sample_tokens,
-)
+from trainers.core.decoding import PrefixConstraint, next_token_logits, positions_from_mask, sample_tokens
+from trainers.core.policy import LanguageModelPolicy
 
 TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=128)
 

@@ -101,7 +101,16 @@ def test_results_verdict_reads_the_paired_differences():
     assert "ILQL is clearly better than BC" in text and "%BC sits between BC and ILQL" in text
     assert "%BC sits above both" in verdict([bc, _result("%bc (top 25%)", [0, 0, -1, 0, 0, 0]), ilql])
     assert "not separated" in verdict([bc, _result("ilql", [-6, -5, -6, -6, -6, -5])])
+    # %BC above both, but its paired differences to ILQL (1, 0, 0, 0, 0, 1: mean 0.333, SE 0.211) are within 2 SE
+    assert "%BC sits near ILQL" in verdict([bc, _result("%bc (top 25%)", [-4, -4, -4, -5, -4, -4]), ilql])
     assert verdict([bc]) == ""
+
+
+def test_results_verdict_with_one_game_separates_nothing_and_calls_nothing_near():
+    """One game gives no standard error: no separation, and no claim that %BC is within 2 SE of ILQL."""
+    text = verdict([_result("bc", [-6]), _result("%bc (top 25%)", [0]), _result("ilql", [-5])])
+    assert "± nan (nan SE): not separated by two standard errors" in text
+    assert "%BC sits above both BC and ILQL" in text
 
 
 def test_training_time_adds_up_over_resumed_runs_that_advanced(tmp_path):

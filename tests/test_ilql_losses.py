@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the trainers need torch (installed by setup.cfg)")
 
 from trainers.algorithms.ilql import losses as L  # noqa: E402
-from trainers.core.policy import perturbed_logits  # noqa: E402
+from trainers.core.decoding import perturbed_logits  # noqa: E402
 
 
 def test_docstring_examples_run():

@@ -85,3 +85,19 @@ def test_the_diagnosis_states_how_much_of_the_data_bc_learned():
     assert "gets to 5.900 nats per guess on 2400 held-out guesses: BC has not reached" in text  # 5.94 > 5.90
     better = dataclasses.replace(report, model_nats=5.80)
     assert "BC has reached what a linear model" in diagnosis({"BC": bc}, {"success_rate": 0.70}, better, linear)
+
+
+def test_a_row_clearly_below_its_baseline_is_no_met_comparison():
+    by_name = {"BC": _result("BC", [-4, -3, -5, -4]), "%BC (top 30%)": _result("%BC (top 30%)", [-4, -4, -4, -4]),
+               "ILQL": _result("ILQL", [-2, -2.1, -1.9, -2]), "MC returns": _result("MC returns", [-6, -5, -7, -6])}
+    lines, met = comparison_lines(by_name)
+    assert met[2] is False and "is below BC by more than 2 SE" in lines[2]  # -2 on every game: SE 0, inf SE
+
+
+def test_a_gain_within_two_se_of_the_published_one_reaches_it():
+    bc = _result("BC", [-5, -4, -6, -5])
+    by_name = {"BC": bc, "MC returns": _result("MC returns", [-4, -3, -5, -4]),  # +1 above the published +0.65
+               "ILQL": _result("ILQL", [-5, -4, -6, -4]),  # 2.1 SE short of the published +0.77
+               # differences 0.5, 0.7, 0.4, 0.6: +0.55 ± 0.065, 1.7 SE short of the published +0.66: within 2 SE
+               "online %BC": _result("online %BC", [-4.5, -3.3, -5.6, -4.4])}
+    assert "2 of 3 rows that start from BC add at least the published gain" in gains_over_bc(by_name)

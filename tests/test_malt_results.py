@@ -40,3 +40,17 @@ def test_rollout_steps_counts_the_actions_a_run_recorded(tmp_path):
                progress=False)
     actions = sum(len(e["steps"]) - 1 for e in read_episodes(tmp_path / "run" / "rollouts"))
     assert actions >= 6 and rollout_steps(tmp_path / "run" / "checkpoint") == actions
+
+
+def test_the_verdicts_hold_only_for_an_improvement_beyond_two_paired_se():
+    from trainers.evaluation.wordle import EvalResult
+    from trainers.experiments.malt import Row, verdicts
+
+    def row(name, rewards):
+        return Row(name, EvalResult(name, rewards, [4] * len(rewards), [r > -6 for r in rewards], 0, 1.0), "", None)
+
+    bc = row("bc", [-4.0, -3.0, -5.0, -4.0])
+    better, worse = row("ei", [-3.0, -2.0, -4.0, -2.9]), row("malt", [-5.0, -4.0, -6.0, -5.1])
+    lines = verdicts([bc, better, worse])
+    assert "-> improves by more than 2 paired SE" in lines[0]
+    assert "-> does NOT improve by more than 2 paired SE" in lines[1]  # clearly worse is no improvement

@@ -98,7 +98,7 @@ def rare_mc(tmp_path_factory):
 def test_mc_prefers_a_rare_rewarded_action(rare_mc):
     """Q of the first letter learns the returns straight from the data, so MC's perturbed policy takes ``ab``
     although BC's logits favour ``ba``."""
-    from trainers.core.policy import next_token_logits
+    from trainers.core.decoding import next_token_logits
 
     _, loaded = rare_mc
     tokenizer = make_tokenizer("wordle")

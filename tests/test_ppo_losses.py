@@ -1,4 +1,4 @@
-"""One test per detail of the lm-human-preferences recipe (the twelve details of ``trainers.algorithms.ppo``), each failing if the detail breaks."""
+"""One test per detail of the lm-human-preferences recipe (numbered in the comments below), each failing if the detail breaks."""
 
 from __future__ import annotations
 

@@ -59,12 +59,12 @@ def test_env_rewards_vader_and_records_losslessly(tmp_path):
 
 
 def test_paired_difference_and_side():
-    from trainers.experiments.ppo.sentiment import paired
+    from trainers.evaluation.stats import sample_separation
 
     base = np.zeros(100)
-    mean, se, side = paired(base + 0.5 + np.linspace(-0.1, 0.1, 100), base)
+    mean, se, side = sample_separation(base + 0.5 + np.linspace(-0.1, 0.1, 100), base)
     assert mean == pytest.approx(0.5) and se > 0 and side == 1
-    assert paired(base + np.linspace(-1, 1, 100), base)[2] == 0
+    assert sample_separation(base + np.linspace(-1, 1, 100), base)[2] == 0
 
 
 def test_section_3_pipeline_tiny_writes_only_section_3(tmp_path):

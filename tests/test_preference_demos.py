@@ -1,5 +1,4 @@
-"""The preference demonstrations beyond Wordle: the moving-dot task, an agent on a learned reward, label-efficiency
-curves."""
+"""The moving-dot and label-efficiency demonstrations: the moving-dot task, an agent on a learned reward, the curves."""
 
 import json
 import unittest
@@ -110,3 +109,17 @@ def test_tiny_curves_are_paired_across_methods_and_summarised(tmp_path):
     assert (tmp_path / "curves" / "curves.png").stat().st_size > 5_000
     page = render_curves(results, "rlds-lang reward-demo curves", "curves.png")
     assert "| 20 |" in page and "Verdicts (computed)" in page
+
+
+def test_the_curves_verdicts_name_each_side_beyond_two_paired_se():
+    # budget 10: disagreement ahead on every seed; 20: random ahead on every seed; 40: differences -0.1, +0.1, 0
+    results = {"budgets": [10, 20, 40], "val_pairs": 30, "episodes": 30, "clips": 60, "held_out_episodes": 6,
+               "seconds": 1.0,
+               "curves": {"random": [[0.5, 0.8, 0.7], [0.6, 0.9, 0.7], [0.55, 0.85, 0.7]],
+                          "disagreement": [[0.6, 0.7, 0.6], [0.7, 0.8, 0.8], [0.66, 0.74, 0.7]]},
+               "config": {"size": 5, "episode_length": 8, "segment_length": 4, "reward": {"members": 2},
+                          "query_batch": 10, "steps_per_batch": 2, "candidates": 8}}
+    page = render_curves(results, "rlds-lang reward-demo curves", "curves.png")
+    assert "beats random by more than two paired SE at: [10];" in page
+    assert "random beats disagreement by more than two paired SE at: [20];" in page
+    assert "| 40 | 0.700 ± 0.000 | 0.700 ± 0.058 | +0.000 ± 0.058 | no |" in page

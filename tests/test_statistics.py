@@ -13,12 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from transforms import statistics
-from transforms.statistics import (
-    DatasetStatistics,
-    compute_statistics,
-    dataset_statistics,
-)
+from transforms import statistics, statistics_report
+from transforms.statistics import compute_statistics, dataset_statistics
+from transforms.statistics_report import DatasetStatistics
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -214,9 +211,10 @@ def test_docstring_examples_run():
     except ImportError:  # the legacy TF 2.15 environment: everything but plot's example
         plotting = False
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in doctest.DocTestFinder().find(statistics, globs={**vars(statistics), "tf": tf, "np": np}):
-        if plotting or not test.name.endswith(".plot"):
-            runner.run(test)
+    for module in (statistics, statistics_report):
+        for test in doctest.DocTestFinder().find(module, globs={**vars(module), "tf": tf, "np": np}):
+            if plotting or not test.name.endswith(".plot"):
+                runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0 and result.attempted >= 6
     for obj in (compute_statistics, dataset_statistics, DatasetStatistics, DatasetStatistics.summary,

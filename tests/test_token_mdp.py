@@ -20,12 +20,11 @@ from transforms.token_mdp import (
     EPISODE_KEYS,
     TOKEN_KEYS,
     TokenMDPConfig,
-    collate_token_mdp,
     pad_batches,
     token_batches,
     token_mdp,
 )
-from transforms.torch_bridge import TensorBatches
+from transforms.torch_bridge import TensorBatches, collate_token_mdp
 
 PLAIN = TokenMDPConfig(observation_key="observation")
 TOK = wordle_tokenizer()
@@ -330,3 +329,7 @@ def test_real_tfds_dataset(dataset_dir):  # noqa: F811  (the fixture imported ab
 def test_docstring_examples_run():
     result = doctest.testmod(token_mdp_module, extraglobs={"tf": tf, "np": np})
     assert result.failed == 0 and result.attempted >= 8
+    from transforms import torch_bridge  # collate_token_mdp's example
+
+    result = doctest.testmod(torch_bridge, extraglobs={"tf": tf, "np": np})
+    assert result.failed == 0 and result.attempted >= 3

@@ -222,7 +222,7 @@ def test_a_row_logged_after_a_resume_averages_only_the_steps_since(wordle_datase
 def test_ilql_prefers_a_rare_rewarded_action_that_bc_rarely_takes(tmp_path):
     """Data: 10% of episodes take ``ab`` (reward 0), 90% ``ba`` (reward -1). BC imitates the data; ILQL's
     perturbed policy should take ``ab``. Compared by each policy's exact expected reward."""
-    from trainers.core.policy import next_token_logits
+    from trainers.core.decoding import next_token_logits
 
     dataset = build_dataset(rare_best_action(n_good=12, n_bad=108), tmp_path / "data")
     common = dict(steps=150, batch_size=24, lr=2e-3, log_every=50, shuffle_buffer=120, seed=1)

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["trainers.core.config", "trainers.core.model", "trainers.algorithms.ilql.losses", "trainers.core.policy", "trainers.evaluation.wordle"]
+MODULES = ["trainers.core.config", "trainers.core.model", "trainers.algorithms.ilql.losses", "trainers.core.decoding", "trainers.core.policy", "trainers.evaluation.wordle"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,7 +1,10 @@
-"""The PyTorch bridge: a ``torch.utils.data.IterableDataset`` over the per-turn view.
+"""The PyTorch bridge: ``tf.data`` datasets and numpy batches handed to PyTorch.
 
-``TurnDataset`` yields Python values (``str`` decoded from UTF-8, ``float``, ``bool``), so trainers
-tokenise with any tokenizer; with a multi-worker ``DataLoader`` each worker reads a disjoint shard.
+``TurnDataset`` yields Python values (``str`` decoded from UTF-8, ``float``, ``bool``) of the per-turn view, so
+trainers tokenise with any tokenizer; with a multi-worker ``DataLoader`` each worker reads a disjoint shard.
+``TensorBatches`` turns padded ``tf.data`` batches (``transforms.token_mdp.token_batches``) into torch tensors,
+``ResumableBatches`` resumes them at a saved position, and ``collate_token_mdp`` is the ``DataLoader`` collate of
+unbatched token-MDP sequences.
 
 Example::
 
@@ -20,7 +23,7 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -198,4 +201,50 @@ class TensorBatches(torch.utils.data.IterableDataset):
             yield to_torch(batch)
 
 
-__all__ = ["TurnDataset", "TensorBatches", "ResumableBatches", "to_torch", "trim_padding"]
+def _as_numpy(value: Any) -> Any:
+    """A torch tensor as numpy; anything else as it is."""
+    if hasattr(value, "detach"):  # a torch tensor
+        return value.detach().cpu().numpy()
+    return value
+
+
+def collate_token_mdp(items: Sequence[Mapping[str, Any]], pad_id: int,
+                      max_length: int | None = None) -> dict[str, Any]:
+    """PyTorch collate for unbatched ``transforms.token_mdp.token_mdp`` sequences (numpy, as ``as_numpy_iterator`` gives, or torch).
+
+    Pads per-token fields to the longest sequence (or to ``max_length``) with ``pad_id`` for
+    ``input_ids`` and ``False``/``0`` elsewhere, and adds ``attention_mask``: the same keys and dtypes
+    as ``TensorBatches(pad_batches(...))`` (integers int64, flags bool, floats float32, ``episode_id`` a
+    list of ``str``). Use as ``DataLoader(..., collate_fn=functools.partial(collate_token_mdp, pad_id=...))``.
+
+    >>> items = [{"input_ids": np.array([1, 6, 2], np.int32), "length": np.int32(3)},
+    ...          {"input_ids": np.array([1, 2], np.int32), "length": np.int32(2)}]
+    >>> batch = collate_token_mdp(items, pad_id=0)
+    >>> batch["input_ids"].tolist(), batch["attention_mask"].tolist(), batch["input_ids"].dtype
+    ([[1, 6, 2], [1, 2, 0]], [[1, 1, 1], [1, 1, 0]], torch.int64)
+    """
+    if not items:
+        raise ValueError("collate_token_mdp: no items to collate")
+    items = [{key: _as_numpy(value) for key, value in item.items()} for item in items]
+    lengths = [len(item["input_ids"]) for item in items]
+    width = max(lengths) if max_length is None else max_length
+    for index, length in enumerate(lengths):
+        if length > width:
+            raise ValueError(f"collate_token_mdp: item {index} (episode_id {items[index].get('episode_id', '?')!r}) "
+                             f"has {length} tokens, more than max_length={width}")
+    batch: dict[str, Any] = {}
+    for key, first in items[0].items():
+        first = np.asarray(first)
+        if first.ndim == 1:
+            fill = pad_id if key == "input_ids" else 0
+            column = np.full((len(items), width), fill, first.dtype)
+            for row, item in enumerate(items):
+                column[row, :lengths[row]] = item[key]
+        else:
+            column = np.asarray([item[key] for item in items], dtype=object if first.dtype.kind in "OSU" else first.dtype)
+        batch[key] = column.astype(np.int64) if column.dtype == np.int32 else column
+    batch["attention_mask"] = (np.arange(width)[None, :] < np.asarray(lengths)[:, None]).astype(np.int64)
+    return to_torch(batch)
+
+
+__all__ = ["TurnDataset", "TensorBatches", "ResumableBatches", "collate_token_mdp", "to_torch", "trim_padding"]

@@ -1,1 +1,1 @@
-"""A small non-text ``dm_env`` task: a dot on a grid image (issue 15's moving-dot demonstration)."""
+"""A small non-text ``dm_env`` task: a dot on a grid image (the preference-learning demonstrations' pixel task)."""

@@ -1,7 +1,7 @@
 """The preference pipeline's defaults, in one place, each with its source.
 
 Source ("the anchor"): the environment-wrapper refactor of Rahtz's reimplementation of Christiano et al.
-2017 (HumanCompatibleAI's ``drlhp``, ``HumanPreferencesEnvWrapper``), whose defaults issue 15 adopts:
+2017 (HumanCompatibleAI's ``drlhp``, ``HumanPreferencesEnvWrapper``), whose defaults this pipeline adopts:
 ``segment_length=40``, ``n_initial_prefs=40``, ``max_prefs_in_db=10000``, ``PREFS_VAL_FRACTION=0.2``,
 ``validation_interval=10``, ``n_initial_training_steps=50``, ``reward_predictor_refresh_interval=10``.
 The query-rate schedule follows the paper (arXiv 1706.03741, appendix A, from memory: not checked against

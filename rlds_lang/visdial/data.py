@@ -23,6 +23,10 @@ Example::
 
     for d in read_dialogues("manual/visdial_0.5_val.json", "val"):
         print(d.index, d.image_id, d.caption, d.questions[0], d.answers[0])
+
+Size: the readers of the one published layout (dialogues in two versions, reward caches, image features) with
+the streaming JSON cursor the dialogue and cache readers share and the error type all of them raise; the cursor
+(about 120 lines) and ``FeatureStore`` are the parts that could live apart.
 """
 
 from __future__ import annotations

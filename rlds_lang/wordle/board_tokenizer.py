@@ -3,7 +3,7 @@
 With a word per token (``rlds_lang.tokenizers.word_tokenizer``), a game reads ``[BOS] [EOO] crane [EOA]
 ⬛🟨⬛⬛🟩 [EOO] ...``: the guess is one id and its feedback another, and which letter got which colour is
 bound only inside the model, from two unrelated embeddings. A small model trained from scratch did not learn
-that (README, issue 18: uniform guessing after 4,000 steps). This tokenizer writes each feedback as five
+that (README, *LMRL-Gym's Wordle setting*: uniform guessing after 4,000 steps). This tokenizer writes each feedback as five
 *cells*, one id per (letter, colour) of the guess it answers -- ``c⬛ r🟨 a⬛ n⬛ e🟩`` -- so that the evidence
 about the hidden word is a bag of ids whose meaning does not depend on the guess, while a guess stays one id.
 

@@ -32,6 +32,11 @@ Example::
     policy = make_policy("mixture", a={"name": "optimal", "params": {}},
                          b={"name": "random_mixture", "params": {"prob_smart": 0.5}}, prob_a=0.7)
     episode = run_episode(WordleEnv(), policy, seed=3)
+
+Size: the eight policies and their registry (``POLICIES``, ``make_policy``) are one unit: the registry names
+every class, the composite policies (start word, mixture, Monte Carlo) rebuild their nested policies through
+it, and every policy derives from the one private base here; the README and the recorders import them all from
+this module.
 """
 
 from __future__ import annotations

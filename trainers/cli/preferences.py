@@ -1,4 +1,4 @@
-"""``rlds-lang preferences run``: the preference workflows of issue 15 on a task's environment.
+"""``rlds-lang preferences run``: the preference-learning workflows on a task's environment.
 
 Workflows (``--workflow``):
 

@@ -50,7 +50,7 @@ class ModelConfig:
     #: A random GPT-2's logits start near 0 (uniform guessing) and its tied output rows must grow a long way
     #: before they can say "one of these few words". In an exploratory probe (the board as (letter, colour)
     #: tokens) a word-as-token model learned from step 500 on with it started at 10 and not without; with the
-    #: shipped ``lmrl_gym_words`` tokenizer it stayed at uniform guessing for 2,000 steps (the README's LMRL-Gym section).
+    #: shipped ``lmrl_gym_words`` tokenizer it stayed at uniform guessing for 2,000 steps (docs/guides/lmrl_gym.md).
     #: For models built from random weights only; the saved ``lm/`` is a plain GPT-2 with the scale folded into
     #: an untied output layer.
     logit_scale: float | None = None

@@ -30,6 +30,7 @@ import numpy as np
 
 from rlds_lang.env import run_episode
 from rlds_lang.visdial.env import VisDialEnv
+from trainers.evaluation.stats import column_standard_errors
 
 
 def evaluate_questioner(policy: Any, env: VisDialEnv, episodes: int, seed: int) -> tuple[list[float], int, list[list[float]]]:
@@ -46,11 +47,11 @@ def evaluate_questioner(policy: Any, env: VisDialEnv, episodes: int, seed: int) 
 
 def cumulative_by_round(rounds: list[list[float]], max_rounds: int) -> tuple[np.ndarray, np.ndarray]:
     """Mean ± SE over episodes of the return accumulated after each round 1..``max_rounds`` (an episode that
-    stopped earlier keeps its final return)."""
+    stopped earlier keeps its final return; the SE is NaN, and the plot draws no band, for fewer than two
+    episodes)."""
     totals = np.array([np.cumsum((r + [0.0] * max_rounds)[:max_rounds]) for r in rounds]) if rounds else \
         np.zeros((0, max_rounds))
-    n = max(len(totals), 1)
-    se = totals.std(axis=0, ddof=1) / np.sqrt(n) if len(totals) > 1 else np.zeros(max_rounds)
+    se = column_standard_errors(totals)
     return totals.mean(axis=0) if len(totals) else np.zeros(max_rounds), se
 
 

@@ -51,7 +51,7 @@ from tqdm.auto import tqdm
 from rlds_lang.env import InvalidActionError, Observation, Policy
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.words import WordList, resolve_word_list
-from trainers.evaluation.stats import paired_difference, standard_error
+from trainers.evaluation.stats import paired_separation, standard_error
 
 _FORMAT = "rlds_lang.eval_results"
 _FORMAT_VERSION = 1
@@ -331,8 +331,8 @@ def results_table(results: Sequence[EvalResult], baseline: str | None = None) ->
             if r.name == baseline:
                 row += ["—", "—"]
             else:
-                delta, se = paired_difference(r, by_name[baseline])
-                row += [f"{delta:+.3f} ± {se:.3f}", "yes" if abs(delta) > 2 * se else "no"]
+                delta, se, side = paired_separation(r, by_name[baseline])
+                row += [f"{delta:+.3f} ± {se:.3f}", "yes" if side else "no"]
         rows.append(row)
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 

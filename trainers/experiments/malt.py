@@ -142,10 +142,10 @@ def verdicts(rows: list[Row]) -> list[str]:
 
 
 def _verdict(row: Row, base: Row) -> str:
-    from trainers.evaluation.stats import paired_difference
+    from trainers.evaluation.stats import paired_separation
 
-    delta, se = paired_difference(row.result, base.result)
-    holds = delta > 2 * se
+    delta, se, side = paired_separation(row.result, base.result)
+    holds = side == 1
     return (f"- `{row.name}` vs `{base.name}`: Δ = {delta:+.3f} ± {se:.3f} (paired SE) -> "
             f"{'improves by more than 2 paired SE' if holds else 'does NOT improve by more than 2 paired SE'}")
 

@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import math
 from pathlib import Path
 
 from trainers.core.build import tfds_build
@@ -92,9 +93,9 @@ class SettingOutcome:
 
 
 def verdict(results: list) -> str:
-    """What the table says about the issue's claims, computed from ``results`` (rows named bc, ilql, %bc...):
+    """What the table says about the paper's claims, computed from ``results`` (rows named bc, ilql, %bc...):
     whether ILQL beats BC by more than two standard errors of the paired difference, and where %BC sits."""
-    from trainers.evaluation.stats import paired_difference
+    from trainers.evaluation.stats import in_standard_errors, paired_difference, separation
 
     by_name = {r.name: r for r in results}
     bc, ilql = by_name.get("bc"), by_name.get("ilql")
@@ -102,15 +103,15 @@ def verdict(results: list) -> str:
     if bc is None or ilql is None:
         return ""
     diff, se = paired_difference(ilql, bc)
-    separated = abs(diff) > 2 * se
-    lines = [f"- ILQL − BC = {diff:+.3f} ± {se:.3f} ({abs(diff) / se if se else float('inf'):.1f} SE): "
-             + ("ILQL is clearly better than BC." if separated and diff > 0 else
-                "ILQL is clearly worse than BC." if separated else "not separated by two standard errors.")]
+    said = {1: "ILQL is clearly better than BC.", -1: "ILQL is clearly worse than BC.",
+            0: "not separated by two standard errors."}[separation(diff, se)]
+    lines = [f"- ILQL − BC = {diff:+.3f} ± {se:.3f} ({abs(in_standard_errors(diff, se)):.1f} SE): {said}"]
     if pct is not None:
         d_pct, se_pct = paired_difference(pct, ilql)
         low, high = sorted([bc.mean_reward, ilql.mean_reward])
+        near = separation(d_pct, se_pct) == 0 and not math.isnan(se_pct)  # an undefined SE shows no nearness
         where = ("between BC and ILQL" if low <= pct.mean_reward <= high else
-                 "near ILQL (within two standard errors)" if abs(d_pct) <= 2 * se_pct else
+                 "near ILQL (within two standard errors)" if near else
                  "above both BC and ILQL" if pct.mean_reward > high else "below both BC and ILQL")
         lines.append(f"- {pct.name} − ILQL = {d_pct:+.3f} ± {se_pct:.3f}: %BC sits {where}.")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ target copies move only by Polyak averaging. One training step minimises
 
 averaged over the dataset's action tokens; ``s_{t+1}`` is the state before the next action token. At
 inference, actions are sampled from the BC logits perturbed by ``beta * (min_i Q^target_i - V)``
-(``trainers.core.policy``).
+(``trainers.core.decoding``).
 
 Where the defaults come from: ``tau=0.7``, ``gamma=0.99``, ``alpha=0.005`` (Polyak), ``cql_weight=1e-4``,
 ``awac_weight=1``, ``awac_beta=0`` (plain BC weights), twin Q heads, and ``beta=16`` at inference are the

@@ -13,7 +13,7 @@ tokens of the whole episode (``transforms.token_mdp``'s ``returns_to_go``, which
 
 Nothing bootstraps, so there is no target network to lag: the "target" Q heads the agents decode with are
 copied from the online ones after every optimizer step. At inference it acts exactly like ILQL: the BC logits
-perturbed by ``beta * (min_i Q_i - V)`` (``trainers.core.policy``; checkpoints load through the algorithm registry
+perturbed by ``beta * (min_i Q_i - V)`` (``trainers.core.decoding``; checkpoints load through the algorithm registry
 like ILQL's). Q of a token estimates the behaviour policy's return after it (no max over actions), so MC
 improves on the data by one step of policy improvement, where ILQL's expectile backs up better-than-average
 continuations through the TD chain.

@@ -3,11 +3,11 @@
 Sequences are ``query + response``: the query (the agent's episode prompt ``[BOS] o_0 [EOO] a_0 [EOA] ...
 o_t [EOO]``, ``trainers.core.policy``) left-padded to ``query_length`` with the pad token (longer prompts keep
 their last ``query_length`` tokens), then ``response_length`` sampled tokens. Position ids count only
-attended tokens (``trainers.core.policy.positions_from_mask``), so a padded query generates and scores exactly
+attended tokens (``trainers.core.decoding.positions_from_mask``), so a padded query generates and scores exactly
 as the unpadded one. The value head and the policy read the concatenation: the value and the log-prob of
 response token ``t`` are read at position ``query_length - 1 + t`` (the state before that token).
 
-With ``constraint`` (a ``trainers.core.policy.PrefixConstraint`` over an environment's valid actions, e.g. the
+With ``constraint`` (a ``trainers.core.decoding.PrefixConstraint`` over an environment's valid actions, e.g. the
 Wordle guess list) every token up to the row's first end token (``[EOA]``) is restricted to continuations
 of an allowed action; later tokens are unconstrained (they are truncated away). ``allowed_tokens``
 recomputes the same masks from sampled responses, so the loss and the KL use the distribution the tokens
@@ -37,7 +37,7 @@ from trainers.algorithms.ppo.losses import (
     token_logprobs,
 )
 from trainers.core.model import language_model_for
-from trainers.core.policy import PrefixConstraint, positions_from_mask, sample_tokens
+from trainers.core.decoding import PrefixConstraint, positions_from_mask, sample_tokens
 
 
 def disable_dropout(module: nn.Module) -> nn.Module:

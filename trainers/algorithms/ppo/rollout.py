@@ -28,7 +28,8 @@ from rlds_lang.char_tokenizer import CharTokenizer
 from trainers.algorithms.ppo.losses import penalize_untruncated, truncate_responses
 from trainers.algorithms.ppo.networks import generate, ids_text, left_pad
 from trainers.algorithms.ppo.rewards import returns_to_go, turn_rewards
-from trainers.core.policy import PrefixConstraint, observation_text, stream_seed
+from trainers.core.decoding import PrefixConstraint, stream_seed
+from trainers.core.policy import observation_text
 
 
 class RolloutPolicy:

@@ -44,7 +44,7 @@ from trainers.algorithms.ppo.rollout import RolloutPolicy, Rollouts, collect_rol
 from trainers.core.checkpoint import load_trainer_state, restore_trainer_state
 from trainers.core.loop import DistInfo, init_distributed
 from trainers.core.objective import masked_mean
-from trainers.core.policy import PrefixConstraint
+from trainers.core.decoding import PrefixConstraint
 
 
 @dataclasses.dataclass

@@ -1,5 +1,5 @@
 """The markdown of ``docs/lmrl_gym.md`` (``rlds-lang results --setting lmrl_gym``): our rows beside LMRL-Gym's
-published table, the verdicts of the issue's comparisons and targets computed from the evaluations, BC's diagnosis,
+published table, the verdicts of the comparisons and targets computed from the evaluations, BC's diagnosis,
 and what was trained. Every number in it comes from the arguments; ``trainers.experiments.lmrl_gym.run`` trains and
 evaluates, this module only writes."""
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 ONLINE, SCRIPTED = "online %BC", "scripted"
 #: the published row each of ours is compared with.
 PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
-#: the comparisons of the issue: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
+#: the comparisons the page decides: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
 COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
 TARGET_ILQL_NORMALISED = 90.0
 #: the rows that start from the BC row and act on (or train on) its model: their gain over BC is what they add to it.
@@ -37,16 +37,15 @@ def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:
 
 def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
     """The computed verdicts of ``COMPARISONS`` (paired differences) and whether each clears 2 SE upwards."""
-    from trainers.evaluation.stats import paired_difference
+    from trainers.evaluation.stats import in_standard_errors, paired_separation
 
     lines, met = [], []
     for row, base in COMPARISONS:
-        diff, se = paired_difference(by_name[row], by_name[base])
-        ratio = abs(diff) / se if se else (float("inf") if diff else 0.0)
-        ok = diff > 0 and ratio > 2
-        met.append(ok)
-        word = ("beats {base} by more than 2 SE" if ok else "is below {base} by more than 2 SE" if ratio > 2
-                else "is not separated from {base} by 2 SE").format(base=base)
+        diff, se, side = paired_separation(by_name[row], by_name[base])
+        ratio = abs(in_standard_errors(diff, se))
+        met.append(side == 1)
+        word = {1: "beats {base} by more than 2 SE", -1: "is below {base} by more than 2 SE",
+                0: "is not separated from {base} by 2 SE"}[side].format(base=base)
         lines.append(f"- {row} − {base} = {diff:+.3f} ± {se:.3f} ({ratio:.1f} SE): {row} {word}.")
     return lines, met
 
@@ -124,8 +123,11 @@ def diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None =
     """BC's success rate beside the data policy's, and (``consistency``: ``trainers.experiments.lmrl_gym.setting.ConsistencyReport`` of
     the BC model) how much of the data's one learnable regularity BC took up, on held-out games, beside (``linear``)
     what a linear model of the board takes up."""
+    from trainers.evaluation.stats import separation
+
     bc = by_name["BC"]
-    learned = "has learned" if bc.win_rate >= data["success_rate"] - 2 * bc.win_rate_stderr else "has not learned"
+    below = separation(bc.win_rate, bc.win_rate_stderr, reference=data["success_rate"]) == -1
+    learned = "has not learned" if below else "has learned"
     text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
             f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC's "
             "logits (β·(Q − V) added to them).")
@@ -149,11 +151,13 @@ def gains_over_bc(by_name: dict) -> str:
     """Each ``FROM_BC`` row's paired gain over our BC beside LMRL-Gym's gain over its BC, whether ours reaches the
     published gain (not below it by more than 2 SE), and how far our BC is below LMRL-Gym's: separates what the
     methods add from where they start."""
+    from trainers.evaluation.stats import separation
+
     bc, published_bc = by_name["BC"], lmrl_gym.PUBLISHED_TABLE["BC"][0]
     parts, reached = [], 0
     for name in FROM_BC:
         diff, se, published = _gain_over_bc(by_name[name], bc)
-        reached += diff >= published - 2 * se
+        reached += separation(diff, se, reference=published) != -1
         parts.append(f"{name} {diff:+.3f} ± {se:.3f} (LMRL-Gym {published:+.2f})")
     return (f"Gains over BC in raw return, ours (paired) beside LMRL-Gym's: {'; '.join(parts)}. {reached} of "
             f"{len(FROM_BC)} rows that start from BC add at least the published gain to it (within 2 SE); our BC "
@@ -253,7 +257,7 @@ initialised GPT-2-architecture transformer trained on 2 CPU cores, whose tokens 
 
 Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
 learning rate, each read with `python -m trainers.experiments.lmrl_gym --consistency` on held-out games): the README, section
-*LMRL-Gym's Wordle setting (issue 18)*.
+*LMRL-Gym's Wordle setting*.
 """
 
 

@@ -9,7 +9,7 @@ and the scripted policy on the same seeded games of the setting (sampling at tem
 ``docs/lmrl_gym.md``: one table with our raw mean return ± standard error, our normalised score by
 LMRL-Gym's formula (min -6, our dataset's mean return, our scripted policy's mean return) and LMRL-Gym's
 published raw and normalised numbers beside ours; the computed verdicts (ILQL - BC, ILQL - %BC, MC - BC,
-MC - %BC, each with its paired standard error) and whether the issue's targets are met, at the top; the data
+MC - %BC, each with its paired standard error) and whether the targets are met, at the top; the data
 and scripted figures beside the published ones; V(s_0)/Q calibration of MC and ILQL on the held-out
 ``eval`` split; training curves. Nothing in it is typed by hand (the page is ``trainers.experiments.lmrl_gym.document``).
 
@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
-
 from rlds_lang.wordle import lmrl_gym
 from trainers.core.build import REPO, built_dataset_dir, tfds_build
+from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import (
     BETA_GRID,
     choose_beta,
@@ -64,10 +63,10 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 #: board as (letter, colour) cells (``rlds_lang.wordle.board_tokenizer``) and a learnable logit scale started at
 #: 10 (``ModelConfig.logit_scale``), batch 64 x lr 1e-3 for 32,000 steps, about two passes over the 1M training
 #: games. Chosen on held-out data-policy games, never on the evaluation games (``python -m trainers.experiments.lmrl_gym
-#: --consistency``, the share of the data's consistency regularity BC learned; README, issue-18 section): on
+#: --consistency``, the share of the data's consistency regularity BC learned; README, section *LMRL-Gym's Wordle setting*): on
 #: the full build, these tokens learned 7% after 1,000 steps, 12% after 2,000, 22% after 4,000, 33% after 8,000,
-#: 47% after 16,000 (one pass, the earlier table) and 65% after 32,000 (held-out nats per guess 5.461 -> 5.400),
-#: the same tokens without the scale 0% after 2,000; letters as tokens (the earlier choice) 8% after 4,000
+#: 47% after 16,000 (one pass) and 65% after 32,000 (held-out nats per guess 5.461 -> 5.400),
+#: the same tokens without the scale 0% after 2,000; letters as tokens 8% after 4,000
 #: steps and 26% after 8,000 on a 100k-game build, at 1.4x the time per step (about 80 tokens a game against 43).
 TRAINING: dict[str, Any] = {**SHARED, "tokenizer": "lmrl_gym_board",
                             "model": {**SHARED["model"], "logit_scale": 10.0},
@@ -216,7 +215,7 @@ def _dataset_figures(dataset: str) -> dict[str, float]:
 
     returns, lengths = returns_and_lengths(dataset, split="train")
     return {"games": len(returns), "mean_return": float(returns.mean()),
-            "stderr": float(returns.std(ddof=1) / np.sqrt(len(returns))) if len(returns) > 1 else float("nan"),
+            "stderr": standard_error(returns),
             "success_rate": float((returns > lmrl_gym.MIN_RETURN).mean()), "mean_length": float(lengths.mean())}
 
 

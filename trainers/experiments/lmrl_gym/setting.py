@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from rlds_lang.wordle import lmrl_gym
+from trainers.evaluation.stats import in_standard_errors, standard_error
 from trainers.evaluation.wordle import EvalConfig, EvalResult, evaluate
 
 
@@ -115,14 +116,14 @@ def consistency_learned(loaded: Any, games: int = 100, seed: int = HELD_OUT_SEED
 
 
 def _row(what: str, ours: float, se: float, published: float) -> str:
-    gap = (ours - published) / se if se > 0 else float("inf")
+    gap = in_standard_errors(ours - published, se)
     return f"| {what} | {ours:.3f} ± {se:.3f} | {published:.2f} | {ours - published:+.3f} ({gap:+.1f} SE) |"
 
 
 def setting_table(behaviour: EvalResult, scripted: EvalResult) -> str:
     """A markdown table: our figures (± standard error) beside LMRL-Gym's, with the gap in standard errors."""
     data = lmrl_gym.PUBLISHED_DATASET
-    length_se = float(behaviour.guesses.std(ddof=1) / behaviour.games ** 0.5)
+    length_se = standard_error(behaviour.guesses)
     rows = [
         "| figure | ours (± SE) | LMRL-Gym | ours − theirs |",
         "| --- | --- | --- | --- |",

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainers.evaluation.stats import paired_separation
+from trainers.evaluation.stats import in_standard_errors, paired_separation
 from trainers.experiments.ppo.rlhf import (
     RLHFSizes,
     curve_rows,
@@ -52,7 +52,7 @@ PPO_OVERRIDES: dict[str, Any] = {"reward": "env", "updates": 300, "episodes": 16
 def verdict(ppo: Any, bc: Any) -> str:
     """Whether PPO beats its BC start by more than two standard errors of the paired difference."""
     diff, se, side = paired_separation(ppo, bc)
-    ratio = abs(diff) / se if se else float("inf")
+    ratio = abs(in_standard_errors(diff, se))
     said = {1: "PPO beats its BC start by more than two paired standard errors.",
             -1: "PPO is worse than its BC start by more than two paired standard errors.",
             0: "PPO and its BC start are not separated by two paired standard errors."}[side]

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from trainers.evaluation.stats import sample_difference, sample_separation, standard_error
 from trainers.experiments.ppo.sentiment_base import BaseLMConfig
 
 #: PPO on top of ``PPOConfig``'s recipe defaults for this task (the recipe's sentiment run: query 64 and
@@ -172,14 +173,6 @@ def learned_scores(episodes: Sequence[dict], reward_dir: Path) -> np.ndarray:
     return np.array(scorer.score_turns([episode_turns(ep)[0] for ep in episodes]))
 
 
-def paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int]:
-    """``(mean of a - b, its standard error, side)``: side +1 / -1 beyond two standard errors, else 0."""
-    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("inf")
-    mean = float(diff.mean())
-    return mean, se, (1 if mean > 2 * se else -1 if mean < -2 * se else 0)
-
-
 def evaluate_agents(runs: Path, base: Path, sizes: SentimentSizes) -> dict[str, dict[str, np.ndarray]]:
     """Step 5: VADER and learned scores of ``base`` and ``ppo`` on the same test prompts and seeds."""
     from rlds_lang.continuation.corpus import corpus_examples
@@ -207,11 +200,10 @@ def plot_sentiment(rows: list[dict[str, float]], path: Path) -> Path:
 
 def _row(name: str, scores: dict[str, np.ndarray], base: dict[str, np.ndarray] | None) -> str:
     v, learned = scores["vader"], scores["learned"]
-    se = lambda x: x.std(ddof=1) / np.sqrt(len(x))  # noqa: E731
     delta = "— | —" if base is None else "{:+.3f} ± {:.3f} | {:+.3f} ± {:.3f}".format(
-        *paired(v, base["vader"])[:2], *paired(learned, base["learned"])[:2])
-    return (f"| {name} | {len(v)} | {v.mean():+.3f} ± {se(v):.3f} | {(v > 0.05).mean():.3f} | "
-            f"{learned.mean():+.3f} ± {se(learned):.3f} | {delta} |")
+        *sample_difference(v, base["vader"]), *sample_difference(learned, base["learned"]))
+    return (f"| {name} | {len(v)} | {v.mean():+.3f} ± {standard_error(v):.3f} | {(v > 0.05).mean():.3f} | "
+            f"{learned.mean():+.3f} ± {standard_error(learned):.3f} | {delta} |")
 
 
 def render_section(results: dict[str, dict[str, Any]], reward: dict[str, Any], base_state: dict[str, Any],
@@ -221,7 +213,7 @@ def render_section(results: dict[str, dict[str, Any]], reward: dict[str, Any], b
 
     base, ppo = results["base"], results["ppo"]
     unit = "character" if base_state.get("tokenizer", "char") == "char" else "BPE token"
-    diff, se, side = paired(ppo["vader"], base["vader"])
+    diff, se, side = sample_separation(ppo["vader"], base["vader"])
     said = {1: "PPO's continuations are more positive (VADER) than the base LM's by more than two paired SEs.",
             -1: "PPO's continuations are less positive (VADER) than the base LM's by more than two paired SEs.",
             0: "PPO and the base LM are not separated by two paired standard errors (VADER)."}[side]
@@ -315,5 +307,5 @@ def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool) 
 
 
 __all__ = ["SENTIMENT_OVERRIDES", "SENTIMENT_REWARD", "VAL_EVERY", "SentimentSizes", "sample_episodes", "vader_scores", "candidate_groups",
-           "train_sentiment_reward", "train_sentiment_ppo", "learned_scores", "paired", "evaluate_agents",
+           "train_sentiment_reward", "train_sentiment_ppo", "learned_scores", "evaluate_agents",
            "plot_sentiment", "render_section", "write_section"]

@@ -1,5 +1,5 @@
 """Demonstration: on Wordle, a reward model learned from synthetic preference labels ranks held-out games
-like their true return (issue 15, demonstration 1).
+like their true return.
 
 ``rlds-lang reward-demo wordle`` records games of several Wordle policies (``loggers.record_and_read``: from
 the optimal policy to a policy that never plays a consistent word, so returns spread from 0 to -6), cuts
@@ -52,11 +52,11 @@ class RewardDemoConfig:
     games_per_policy: int = 120
     #: share of the games kept out of labelling, for the held-out pairs.
     held_out_fraction: float = 0.3
-    #: synthetic labels to train on (the issue's 2,000).
+    #: synthetic labels to train on.
     labels: int = 2000
     #: random held-out pairs with different true returns to measure the ranking on.
     held_out_pairs: int = 1000
-    #: steps per clip (the issue's default 40: a whole Wordle game).
+    #: steps per clip (40, the preference pipeline's default: a whole Wordle game).
     segment_length: int = 40
     #: the synthetic labeller calls two clips equal when their true returns differ by at most this.
     tolerance: float = 0.0
