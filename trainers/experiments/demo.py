@@ -62,7 +62,7 @@ class DemoSettings:
     #: games recorded per policy (expert and random mixture).
     episodes: int = 400
     #: optimizer steps of each trainer.
-    train_steps: int = 300
+    train_steps: int = 400
     #: episodes per optimizer step.
     batch_size: int = 32
     #: AdamW learning rate.
@@ -75,8 +75,8 @@ class DemoSettings:
     n_head: int = 4
     #: the starting scale of the output logits (``trainers.core.model.ModelConfig.logit_scale``).
     logit_scale: float = 10.0
-    #: ILQL's ``beta`` at play: the BC logits are perturbed by ``beta * (Q - V)``.
-    ilql_beta: float = 4.0
+    #: ILQL's ``beta`` at play: the BC logits are perturbed by ``beta * (Q - V)`` (the ILQL authors' Wordle value).
+    ilql_beta: float = 16.0
     #: games each agent plays (the same seeded games for every agent).
     eval_games: int = 200
     #: seed of training and of the evaluation's games.
@@ -131,6 +131,16 @@ class DemoReport:
     seconds: float
     recorded: dict[str, int]
 
+    def ilql_against_bc(self) -> str:
+        """ILQL's paired return difference to BC on the same games, in plain words (computed, like the verdicts)."""
+        from trainers.evaluation.stats import paired_separation
+
+        by_name = {r.name: r for r in self.results}
+        difference, stderr, side = paired_separation(by_name["ilql"], by_name["bc"])
+        said = {1: "ILQL plays better than BC by more than 2 SE", -1: "ILQL plays worse than BC by more than 2 SE",
+                0: "ILQL and BC are within 2 SE of each other"}[side]
+        return f"ILQL − BC (same games): {difference:+.3f} ± {stderr:.3f}: {said}."
+
     def table(self) -> str:
         """The markdown table of every agent, with the paired difference to the random agent."""
         from trainers.evaluation.wordle import results_table
@@ -149,7 +159,8 @@ class DemoReport:
             f"the imitation tilted by {s.ilql_beta:g}·(Q − V)), each {s.train_steps} steps of {s.batch_size} games "
             f"on a randomly initialised GPT-2 ({s.n_layer} layers, width {s.n_embd}) that reads each guess as one "
             f"token and each feedback as five (letter, colour) tokens.",
-            f"Evaluated: every agent plays the same {s.eval_games} seeded games (not the recorded ones); `{RANDOM}` "
+            f"Evaluated: every agent plays the same {s.eval_games} seeded games (not the recorded ones); the learned "
+            f"agents sample each guess among the 32 words from what they learned (temperature 1); `{RANDOM}` "
             f"guesses a uniformly random list word each turn, `optimal` is the expert that recorded half the data.",
         ]
 
@@ -166,7 +177,7 @@ class DemoReport:
         """The plain-text summary the command prints after its progress lines."""
         lines = ["", "What you are looking at:", *("  " + line for line in self.setting_lines()), "",
                  self.table(), "", "Columns:", *("  " + line for line in self.column_lines()), "", "Verdicts:"]
-        lines += ["  " + v.sentence() for v in self.verdicts]
+        lines += ["  " + v.sentence() for v in self.verdicts] + ["  " + self.ilql_against_bc()]
         lines += ["", f"Plot (training curves beside the returns): {self.plot}",
                   f"demo finished in {self.seconds:.0f} s; everything is under {self.workdir}"]
         return "\n".join(lines)
@@ -186,7 +197,7 @@ class DemoReport:
         lines += ["", "## The table", "", self.table(), ""]
         lines += ["- " + line for line in self.column_lines()]
         lines += ["", "## Verdicts (computed from the table's games)", ""]
-        lines += ["- " + v.sentence() for v in self.verdicts]
+        lines += ["- " + v.sentence() for v in self.verdicts] + ["- " + self.ilql_against_bc()]
         lines += ["", "## Training curves and returns", "", f"![training curves and returns]({plot_name})", "",
                   "Left: BC's loss (negative log-likelihood of the recorded guesses) by step. Middle: ILQL's loss "
                   "terms by step. Right: each agent's mean return ± 1 SE on the evaluation games.", ""]
