@@ -22,7 +22,7 @@ from trainers.experiments import demo
 from trainers.experiments.demo import FULL, DemoReport, DemoSettings, Verdict, verdicts
 
 ROWS = ["random", "bc", "ilql", "optimal"]
-REDUCED = ["--episodes", "6", "--train-steps", "2", "--eval-games", "6", "--workers", "1"]
+REDUCED = ["--episodes", "6", "--train-steps", "2", "--eval-games", "6", "--beta-games", "4", "--workers", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +60,18 @@ def test_reduced_demo_prints_the_rows_and_verdicts_of_its_own_games(reduced_run)
     assert "32-word list" in text and "6 optimal, 6 random_mixture games" in text
 
 
+def test_reduced_demo_plays_ilql_at_the_beta_best_on_held_out_games(reduced_run):
+    text, workdir, _ = reduced_run
+    line = re.search(r"ILQL's beta on 4 held-out games: (.*); chosen (\S+)", text)
+    tried = {float(b): float(r) for b, r in (pair.split(" -> ") for pair in line.group(1).split(", "))}
+    assert sorted(tried) == sorted(FULL.beta_grid)
+    best = max(tried.values())
+    assert float(line.group(2)) == min(b for b, r in tried.items() if r == best)
+    results = {r.name: r for r in load_results(workdir / "results.json")}
+    assert results["ilql"].params["beta"] == float(line.group(2))
+    assert results["bc"].params["beta"] == 0.0
+
+
 def test_reduced_demo_went_through_record_build_load_and_train(reduced_run):
     text, workdir, _ = reduced_run
     assert sorted(p.name for p in (workdir / "logs").iterdir()) == ["optimal", "random_mixture"]
@@ -91,7 +103,7 @@ def _result(name: str, rewards: list[float]) -> EvalResult:
 
 def _report(results: list[EvalResult]) -> DemoReport:
     return DemoReport(FULL, results, verdicts(results), Path("/runs/demo"), Path("/runs/demo/demo.png"), "/ds", 1.0,
-                      {"optimal": 1, "random_mixture": 1})
+                      {"optimal": 1, "random_mixture": 1}, {0.0: -3.0, 16.0: -2.0}, 16.0)
 
 
 def test_verdicts_are_paired_differences_to_random():
@@ -125,7 +137,7 @@ def test_verdict_threshold_is_strictly_beyond_two_standard_errors(difference, st
 
 def test_help_shows_the_full_settings():
     defaults = vars(build_parser().parse_args(["demo"]))
-    for field in ("episodes", "train_steps", "eval_games", "workers", "seed"):
+    for field in ("episodes", "train_steps", "eval_games", "beta_games", "workers", "seed"):
         assert defaults[field] == getattr(FULL, field)
     assert defaults["doc"] is None
 

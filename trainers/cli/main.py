@@ -52,7 +52,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from trainers.experiments.demo import FULL, run_demo, timestamped, write_document
 
     settings = dataclasses.replace(FULL, episodes=args.episodes, train_steps=args.train_steps,
-                                   eval_games=args.eval_games, seed=args.seed, workers=args.workers)
+                                   eval_games=args.eval_games, beta_games=args.beta_games, seed=args.seed, workers=args.workers)
     report = run_demo(settings, timestamped(args.workdir))
     print(report.text())
     if args.doc:
@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"optimizer steps of each trainer (default: {DEMO.train_steps})")
     demo.add_argument("--eval-games", type=int, default=DEMO.eval_games,
                       help=f"evaluation games per agent (default: {DEMO.eval_games})")
+    demo.add_argument("--beta-games", type=int, default=DEMO.beta_games,
+                      help=f"held-out games per ILQL beta of {list(DEMO.beta_grid)} that choose the one played "
+                           f"(default: {DEMO.beta_games})")
     demo.add_argument("--workers", type=int, default=DEMO.workers,
                       help=f"recording processes (default: {DEMO.workers})")
     demo.add_argument("--seed", type=int, default=DEMO.seed,

@@ -47,6 +47,8 @@ ALGORITHMS = ("bc", "ilql")
 RANDOM = "random"
 #: a learned agent "beats random" when its mean paired return difference exceeds this many standard errors.
 VERDICT_SE = 2.0
+#: the held-out games that choose ILQL's ``beta`` are seeded from ``DemoSettings.seed + BETA_SEED_OFFSET``.
+BETA_SEED_OFFSET = 500_000
 #: torch threads while training and playing: a model this small gains little from a second thread, and on a shared
 #: 2-core machine two threads spin against the other processes (measured: 60 BC steps took 5.9 s on one thread,
 #: 33 s on two, with two test suites running beside them).
@@ -75,8 +77,11 @@ class DemoSettings:
     n_head: int = 4
     #: the starting scale of the output logits (``trainers.core.model.ModelConfig.logit_scale``).
     logit_scale: float = 10.0
-    #: ILQL's ``beta`` at play: the BC logits are perturbed by ``beta * (Q - V)`` (the ILQL authors' Wordle value).
-    ilql_beta: float = 16.0
+    #: ILQL plays its BC logits perturbed by ``beta * (Q - V)``; ``beta`` is chosen among these on held-out games
+    #: (0 is ILQL's own imitation head alone; 16 is the ILQL authors' Wordle value).
+    beta_grid: tuple[float, ...] = (0.0, 1.0, 4.0, 16.0)
+    #: held-out games per ``beta`` of the grid (seeded apart from the table's and the recorded games).
+    beta_games: int = 100
     #: games each agent plays (the same seeded games for every agent).
     eval_games: int = 200
     #: seed of training and of the evaluation's games.
@@ -85,7 +90,7 @@ class DemoSettings:
     workers: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("episodes", "train_steps", "batch_size", "eval_games", "workers"):
+        for name in ("episodes", "train_steps", "batch_size", "eval_games", "beta_games", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"DemoSettings.{name} must be >= 1, got {getattr(self, name)}")
         if self.eval_games < 2:
@@ -130,6 +135,9 @@ class DemoReport:
     dataset_dir: str
     seconds: float
     recorded: dict[str, int]
+    #: ILQL's mean return on the held-out games for each ``beta`` tried, and the one chosen.
+    beta_returns: dict[float, float]
+    beta: float
 
     def ilql_against_bc(self) -> str:
         """ILQL's paired return difference to BC on the same games, in plain words (computed, like the verdicts)."""
@@ -156,9 +164,11 @@ class DemoReport:
             f"{RULE} colouring, 6 guesses, reward -1 per guess that is not the answer, 0 for the winning one).",
             f"Data: {counts} games recorded with loggers.record, built with tfds build and read back with tfds.load.",
             f"Trained on it: BC (imitates every recorded move) and ILQL (learns Q and V from the rewards and plays "
-            f"the imitation tilted by {s.ilql_beta:g}·(Q − V)), each {s.train_steps} steps of {s.batch_size} games "
+            f"the imitation tilted by β·(Q − V)), each {s.train_steps} steps of {s.batch_size} games "
             f"on a randomly initialised GPT-2 ({s.n_layer} layers, width {s.n_embd}) that reads each guess as one "
             f"token and each feedback as five (letter, colour) tokens.",
+            f"ILQL's β = {self.beta:g}, chosen on {s.beta_games} held-out games (mean return "
+            + ", ".join(f"β={b:g}: {r:.3f}" for b, r in self.beta_returns.items()) + ").",
             f"Evaluated: every agent plays the same {s.eval_games} seeded games (not the recorded ones); the learned "
             f"agents sample each guess among the 32 words from what they learned (temperature 1); `{RANDOM}` "
             f"guesses a uniformly random list word each turn, `optimal` is the expert that recorded half the data.",
@@ -276,7 +286,7 @@ def train_configs(settings: DemoSettings, dataset_dir: str, workdir: Path, token
                   log_every=max(1, min(10, s.train_steps // 10)), checkpoint_every=s.train_steps, seed=s.seed,
                   resume=False)
     return {"bc": BCConfig(out=str(workdir / "bc"), **common),
-            "ilql": ILQLConfig(out=str(workdir / "ilql"), beta=s.ilql_beta, **common)}
+            "ilql": ILQLConfig(out=str(workdir / "ilql"), **common)}
 
 
 def save_tokenizer(path: Path) -> str:
@@ -288,16 +298,37 @@ def save_tokenizer(path: Path) -> str:
     return f"file:{path}"
 
 
-def evaluate_agents(settings: DemoSettings, workdir: Path) -> list[Any]:
-    """Plays random, BC, ILQL and the expert on the same ``settings.eval_games`` seeded games."""
-    from trainers.algorithms.registry import load_policy
-    from trainers.evaluation.wordle import EvalConfig, evaluate
+def eval_config(settings: DemoSettings, games: int, seed: int) -> Any:
+    """The evaluation config of ``games`` demo games seeded from ``seed``."""
+    from trainers.evaluation.wordle import EvalConfig
 
-    config = EvalConfig(games=settings.eval_games, seed=settings.seed, rule=RULE, mode=MODE, answers=WORDS,
-                        guesses=WORDS)
+    return EvalConfig(games=games, seed=seed, rule=RULE, mode=MODE, answers=WORDS, guesses=WORDS)
+
+
+def choose_beta(settings: DemoSettings, workdir: Path) -> tuple[float, dict[float, Any]]:
+    """ILQL's ``beta``: the one of ``settings.beta_grid`` with the best mean return on held-out games (the first
+    of equals); returns it and every ``beta``'s result."""
+    from trainers.algorithms.registry import load_policy
+    from trainers.evaluation.wordle import evaluate
+
+    config = eval_config(settings, settings.beta_games, settings.seed + BETA_SEED_OFFSET)
+    tried = {beta: evaluate(load_policy(workdir / "ilql" / "checkpoint", allowed_actions=WORDS, beta=beta,
+                                        seed=settings.seed), config, name=f"ilql beta={beta:g}", progress=False)
+             for beta in settings.beta_grid}
+    best = max(tried, key=lambda beta: (tried[beta].mean_reward, -settings.beta_grid.index(beta)))
+    return best, tried
+
+
+def evaluate_agents(settings: DemoSettings, workdir: Path, beta: float) -> list[Any]:
+    """Plays random, BC, ILQL (at ``beta``) and the expert on the same ``settings.eval_games`` seeded games."""
+    from trainers.algorithms.registry import load_policy
+    from trainers.evaluation.wordle import evaluate
+
+    config = eval_config(settings, settings.eval_games, settings.seed)
+    betas = {"bc": None, "ilql": beta}
     agents = [(RANDOM, random_agent())]
-    agents += [(name, load_policy(workdir / name / "checkpoint", allowed_actions=WORDS, name=name, seed=settings.seed))
-               for name in ALGORITHMS]
+    agents += [(name, load_policy(workdir / name / "checkpoint", allowed_actions=WORDS, name=name, beta=betas[name],
+                                  seed=settings.seed)) for name in ALGORITHMS]
     agents.append(("optimal", expert_agent()))
     return [evaluate(policy, config, name=name, progress=False) for name, policy in agents]
 
@@ -381,12 +412,15 @@ def run_demo(settings: DemoSettings, workdir: str | Path, say: Callable[[str], N
             result = train(algorithm, config, progress=False)
             say(f"      {algorithm}: {result.steps} steps in {result.seconds:.0f} s, final loss "
                 f"{result.final_metrics.get('loss', float('nan')):.3f}")
-    say(f"[5/5] playing random, BC, ILQL and the expert on the same {settings.eval_games} seeded games")
-    results = evaluate_agents(settings, workdir)
+        beta, tried = choose_beta(settings, workdir)
+        say(f"      ILQL's beta on {settings.beta_games} held-out games: "
+            + ", ".join(f"{b:g} -> {r.mean_reward:.3f}" for b, r in tried.items()) + f"; chosen {beta:g}")
+        say(f"[5/5] playing random, BC, ILQL and the expert on the same {settings.eval_games} seeded games")
+        results = evaluate_agents(settings, workdir, beta)
     save_results(results, workdir / "results.json")
     plot = plot_demo(results, workdir, workdir / "demo.png")
     return DemoReport(settings, results, verdicts(results), workdir, plot, dataset_dir,
-                      time.perf_counter() - started, recorded)
+                      time.perf_counter() - started, recorded, {b: r.mean_reward for b, r in tried.items()}, beta)
 
 
 def write_document(report: DemoReport, path: str | Path) -> Path:
@@ -406,7 +440,7 @@ def timestamped(root: str | Path, prefix: str = "demo") -> Path:
     return Path(root) / f"{prefix}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-__all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "VERDICT_SE", "TORCH_THREADS", "DOC_COMMAND", "DemoSettings",
+__all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "VERDICT_SE", "BETA_SEED_OFFSET", "TORCH_THREADS", "DOC_COMMAND", "DemoSettings",
            "FULL", "Verdict", "DemoReport", "make_env", "random_agent", "expert_agent", "record_games",
-           "render_episode", "show_dataset", "train_configs", "save_tokenizer", "evaluate_agents", "verdicts",
+           "render_episode", "show_dataset", "train_configs", "save_tokenizer", "eval_config", "choose_beta", "evaluate_agents", "verdicts",
            "plot_demo", "run_demo", "write_document", "timestamped"]
