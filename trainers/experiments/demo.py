@@ -210,7 +210,8 @@ class DemoReport:
         lines += ["- " + v.sentence() for v in self.verdicts] + ["- " + self.ilql_against_bc()]
         lines += ["", "## Training curves and returns", "", f"![training curves and returns]({plot_name})", "",
                   "Left: BC's loss (negative log-likelihood of the recorded guesses) by step. Middle: ILQL's loss "
-                  "terms by step. Right: each agent's mean return ± 1 SE on the evaluation games.", ""]
+                  "terms by step. Right: each agent's mean return ± 1 SE on the evaluation games, with its win "
+                  "rate under its name.", ""]
         return "\n".join(lines)
 
 
@@ -370,9 +371,7 @@ def plot_demo(results: Sequence[Any], workdir: Path, path: Path) -> Path:
     x = np.arange(len(results))
     ax.bar(x, [r.mean_reward for r in results], yerr=[r.stderr for r in results], capsize=4,
            color=["tab:gray" if r.name in (RANDOM, "optimal") else "tab:blue" for r in results])
-    for i, r in enumerate(results):
-        ax.text(i, r.mean_reward, f"win {r.win_rate:.0%}", ha="center", va="top", fontsize=8, color="white")
-    ax.set_xticks(x, [r.name for r in results])
+    ax.set_xticks(x, [f"{r.name}\nwins {r.win_rate:.0%}" for r in results])
     ax.set_ylim(-6, 0)
     ax.set_title(f"mean return ± 1 SE ({results[0].games} games each)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
