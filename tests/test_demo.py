@@ -50,6 +50,8 @@ def test_reduced_demo_prints_the_rows_and_verdicts_of_its_own_games(reduced_run)
     assert [row[0] for row in rows] == ROWS
     results = {r.name: r for r in load_results(workdir / "results.json")}
     assert [r.games for r in results.values()] == [6] * 4
+    assert results["random"].params["prob_smart"] == 0.0  # the uniformly random valid-word agent
+    assert results["optimal"].params["guess_pool"] == "all"
     for name in ("bc", "ilql"):
         difference, stderr = paired_difference(results[name], results["random"])
         verb = "beats" if difference > 2 * stderr else "does NOT beat"
@@ -169,3 +171,11 @@ def test_ilql_against_bc_is_computed_on_the_same_games(ilql_rewards, said):
     difference, stderr = paired_difference(results[2], bc)
     assert line == f"ILQL − BC (same games): {difference:+.3f} ± {stderr:.3f}: {line.split(': ', 2)[2]}"
     assert said in line
+
+
+def test_random_agent_guesses_every_list_word_alike():
+    agent, env = demo.random_agent(), demo.make_env()
+    env.set_next_answer("tacit")
+    observations = [env.reset().observation, env.step("elect").observation]  # feedback rules most words out
+    np.testing.assert_allclose(agent.distribution(observations, ["elect"]), np.full(32, 1 / 32))
+    assert list(agent.knowledge.guesses.words) == list(demo_words().words)
