@@ -52,7 +52,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from trainers.experiments.demo import FULL, run_demo, timestamped, write_document
 
     settings = dataclasses.replace(FULL, episodes=args.episodes, train_steps=args.train_steps,
-                                   eval_games=args.eval_games, beta_games=args.beta_games, seed=args.seed, workers=args.workers)
+                                   eval_games=args.eval_games, beta_games=args.beta_games, seed=args.seed,
+                                   workers=args.workers)
     report = run_demo(settings, timestamped(args.workdir))
     print(report.text())
     if args.doc:

@@ -12,9 +12,12 @@ training curves beside the returns; ``document`` renders the same as markdown (`
 Why this setting learns where the full game does not in a few minutes on a CPU: the word list is the shipped
 32-word ``demo_words`` (guesses and answers at once), every word is one token and each feedback is five
 (letter, colour) cells (``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer``), and the model starts its output
-logits at a scale that lets it commit to a few words early (``ModelConfig.logit_scale``). BC and ILQL are the pair
-shown because they are the ILQL paper's comparison: BC imitates every recorded game, ILQL learns values from the
-rewards and tilts the same imitation towards the moves that win sooner.
+logits at a scale that lets it commit to a few words early (``ModelConfig.logit_scale``). Each choice counts: BC of
+the full setting won 79% of 200 games; with the same data and steps it won 47.5% without the logit scale and 62%
+with feedback as one token (``rlds_lang.tokenizers.word_tokenizer``). BC and ILQL are the pair shown because they are
+the ILQL paper's comparison: BC imitates every recorded game, ILQL learns values from the rewards and tilts the same
+imitation by ``beta * (Q - V)``; ``beta`` is chosen on held-out games, as LMRL-Gym's scripts choose it (the authors'
+16 played worse than BC after this short training).
 
 Example::
 
@@ -241,7 +244,8 @@ def expert_agent() -> Any:
 
 
 def record_games(settings: DemoSettings, logs: Path) -> dict[str, int]:
-    """Records ``settings.episodes`` games of each policy of ``RECORDED`` under ``logs/<policy>``; returns the counts."""
+    """Records ``settings.episodes`` games of each policy of ``RECORDED`` under ``logs/<policy>``; returns the
+    counts."""
     from loggers import record
     from rlds_lang.wordle.policies import make_policy
 
@@ -422,8 +426,9 @@ def run_demo(settings: DemoSettings, workdir: str | Path, say: Callable[[str], N
         results = evaluate_agents(settings, workdir, beta)
     save_results(results, workdir / "results.json")
     plot = plot_demo(results, workdir, workdir / "demo.png")
-    return DemoReport(settings, results, verdicts(results), workdir, plot, dataset_dir,
-                      time.perf_counter() - started, recorded, {b: r.mean_reward for b, r in tried.items()}, beta, load_average)
+    beta_returns = {b: r.mean_reward for b, r in tried.items()}
+    return DemoReport(settings, results, verdicts(results), workdir, plot, dataset_dir, time.perf_counter() - started,
+                      recorded, beta_returns, beta, load_average)
 
 
 def write_document(report: DemoReport, path: str | Path) -> Path:
@@ -443,7 +448,8 @@ def timestamped(root: str | Path, prefix: str = "demo") -> Path:
     return Path(root) / f"{prefix}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-__all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "VERDICT_SE", "BETA_SEED_OFFSET", "TORCH_THREADS", "DOC_COMMAND", "DemoSettings",
-           "FULL", "Verdict", "DemoReport", "make_env", "random_agent", "expert_agent", "record_games",
-           "render_episode", "show_dataset", "train_configs", "save_tokenizer", "eval_config", "choose_beta", "evaluate_agents", "verdicts",
-           "plot_demo", "run_demo", "write_document", "timestamped"]
+__all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "VERDICT_SE", "BETA_SEED_OFFSET",
+           "TORCH_THREADS", "DOC_COMMAND", "DemoSettings", "FULL", "Verdict", "DemoReport", "make_env", "random_agent",
+           "expert_agent", "record_games", "render_episode", "show_dataset", "train_configs", "save_tokenizer",
+           "eval_config", "choose_beta", "evaluate_agents", "verdicts", "plot_demo", "run_demo", "write_document",
+           "timestamped"]
