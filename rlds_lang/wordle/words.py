@@ -149,11 +149,28 @@ def lmrl_gym_words() -> WordList:
     return _DEFAULTS["lmrl_gym"]
 
 
+def demo_words() -> WordList:
+    """The 32-word list of ``rlds-lang demo``'s small Wordle (guesses and answers at once): every 13th word of
+    LMRL-Gym's list, shipped with its MIT licence in ``rlds_lang/wordle/data/demo/`` (see the README there)."""
+    if "demo_words" not in _DEFAULTS:
+        _DEFAULTS["demo_words"] = _shipped_list("demo", "demo_words.txt", "demo_words")
+    return _DEFAULTS["demo_words"]
+
+
+def _shipped_list(folder: str, filename: str, name: str) -> WordList:
+    """The word list ``rlds_lang/wordle/data/<folder>/<filename>`` shipped with the package, named ``name``."""
+    ref = importlib.resources.files("rlds_lang.wordle").joinpath("data", folder, filename)
+    with ref.open(encoding="utf-8") as text:
+        return WordList(name, tuple(parse_word_lines(text, f"rlds_lang:{filename}")))
+
+
 def resolve_word_list(spec: str | WordList) -> WordList:
-    """A ``WordList`` from a list, a shipped name (``official_answers``/``official_guesses``/``lmrl_gym``) or a
-    file path."""
+    """A ``WordList`` from a list, a shipped name (``official_answers``/``official_guesses``/``lmrl_gym``/
+    ``demo_words``) or a file path."""
     if isinstance(spec, WordList):
         return spec
+    if spec == "demo_words":
+        return demo_words()
     if spec == "lmrl_gym":
         return lmrl_gym_words()
     if spec == "official_answers":

@@ -1,9 +1,10 @@
 """The ``rlds-lang`` command line.
 
-``rlds-lang demo`` runs the main job small on the embedded defaults: record expert and random-mixture Wordle
-games with ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config ``manual_dir``),
-``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly, evaluate
-both beside the optimal policy on the same seeded games, print the table and write the plot.
+``rlds-lang demo`` runs the main job small (``trainers.experiments.demo``): record expert and random-mixture games of
+a 32-word Wordle with ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config
+``manual_dir``), ``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly,
+play them beside a random and the expert agent on the same seeded games, print the table with a computed verdict
+per learned agent and write the plot (``--doc PATH``: the same as a markdown guide).
 ``rlds-lang record`` records any Wordle policy to a log folder.
 ``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
 return, episode length and action length distributions to a PNG.
@@ -19,21 +20,14 @@ trees + DPO) rounds (``trainers.algorithms.malt.malt``).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from trainers.algorithms.registry import parse_agent
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _timestamped(root: Path, prefix: str) -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return root / f"{prefix}-{stamp}"
 
 
 def cmd_record(args: argparse.Namespace) -> Path:
@@ -51,75 +45,19 @@ def cmd_record(args: argparse.Namespace) -> Path:
     return Path(result.data_dir)
 
 
-def render_episode(steps: list[dict]) -> str:
-    """One Wordle episode as lines ``guess  squares  reward``."""
-    lines = []
-    for step, nxt in zip(steps, steps[1:]):
-        lines.append(f"  {step['action']}  {nxt['observation']['text']}  reward {step['reward']:+.0f}")
-    return "\n".join(lines)
-
-
 def cmd_demo(args: argparse.Namespace) -> None:
-    """The main job, small: record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate -> table + plot."""
-    from trainers.algorithms.bc import BCConfig
-    from trainers.algorithms.ilql.ilql import ILQLConfig
-    from trainers.algorithms.registry import train
-    from trainers.core.model import ModelConfig
-    from trainers.evaluation.wordle import (
-        EvalConfig,
-        evaluate,
-        plot_results,
-        results_table,
-        save_results,
-    )
+    """Runs ``trainers.experiments.demo`` with the command line's settings; prints its report, writes ``--doc``."""
+    import dataclasses
 
-    started = time.perf_counter()
-    workdir = _timestamped(Path(args.workdir), "demo")
-    logs, data = workdir / "logs", workdir / "tfds"
-    print(f"[1/5] recording {args.episodes} expert and {args.episodes} random-mixture games into {logs}")
-    for policy, params in (("optimal", "{}"), ("random_mixture", '{"prob_smart": 0.5}')):
-        cmd_record(argparse.Namespace(rule="official", mode="fixed", seed=args.seed, policy=policy,
-                                      policy_params=params, episodes=args.episodes, out=str(logs / policy),
-                                      run_name=f"demo-{policy}", workers=args.workers))
-    print(f"[2/5] tfds build builders/wordle_synthetic --config manual_dir --manual_dir {logs}")
-    from trainers.core.build import tfds_build
+    from trainers.experiments.demo import FULL, run_demo, timestamped, write_document
 
-    dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs)
-    print("[3/5] tfds.load: statistics and one episode")
-    from transforms.loading import load
-    from transforms.statistics import compute_statistics
-
-    episodes = load(dataset_dir)
-    print("\n".join("  " + line for line in compute_statistics(episodes).table().splitlines()))
-    first = next(iter(episodes.take(1)))
-    steps = [{"action": st["action"].decode(), "reward": float(st["reward"]),
-              "observation": {"text": st["observation"]["text"].decode()}}
-             for st in first["steps"].as_numpy_iterator()]
-    meta = {k: first[k].numpy().decode() for k in ("episode_id", "answer", "policy")}
-    print(f"episode {meta['episode_id']} (answer {meta['answer']!r}, policy {meta['policy']}):")
-    print(render_episode(steps))
-    model = ModelConfig(n_layer=2, n_embd=64, n_head=4, n_positions=96)
-    common = dict(dataset=dataset_dir, steps=args.train_steps, batch_size=32, model=model, log_every=10,
-                  seed=args.seed, resume=False)
-    print(f"[4/5] training BC and ILQL for {args.train_steps} steps each on {dataset_dir}")
-    for algorithm, config in (("bc", BCConfig(out=str(workdir / "bc"), **common)),
-                              ("ilql", ILQLConfig(out=str(workdir / "ilql"), **common))):
-        result = train(algorithm, config)
-        print(f"      {algorithm}: loss {result.final_metrics.get('loss', float('nan')):.3f}, "
-              f"{result.tokens_per_second:,.0f} tokens/s, curves -> {result.out / 'training_curves.png'}")
-    print(f"[5/5] evaluating on {args.eval_games} seeded games (official rule, official lists)")
-    from trainers.algorithms.registry import load_policy
-
-    eval_config = EvalConfig(games=args.eval_games, seed=args.seed)
-    results = [evaluate(load_policy(workdir / name / "checkpoint", allowed_actions=eval_config.guesses, name=name),
-                        eval_config, name=name) for name in ("bc", "ilql")]
-    from rlds_lang.wordle.policies import OptimalPolicy
-
-    results.append(evaluate(OptimalPolicy(), eval_config, name="optimal"))
-    print(results_table(results, baseline="bc"))
-    save_results(results, workdir / "results.json")
-    print(f"plot -> {plot_results(results, workdir / 'results.png')}")
-    print(f"demo finished in {time.perf_counter() - started:.0f} s; everything is under {workdir}")
+    settings = dataclasses.replace(FULL, episodes=args.episodes, train_steps=args.train_steps,
+                                   eval_games=args.eval_games, beta_games=args.beta_games, seed=args.seed,
+                                   workers=args.workers)
+    report = run_demo(settings, timestamped(args.workdir))
+    print(report.text())
+    if args.doc:
+        print(f"guide -> {write_document(report, args.doc)}")
 
 
 def cmd_stats(args: argparse.Namespace) -> None:
@@ -199,13 +137,33 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rlds-lang``."""
     parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate (small)")
-    demo.add_argument("--episodes", type=int, default=64, help="games recorded per policy (expert, random mixture)")
-    demo.add_argument("--train-steps", type=int, default=150, help="optimizer steps of each trainer")
-    demo.add_argument("--eval-games", type=int, default=100, help="evaluation games per agent")
-    demo.add_argument("--workers", type=int, default=2)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--workdir", default=os.environ.get("RLDS_LANG_RUNS", str(REPO / "runs")))
+    from trainers.experiments.demo import FULL as DEMO
+
+    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate, on a "
+                                       "32-word Wordle (a few minutes)",
+                          description="Records expert and random-mixture games of a 32-word Wordle, builds them with "
+                                      "tfds build, loads them with tfds.load, trains BC and ILQL briefly and plays "
+                                      "them beside a random and the expert agent on the same seeded games; prints "
+                                      "the table with a computed verdict per learned agent and writes one PNG "
+                                      "(training curves beside the returns). Settings: trainers/experiments/demo.py.")
+    demo.add_argument("--episodes", type=int, default=DEMO.episodes,
+                      help=f"games recorded per policy (expert, random mixture) (default: {DEMO.episodes})")
+    demo.add_argument("--train-steps", type=int, default=DEMO.train_steps,
+                      help=f"optimizer steps of each trainer (default: {DEMO.train_steps})")
+    demo.add_argument("--eval-games", type=int, default=DEMO.eval_games,
+                      help=f"evaluation games per agent (default: {DEMO.eval_games})")
+    demo.add_argument("--beta-games", type=int, default=DEMO.beta_games,
+                      help=f"held-out games per ILQL beta of {list(DEMO.beta_grid)} that choose the one played "
+                           f"(default: {DEMO.beta_games})")
+    demo.add_argument("--workers", type=int, default=DEMO.workers,
+                      help=f"recording processes (default: {DEMO.workers})")
+    demo.add_argument("--seed", type=int, default=DEMO.seed,
+                      help=f"seed of training and of the evaluation games (default: {DEMO.seed})")
+    demo.add_argument("--workdir", default=os.environ.get("RLDS_LANG_RUNS", str(REPO / "runs")),
+                      help="a new timestamped folder under this one holds the run (default: $RLDS_LANG_RUNS or runs/)")
+    demo.add_argument("--doc", default=None, metavar="PATH",
+                      help="also write the report as a markdown guide to PATH, with its plot beside it as <stem>.png "
+                           "(docs/demo.md is made by: rlds-lang demo --doc docs/demo.md)")
     demo.set_defaults(func=cmd_demo)
     rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
     rec.add_argument("--policy", default="optimal")
