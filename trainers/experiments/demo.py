@@ -19,6 +19,9 @@ the ILQL paper's comparison: BC imitates every recorded game, ILQL learns values
 imitation by ``beta * (Q - V)``; ``beta`` is chosen on held-out games, as LMRL-Gym's scripts choose it (the authors'
 16 played worse than BC after this short training).
 
+Size: one module, like every results page's experiment: the demo's settings, its run and the page it prints belong
+together, and its report class is most of the length.
+
 Example::
 
     from trainers.experiments.demo import FULL, run_demo
