@@ -2,3 +2,6 @@
 
 Nothing here imports the layers above it (``loggers``, ``transforms``, ``builders``, ``trainers``, ``creator_web``).
 """
+
+#: the project's version, in this one place (``setup.cfg`` reads it; ``rlds-lang --version`` prints it).
+__version__ = "0.2.0"

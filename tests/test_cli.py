@@ -119,3 +119,14 @@ def test_training_time_adds_up_over_resumed_runs_that_advanced(tmp_path):
     assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 5.0, "step": 100}
     assert add_training_seconds(tmp_path, 2.0, 150) == 7.0  # resumed and trained on to step 150
     assert json.loads((tmp_path / "train_seconds.json").read_text()) == {"seconds": 7.0, "step": 150}
+
+
+def test_version_is_one_value_everywhere(capsys):
+    import importlib.metadata
+
+    from rlds_lang import __version__
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"rlds-lang {__version__}"
+    assert importlib.metadata.version("rlds-lang") == __version__  # setup.cfg reads it from rlds_lang

@@ -135,7 +135,10 @@ def cmd_eval(args: argparse.Namespace) -> list:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rlds-lang``."""
+    from rlds_lang import __version__
+
     parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"rlds-lang {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     from trainers.experiments.demo import FULL as DEMO
 
