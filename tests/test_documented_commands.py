@@ -62,3 +62,41 @@ def test_documented_command_parses(document, command):
         build_parser().parse_args(argv)
     except SystemExit as error:
         pytest.fail(f"{document}: `{command}` is not a valid command line (exit {error.code})")
+
+
+def sub_command_actions(parser) -> list:
+    """The sub-command actions of ``parser`` (argparse keeps them among its actions)."""
+    import argparse
+
+    return [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+
+
+def test_every_listed_command_has_a_one_line_help_at_every_level():
+    missing, unlisted = [], []
+
+    def walk(parser, path):
+        for action in sub_command_actions(parser):
+            listed = {choice.dest: choice.help for choice in action._choices_actions}
+            text = parser.format_help()
+            for name, help_text in listed.items():
+                if not (help_text or "").strip():
+                    missing.append(" ".join(path + [name]))
+                elif name not in text:
+                    unlisted.append(" ".join(path + [name]))
+            for name, sub in action.choices.items():
+                if name in listed:
+                    walk(sub, path + [name])
+
+    walk(build_parser(), ["rlds-lang"])
+    assert not missing, f"commands without a help line: {missing}"
+    assert not unlisted, f"commands missing from their group's --help: {unlisted}"
+
+
+def test_task_tools_are_grouped_and_former_names_still_parse():
+    parser = build_parser()
+    grouped = parser.parse_args(["visdial", "tokenizer", "--manual-dir", "d", "--out", "o.json"])
+    former = parser.parse_args(["visdial-tokenizer", "--manual-dir", "d", "--out", "o.json"])
+    assert grouped.func is former.func and grouped.manual_dir == former.manual_dir == "d"
+    top = parser.format_help()
+    assert "visdial-tokenizer" not in top and "reddit-upvotes" not in top  # hidden aliases
+    assert "visdial" in top and "reddit" in top

@@ -16,7 +16,7 @@ Damaged files (a truncated ``.zst``, a published CSV whose header is not the pub
 bytes that are not UTF-8) stop the build with an error naming the file; so does a folder in which no record
 became a comment (see ``docs/guides/damaged_input.md``).
 
-``upvotes_model`` configs need a classifier trained by ``rlds-lang reddit-upvotes``: the builder uses the
+``upvotes_model`` configs need a classifier trained by ``rlds-lang reddit upvotes``: the builder uses the
 folder ``upvote_model/`` inside the manual folder, else the folder named by the environment variable
 ``RLDS_LANG_REDDIT_UPVOTE_MODEL`` (``rlds_lang.reddit.upvote_model.find_upvote_model``), and fails with a
 message saying so when neither exists.
@@ -130,7 +130,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
     MANUAL_DOWNLOAD_INSTRUCTIONS = (
         "Put comments_positive.csv, comments_negative.csv, train_idxs.json, eval_idxs.json and test_idxs.json "
         "(the ILQL paper's Reddit data) -- or Reddit comment dumps (RC_*.zst / .ndjson) -- in the manual folder "
-        "(--manual_dir). upvotes_model configs also need upvote_model/ there (rlds-lang reddit-upvotes). "
+        "(--manual_dir). upvotes_model configs also need upvote_model/ there (rlds-lang reddit upvotes). "
         "See builders/reddit_comments/README.md.")
 
     def _info(self) -> tfds.core.DatasetInfo:

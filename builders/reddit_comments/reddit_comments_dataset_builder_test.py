@@ -113,7 +113,7 @@ class UpvotesModelPublishedTest(_Base):
 
 def test_upvotes_model_without_a_model_says_how_to_train_one(monkeypatch):
     monkeypatch.delenv(UPVOTE_MODEL_ENV, raising=False)
-    with pytest.raises(FileNotFoundError, match="rlds-lang reddit-upvotes") as e:
+    with pytest.raises(FileNotFoundError, match="rlds-lang reddit upvotes") as e:
         config = next(c for c in rcb.CONFIGS if c.name == "upvotes_model")
         rcb.raw_rewards(config, [], epath.Path(PUBLISHED))
     assert "upvote_model" in str(e.value) and UPVOTE_MODEL_ENV in str(e.value)

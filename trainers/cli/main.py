@@ -1,4 +1,4 @@
-"""The ``rlds-lang`` command line.
+"""rlds-lang: record, build, load, train and evaluate language RL datasets (RLDS episodes) from the command line.
 
 ``rlds-lang demo`` runs the main job small (``trainers.experiments.demo``): record expert and random-mixture games of
 a 32-word Wordle with ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config
@@ -15,6 +15,7 @@ with each agent and prints one table (mean reward ± SE, win rate, guesses), wri
 ``rlds-lang web --data-dir DIR`` serves the browser tool (``creator_web``) on 127.0.0.1:8765.
 ``rlds-lang malt --task wordle --init CHECKPOINT [--field value ...]`` runs expert-iteration then MALT (response
 trees + DPO) rounds (``trainers.algorithms.malt.malt``).
+``rlds-lang visdial serve|guesser|tokenizer`` and ``rlds-lang reddit upvotes|tokenizer`` are each task's tools.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from trainers.algorithms.registry import parse_agent
 
@@ -139,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"rlds-lang {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     from trainers.experiments.demo import FULL as DEMO
 
     demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate, on a "
@@ -212,23 +214,49 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.cli.preferences import add_parser as add_preferences_parser
 
     add_preferences_parser(sub)
-    from trainers.cli.tasks import add_reddit_parser as add_reddit_tokenizer_parser
-    from trainers.cli.tasks import (
-        add_reddit_upvotes_parser as add_reddit_upvotes_parser,
-    )
-
-    add_reddit_upvotes_parser(sub)
-    add_reddit_tokenizer_parser(sub)
-    from trainers.cli.tasks import (
-        add_visdial_guesser_parser as add_visdial_guesser_parser,
-    )
-    from trainers.cli.tasks import add_visdial_parser as add_visdial_tokenizer_parser
-    from trainers.cli.tasks import add_visdial_serve_parser as add_visdial_serve_parser
-
-    add_visdial_guesser_parser(sub)
-    add_visdial_tokenizer_parser(sub)
-    add_visdial_serve_parser(sub)
+    _add_task_groups(sub)
     return parser
+
+
+class FiledUnder:
+    """A sub-command registry that files each command a parser-adding function registers under another name (a
+    task group's) or, with ``hidden``, under its own name without listing it in the help (a former name kept as an
+    alias)."""
+
+    def __init__(self, sub: Any, names: dict[str, str] | None = None, hidden: bool = False):
+        self.sub, self.names, self.hidden = sub, names or {}, hidden
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """Adds the command ``name`` (renamed, or hidden) with ``kwargs`` as ``argparse`` would."""
+        if self.hidden:
+            kwargs.pop("help", None)
+            return self.sub.add_parser(name, **kwargs)
+        return self.sub.add_parser(self.names.get(name, name), **kwargs)
+
+
+#: task group -> (its help, [(parser-adding function of trainers.cli.tasks, former top-level name, name in group)]).
+TASK_GROUPS = {
+    "visdial": ("Visual Dialogue tools: the answerer/guesser server, the guesser, a subword tokenizer",
+                [("add_visdial_serve_parser", "visdial-serve", "serve"),
+                 ("add_visdial_guesser_parser", "visdial-guesser", "guesser"),
+                 ("add_visdial_parser", "visdial-tokenizer", "tokenizer")]),
+    "reddit": ("Reddit tools: the upvote model, a subword tokenizer",
+               [("add_reddit_upvotes_parser", "reddit-upvotes", "upvotes"),
+                ("add_reddit_parser", "reddit-tokenizer", "tokenizer")]),
+}
+
+
+def _add_task_groups(sub: Any) -> None:
+    """``rlds-lang visdial serve|guesser|tokenizer`` and ``rlds-lang reddit upvotes|tokenizer``; the former flat names
+    (``visdial-serve``, ...) stay as hidden aliases."""
+    from trainers.cli import tasks
+
+    for group, (help_text, commands) in TASK_GROUPS.items():
+        parser = sub.add_parser(group, help=help_text, description=help_text)
+        inner = parser.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
+        for function, former, name in commands:
+            getattr(tasks, function)(FiledUnder(inner, {former: name}))
+            getattr(tasks, function)(FiledUnder(sub, hidden=True))
 
 
 def _add_web_parser(sub) -> None:
@@ -253,7 +281,8 @@ def _add_train_parsers(sub) -> None:
     from trainers.algorithms.registry import ALGORITHMS
     from trainers.core.config import add_dataclass_arguments
 
-    train = sub.add_parser("train", help="train an agent from an RLDS dataset (BC, %%BC, ILQL)")
+    train = sub.add_parser("train", help="train an algorithm (bc, ilql, mc, dpo, ppo, online_pbc, reward) from an "
+                                         "RLDS dataset or its environment")
     algorithms = train.add_subparsers(dest="algorithm", required=True)
     for name, spec in ALGORITHMS.items():
         if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
@@ -284,7 +313,8 @@ def _add_train_parsers(sub) -> None:
 
 
 def _add_eval_parser(sub) -> None:
-    ev = sub.add_parser("eval", help="play seeded Wordle games with trained agents; table + plot")
+    ev = sub.add_parser("eval", help="play trained agents on the same seeded episodes of a task (--task wordle, "
+                                   "reddit or visdial); table with paired differences, JSON, plot")
     ev.add_argument("--agent", action="append", default=[], type=parse_agent,
                     help="NAME=CHECKPOINT[,beta=B,greedy=true,temperature=T] (repeatable); ILQL's beta defaults "
                          "to its config's, BC's to 0")
