@@ -20,9 +20,7 @@ import os
 from typing import Iterator
 
 from rlds_lang.reddit.data import (
-    read_dump,
     read_folder,
-    read_published,
     rejection_report,
 )
 from rlds_lang.reddit.env import RedditEnv
@@ -41,7 +39,7 @@ from rlds_lang.visdial.rewards import MODES, STOP, YN_KINDS, RewardConfig
 from trainers.evaluation.reddit import evaluate_agent, write_results
 from trainers.evaluation.stats import mean_and_se
 from trainers.evaluation.visdial import evaluate_questioner, plot_questioners
-from trainers.tasks.reddit_upvotes import UpvoteTrainConfig, train_upvote_model
+from trainers.tasks.reddit_upvotes import UpvoteTrainConfig, read_comments, train_upvote_model
 from trainers.tasks.visdial_guesser import GuesserConfig, load_guesser, train_guesser
 
 
@@ -292,7 +290,7 @@ def cmd_reddit_upvotes(args: argparse.Namespace) -> UpvoteClassifier:
 
     torch.set_num_threads(1)
     rejections: collections.Counter = collections.Counter()
-    comments = list(read_dump(args.dump, rejections) if args.dump else read_published(args.data, rejections))
+    comments = read_comments(args.data, args.dump, rejections)
     print(rejection_report(rejections, len(comments)))
     config = UpvoteTrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                                train_split=args.train_split, val_split=args.val_split)
@@ -310,7 +308,8 @@ def add_reddit_upvotes_parser(sub) -> None:
     p = sub.add_parser("reddit-upvotes", help="train the Reddit upvote classifier (the upvotes_model reward)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="folder with comments_positive.csv, comments_negative.csv and *_idxs.json")
-    source.add_argument("--dump", help="a Reddit comment dump (.ndjson or .zst); splits by hash of the id")
+    source.add_argument("--dump", nargs="+", help="the Reddit comment dumps of one build (.ndjson or .zst files, or "
+                        "folders of them), read together; splits by hash of the id")
     p.add_argument("--out", required=True, help="folder to save the model in")
     defaults = UpvoteTrainConfig()
     p.add_argument("--epochs", type=int, default=defaults.epochs)
