@@ -1,0 +1,196 @@
+"""The preference pipeline fails loudly: a dead or broken child (labeller, trainer) or a dead or failing
+environment side stops it promptly with the child's error, leaves no process behind and loses no label that
+was acknowledged (counted as recorded)."""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the reward trainer needs torch (installed by setup.cfg)")
+
+from loggers.preferences_dataset import read_judgements  # noqa: E402
+from rlds_lang.env import run_episode  # noqa: E402
+from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
+from rlds_lang.wordle.env import WordleEnv  # noqa: E402
+from rlds_lang.wordle.policies import make_policy  # noqa: E402
+from tests.test_preference_pipeline import TINY_REWARD, _alive, tiny_config  # noqa: E402
+from trainers.algorithms.reward.pipeline import PipelineError, PreferencePipeline  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+#: seconds a failure may take to surface at the environment side (the children start in a few seconds).
+NOTICE_WITHIN = 120.0
+
+
+def _pids(out: Path) -> dict[str, int]:
+    return json.loads((out / "pids.json").read_text())
+
+
+def _assert_no_orphans(out: Path, within: float = 15.0) -> None:
+    """Every child named in ``pids.json`` has ended (checked in /proc) within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    pids = _pids(out)
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids.values()):
+        time.sleep(0.1)
+    alive = {name: pid for name, pid in pids.items() if _alive(pid)}
+    assert not alive, f"processes outlived the pipeline: {alive}"
+
+
+def _assert_acknowledged_labels_on_disk(out: Path, summary: dict) -> None:
+    recorded = list(read_judgements(out / "preferences", "all"))
+    assert len(recorded) >= summary["labels_recorded"] > 0
+
+
+def _play_until_error(pipeline: PreferencePipeline, env: PreferenceEnv, within: float = NOTICE_WITHIN,
+                      on_labels: int | None = None, action=None) -> PipelineError:
+    """Plays games until the pipeline raises; ``action()`` runs once ``on_labels`` labels were recorded."""
+    policy = make_policy("random_mixture", prob_smart=0.5)
+    deadline = time.monotonic() + within
+    seed = 0
+    with pytest.raises(PipelineError) as caught:
+        while time.monotonic() < deadline:
+            run_episode(env, policy, seed=seed)
+            seed += 1
+            if action is not None and pipeline.labels_recorded >= on_labels:
+                action()
+                action = None
+            time.sleep(0.01)
+    return caught.value
+
+
+def test_a_trainer_failing_at_its_first_step_stops_the_environment_with_its_error(tmp_path):
+    broken = dataclasses.replace(TINY_REWARD, tokenizer="no-such-tokenizer")
+    config = tiny_config(tmp_path / "run", reward=broken, shutdown_timeout=10.0, clip_queue_size=64)
+    pipeline = PreferencePipeline(config)
+    env = PreferenceEnv(WordleEnv(seed=0), clip_sink=pipeline.clip_sink, predictor=pipeline.predictor(),
+                        n_initial_training_steps=2, reload_every=1)
+    started = time.monotonic()
+    error = _play_until_error(pipeline, env)
+    assert time.monotonic() - started < NOTICE_WITHIN
+    assert "reward-trainer" in str(error) and "exit code 1" in str(error)
+    assert "unknown tokenizer 'no-such-tokenizer'" in str(error)  # the child's own error, not a vague one
+    assert "Traceback" in error.details["reward-trainer"]["error"]
+    began = time.monotonic()
+    summary = pipeline.close(raise_on_failure=False)
+    assert time.monotonic() - began <= config.shutdown_timeout + 6
+    assert summary["failures"]["reward-trainer"]["exit_code"] == 1
+    _assert_no_orphans(Path(config.out))
+    _assert_acknowledged_labels_on_disk(Path(config.out), summary)
+    assert json.loads((Path(config.out) / "pipeline.json").read_text())["failures"] == summary["failures"]
+
+
+def test_a_killed_labeller_stops_the_pipeline_and_the_trainer_ends_too(tmp_path):
+    config = tiny_config(tmp_path / "run", shutdown_timeout=10.0, clip_queue_size=64, max_training_steps=0)
+    pipeline = PreferencePipeline(config)
+    env = PreferenceEnv(WordleEnv(seed=1), clip_sink=pipeline.clip_sink)
+    labeller = _pids(Path(config.out))["labeller"]
+    error = _play_until_error(pipeline, env, on_labels=5, action=lambda: os.kill(labeller, signal.SIGKILL))
+    assert "preference-labeller" in str(error) and "killed by SIGKILL" in str(error)
+    began = time.monotonic()
+    with pytest.raises(PipelineError, match="preference-labeller"):
+        pipeline.close()
+    assert time.monotonic() - began <= config.shutdown_timeout + 6
+    assert pipeline.summary["terminated"] == [] and pipeline.summary["stopped_early"]  # told to stop, it stopped
+    _assert_no_orphans(Path(config.out))
+    _assert_acknowledged_labels_on_disk(Path(config.out), pipeline.summary)
+
+
+def test_a_killed_trainer_does_not_hang_the_labeller_or_close(tmp_path):
+    """The label queue holds one label: with the trainer gone, the labeller blocks on it, and close() must still
+    return within the shutdown timeout, the labeller ended, every recorded label on disk."""
+    config = tiny_config(tmp_path / "run", shutdown_timeout=10.0, clip_queue_size=64, label_queue_size=1,
+                         max_training_steps=0, train=False)
+    pipeline = PreferencePipeline(config)
+    env = PreferenceEnv(WordleEnv(seed=2), clip_sink=pipeline.clip_sink)
+    trainer = _pids(Path(config.out))["trainer"]
+    error = _play_until_error(pipeline, env, on_labels=3, action=lambda: os.kill(trainer, signal.SIGKILL))
+    assert "reward-trainer" in str(error) and "killed by SIGKILL" in str(error)
+    began = time.monotonic()
+    with pytest.raises(PipelineError, match="reward-trainer"):
+        pipeline.close()
+    assert time.monotonic() - began <= config.shutdown_timeout + 6
+    assert pipeline.summary["terminated"] == []  # the blocked labeller was told to stop and stopped by itself
+    _assert_no_orphans(Path(config.out))
+    _assert_acknowledged_labels_on_disk(Path(config.out), pipeline.summary)
+
+
+def test_a_broken_labeller_config_fails_at_start_naming_the_labeller(tmp_path):
+    config = tiny_config(tmp_path / "run", label_noise=2.0, shutdown_timeout=10.0)
+    with pytest.raises(PipelineError, match=r"preference-labeller.*noise must be a probability"):
+        PreferencePipeline(config)
+    _assert_no_orphans(Path(config.out))
+
+
+def test_an_environment_error_closes_the_pipeline_promptly_and_keeps_every_label(tmp_path):
+    config = tiny_config(tmp_path / "run", shutdown_timeout=20.0, clip_queue_size=64, max_training_steps=2)
+    policy = make_policy("random_mixture", prob_smart=0.5)
+    with pytest.raises(ZeroDivisionError):
+        with PreferencePipeline(config) as pipeline:
+            env = PreferenceEnv(WordleEnv(seed=3), clip_sink=pipeline.clip_sink)
+            for seed in range(15):
+                run_episode(env, policy, seed=seed)
+            pipeline.wait_for_labels(14, timeout=60)
+            began = time.monotonic()
+            1 / 0  # the environment side breaks
+    assert time.monotonic() - began <= config.shutdown_timeout + 6
+    _assert_no_orphans(Path(config.out))
+    summary = pipeline.summary
+    recorded = list(read_judgements(Path(config.out) / "preferences", "all"))
+    assert summary["failures"] == {} and summary["labels_recorded"] == summary["labels_received"] == len(recorded)
+
+
+KILLED_PARENT_SCRIPT = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from rlds_lang.env import run_episode
+    from rlds_lang.preferences.wrapper import PreferenceEnv
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import make_policy
+    from tests.test_preference_pipeline import tiny_config
+    from trainers.algorithms.reward.pipeline import PreferencePipeline
+
+    if __name__ == "__main__":
+        config = tiny_config(Path(sys.argv[1]), max_training_steps=0, checkpoint_every=1)
+        policy = make_policy("random_mixture", prob_smart=0.5)
+        pipeline = PreferencePipeline(config)
+        env = PreferenceEnv(WordleEnv(seed=4), clip_sink=pipeline.clip_sink)
+        seed = 0
+        while True:  # until killed
+            run_episode(env, policy, seed=seed)
+            seed += 1
+            if pipeline.labels_recorded >= 5:
+                print("ready", flush=True)
+            time.sleep(0.01)
+""")
+
+
+def test_children_end_when_the_environment_process_is_killed(tmp_path):
+    script = tmp_path / "run_pipeline.py"
+    script.write_text(KILLED_PARENT_SCRIPT)
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    process = subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        line = ""
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if line.strip() == "ready" or not line:
+                break
+        assert line.strip() == "ready", process.stderr.read()[-3000:]
+        process.kill()  # SIGKILL: no handler runs, no close()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    _assert_no_orphans(out, within=20.0)
+    recorded = list(read_judgements(out / "preferences", "all"))
+    assert len(recorded) >= 5
