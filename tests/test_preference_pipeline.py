@@ -18,6 +18,7 @@ pytest.importorskip("torch", reason="the reward trainer needs torch (installed b
 
 from loggers.preferences_dataset import read_judgements  # noqa: E402
 from rlds_lang.env import run_episode  # noqa: E402
+from rlds_lang.preferences.database import EpisodeSplit  # noqa: E402
 from rlds_lang.preferences.queues import DroppingSink, put_blocking  # noqa: E402
 from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
@@ -94,6 +95,8 @@ def test_pipeline_labels_routes_trains_and_the_wrapper_reloads_its_checkpoint(tm
     assert summary["train_labels"] + summary["validation_labels"] == summary["labels_received"]
     assert summary["validation_labels"] > 0 and 2 <= summary["training_steps"] <= 4
     assert len({j.pair_key for j in recorded}) == len(recorded)  # no pair asked twice
+    sides = EpisodeSplit(config.val_fraction)
+    assert all(sides.split(j) != "straddling" for j in recorded) and summary["straddling"] == 0  # paired per side
     assert json.loads((Path(config.out) / "pipeline.json").read_text()) == summary
 
 
@@ -114,6 +117,19 @@ def test_collect_only_stores_labels_without_training(tmp_path):
     assert summary["clips_dropped"] == 0 and summary["clips_sent"] == 12
     assert summary["labels_received"] == 11 and summary["training_steps"] == 0  # a pair per clip after the first
     assert not (Path(config.out) / "checkpoint").exists()
+
+
+def test_the_labeller_asks_at_the_decaying_query_rate(tmp_path):
+    """With T0 = 2 clips, the queries due after k clips are floor(2 ln(1 + k/2)): 3 after 12 clips, not 11."""
+    config = tiny_config(tmp_path / "run", train=False, clip_queue_size=64, query_timescale=2.0)
+    policy = make_policy("random_mixture", prob_smart=0.5)
+    with PreferencePipeline(config) as pipeline:
+        env = PreferenceEnv(WordleEnv(seed=1), clip_sink=pipeline.clip_sink)
+        for seed in range(12):
+            run_episode(env, policy, seed=seed)
+    summary = pipeline.summary
+    assert summary["clips_sent"] == 12 and summary["queries_due"] == 3 == int(2 * np.log(1 + 12 / 2))
+    assert summary["labels_received"] == 3 and summary["queries_waiting"] == 0
 
 
 SIGTERM_SCRIPT = textwrap.dedent("""

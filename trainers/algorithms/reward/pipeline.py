@@ -7,16 +7,23 @@ stalls the agent:
 - the environment side (``PreferenceEnv``) hands its clips to ``PreferencePipeline.clip_sink``, which puts
   them on a small queue (``clip_queue_size``) that **drops** a clip when full and counts it
   (``rlds_lang.preferences.queues.DroppingSink``);
-- the labelling process keeps the most recent ``max_clips`` clips, selects ``pairs_per_clip`` unasked pairs
-  per new clip (``PairSelector``: random, or by the ensemble's disagreement using the newest checkpoint),
-  labels them (``SyntheticLabeller``), records every judgement through ``loggers.preferences`` (flushed
-  before it goes on) and sends it on a queue that **never drops** (``put_blocking``);
+- the labelling process puts each clip on the training or the validation side by its episode
+  (``rlds_lang.preferences.database.EpisodeSplit``: validation holds out whole episodes), keeps the most
+  recent ``max_clips`` clips of each side, and asks as many queries as the decaying query rate says are
+  due (``rlds_lang.preferences.selection.QuerySchedule``: ``pairs_per_clip`` per clip at first, falling as
+  ``T0 / (T0 + clips)`` with ``T0 = query_timescale`` clips; a query no pair can serve yet waits for the
+  next clip). Each query is an unasked pair of clips **of one side** (``PairSelector``: random, or by the
+  ensemble's disagreement using the newest checkpoint), so no judgement straddles the two; it is labelled
+  (``SyntheticLabeller``), recorded through ``loggers.preferences`` (flushed before it goes on) and sent on
+  a queue that **never drops** (``put_blocking``);
 - the training process routes each label into the training or the validation database
   (``RoutedDatabases``), waits for ``n_initial_preferences`` labels (printing ``waiting for preferences:
   n/40``), then trains the reward ensemble (``trainers.algorithms.reward.trainer.RewardModelTrainer``) and writes
-  ``out/checkpoint`` atomically every ``checkpoint_every`` steps (at the end, it completes
+  ``out/checkpoint`` atomically every ``checkpoint_every_epochs`` epochs over the training database (the
+  anchor's unit; ``checkpoint_every`` counts optimizer steps instead when given; at the end, it completes
   ``max_training_steps`` on the labels it holds before the last save); the wrapper's
-  ``CheckpointRewardPredictor`` (``PreferencePipeline.predictor()``) reloads it.
+  ``CheckpointRewardPredictor`` (``PreferencePipeline.predictor()``) reloads it, and switches to it after
+  ``n_initial_training_epochs`` epochs.
 
 Shutdown: ``close()`` (also on leaving ``with``, and on SIGTERM through ``stop_on_sigterm``) puts an end
 marker behind the last clip, lets the labeller finish what it holds and pass the end on, lets the trainer
@@ -54,6 +61,7 @@ import atexit
 import contextlib
 import dataclasses
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -86,20 +94,25 @@ class PipelineConfig:
     clip_queue_size: int = 8
     #: labels in flight to the trainer before the labeller waits (the label queue never drops).
     label_queue_size: int = 64
-    #: most recent clips the labeller pairs from (the anchor's preference interface keeps a bounded pool).
+    #: most recent clips of each side the labeller pairs from (the anchor's preference interface keeps a bounded pool).
     max_clips: int = 1000
-    #: pairs asked per clip received.
-    pairs_per_clip: int = 1
+    #: queries asked per clip received at the start of the run (the query rate's ``rate_0``).
+    pairs_per_clip: float = 1.0
+    #: ``T0`` of the decaying query rate ``rate_0 * T0 / (T0 + clips)``, in clips: the paper's 2e6 environment
+    #: steps in clips of ``SEGMENT_LENGTH`` steps; None keeps the rate constant.
+    query_timescale: float | None = defaults.QUERY_RATE_TIMESCALE / defaults.SEGMENT_LENGTH
     #: ``random`` or ``disagreement`` (the ensemble's, from the newest checkpoint; random until one exists).
     selection: str = "random"
     #: labels before reward training starts (anchor ``n_initial_prefs``).
     n_initial_preferences: int = defaults.INITIAL_PREFERENCES
     #: capacity of the circular databases, train + validation (anchor ``max_prefs_in_db``).
     database_capacity: int = defaults.DATABASE_CAPACITY
-    #: share of labels routed to validation (anchor ``PREFS_VAL_FRACTION``).
+    #: share of episodes whose clips form the validation side (anchor ``PREFS_VAL_FRACTION``, of labels there).
     val_fraction: float = defaults.VALIDATION_FRACTION
-    #: reward-training steps between checkpoints the wrapper reloads (anchor ``reward_predictor_refresh_interval``).
-    checkpoint_every: int = defaults.RELOAD_EVERY_TRAINING_STEPS
+    #: reward-training epochs between the checkpoints the wrapper reloads (anchor ``reward_predictor_ckpt_interval``).
+    checkpoint_every_epochs: int = defaults.CHECKPOINT_EVERY_EPOCHS
+    #: if given, reward-training optimizer steps between checkpoints instead.
+    checkpoint_every: int | None = None
     #: stop training after this many steps (labels are still received and stored); 0 = no limit.
     max_training_steps: int = 0
     #: ``False``: collect only (labels recorded and stored, no reward training).
@@ -120,15 +133,20 @@ def _labelling_process(watch: ChildWatch, config: PipelineConfig, clips: Any, la
     """Pairs, labels and records clips until the end marker (or until ``watch`` says stop); then sends the end
     marker on to the trainer."""
     from loggers.preferences import PreferenceRecorder
+    from rlds_lang.preferences.database import TRAIN, VALIDATION, EpisodeSplit
     from rlds_lang.preferences.labellers import SyntheticLabeller, judge
-    from rlds_lang.preferences.selection import PairSelector
+    from rlds_lang.preferences.selection import PairSelector, QuerySchedule
 
     out = Path(config.out)
     checkpoint = out / CHECKPOINT_DIR
     selector = PairSelector(config.selection, seed=config.seed)
     labeller = SyntheticLabeller(config.tie_tolerance, config.label_noise, config.seed)
+    splitter = EpisodeSplit(config.val_fraction)
+    schedule = QuerySchedule(config.pairs_per_clip, config.query_timescale)
+    most_owed = 4 * max(1, math.ceil(config.pairs_per_clip))  # queries waiting for pairs, at most
     predictor = None
-    pool: list[Any] = []
+    pools: dict[str, list[Any]] = {TRAIN: [], VALIDATION: []}
+    owed = 0
     recorder = PreferenceRecorder(out / LOGS_DIR, run_name=f"pipeline-{os.getpid()}")
     session = recorder.session(f"session-{os.getpid()}", labeller=labeller.labeller_id,
                                metadata={"selection": config.selection})
@@ -141,7 +159,9 @@ def _labelling_process(watch: ChildWatch, config: PipelineConfig, clips: Any, la
                 continue
             if isinstance(clip, str) and clip == END:
                 break
-            pool = (pool + [clip])[-config.max_clips:]
+            side = splitter.side(clip)
+            pools[side] = (pools[side] + [clip])[-config.max_clips:]
+            owed = min(owed + schedule.advance(1), most_owed)
             if config.selection == "disagreement" and (checkpoint / "config.json").is_file():
                 if predictor is None:
                     from trainers.algorithms.reward.predictor import (
@@ -151,7 +171,11 @@ def _labelling_process(watch: ChildWatch, config: PipelineConfig, clips: Any, la
                 predictor.reload()
                 if predictor.model is not None:
                     selector.disagreement = predictor.model.disagreement
-            for pair in selector.select(pool, config.pairs_per_clip):
+            chosen: list[Any] = []
+            for pool in (pools[side], pools[VALIDATION if side == TRAIN else TRAIN]):  # its own side first
+                chosen += selector.select(pool, owed - len(chosen))
+            owed -= len(chosen)
+            for pair in chosen:
                 judgement = judge(labeller, pair.left, pair.right, pair.selection, pair.disagreement)
                 session.write(judgement)  # on disk before it is sent: a label never exists only in a queue
                 with counters.get_lock():
@@ -160,6 +184,8 @@ def _labelling_process(watch: ChildWatch, config: PipelineConfig, clips: Any, la
                     return  # stopped while the trainer did not take it: it is on disk, the pipeline is failing
     finally:
         recorder.close()
+        (out / "labeller.json").write_text(json.dumps({"queries_due": schedule.issued, "queries_waiting": owed,
+                                                       "clips": {k: len(v) for k, v in pools.items()}}))
         put_blocking(labels, END, alive=delivering, poll=0.2)
         if watch.stopped():
             labels.cancel_join_thread()  # labels still buffered for a trainer that is gone: exit without them
@@ -177,7 +203,7 @@ def _training_process(watch: ChildWatch, config: PipelineConfig, labels: Any, co
     out = Path(config.out)
     dbs = RoutedDatabases(config.database_capacity, config.val_fraction)
     trainer = RewardTrainerFactory(config.reward)() if config.train else None
-    received, steps, last_note, saved_step, metrics = 0, 0, 0.0, -1, {}
+    received, steps, last_note, saved_step, saved_epochs, metrics = 0, 0, 0.0, -1, 0.0, {}
     done = stopped = False
     ready.set()
     while not done:
@@ -210,9 +236,9 @@ def _training_process(watch: ChildWatch, config: PipelineConfig, labels: Any, co
             continue
         metrics = trainer.train_step(dbs.train.judgements(), dbs.validation.judgements())
         steps += 1
-        if steps % config.checkpoint_every == 0:
+        if checkpoint_due(config, steps, trainer.epochs, saved_epochs):
             trainer.save(out / CHECKPOINT_DIR)
-            saved_step = steps
+            saved_step, saved_epochs = steps, trainer.epochs
     while trainer is not None and not stopped and config.max_training_steps and steps < config.max_training_steps and \
             len(dbs) >= config.n_initial_preferences and len(dbs.train):  # the labels are in: finish the steps
         metrics = trainer.train_step(dbs.train.judgements(), dbs.validation.judgements())
@@ -220,9 +246,20 @@ def _training_process(watch: ChildWatch, config: PipelineConfig, labels: Any, co
     if trainer is not None and steps and saved_step != steps:
         trainer.save(out / CHECKPOINT_DIR)
     summary = {"stopped_early": stopped, "labels_received": received, "train_labels": len(dbs.train),
-               "validation_labels": len(dbs.validation), "evicted": dbs.train.evicted + dbs.validation.evicted, "training_steps": steps,
+               "validation_labels": len(dbs.validation), "evicted": dbs.train.evicted + dbs.validation.evicted,
+               "straddling": dbs.straddling, "training_steps": steps,
+               "training_epochs": trainer.epochs if trainer is not None else 0.0,
                "last_metrics": {k: v for k, v in metrics.items() if isinstance(v, (int, float))}}
     (out / "trainer.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+
+
+def checkpoint_due(config: PipelineConfig, steps: int, epochs: float, saved_epochs: float) -> bool:
+    """Whether the trainer saves after optimizer step ``steps``: every ``checkpoint_every`` steps when given,
+    else whenever ``epochs`` enters a new block of ``checkpoint_every_epochs`` epochs since ``saved_epochs``."""
+    if config.checkpoint_every is not None:
+        return steps % config.checkpoint_every == 0
+    every = config.checkpoint_every_epochs
+    return math.floor(epochs / every + 1e-9) > math.floor(saved_epochs / every + 1e-9)
 
 
 class PreferencePipeline:
@@ -316,11 +353,13 @@ class PreferencePipeline:
         for q in (self._clips, self._labels):
             q.cancel_join_thread()  # whatever is left has no reader any more: never hang on it
             q.close()
-        trainer_file = self.out / "trainer.json"
-        trainer = json.loads(trainer_file.read_text()) if trainer_file.is_file() else {}
+        written = {}  # what each child wrote when it ended
+        for name in ("labeller.json", "trainer.json"):
+            if (self.out / name).is_file():
+                written.update(json.loads((self.out / name).read_text()))
         self.summary = {"clips_sent": self.clip_sink.sent, "clips_dropped": self.clip_sink.dropped,
                         "labels_recorded": self.labels_recorded, "terminated": report.killed,
-                        "exit_codes": report.exit_codes, "failures": report.failures(), **trainer}
+                        "exit_codes": report.exit_codes, "failures": report.failures(), **written}
         (self.out / SUMMARY_FILE).write_text(json.dumps(self.summary, indent=2, sort_keys=True))
         if raise_on_failure:
             self._children.raise_for(report)
@@ -353,5 +392,5 @@ def stop_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["PipelineConfig", "PipelineError", "PreferencePipeline", "stop_on_sigterm", "END", "LABELLER",
+__all__ = ["PipelineConfig", "PipelineError", "PreferencePipeline", "checkpoint_due", "stop_on_sigterm", "END", "LABELLER",
            "SUMMARY_FILE", "TRAINER"]
