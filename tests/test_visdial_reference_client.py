@@ -90,3 +90,31 @@ def test_the_server_rejects_what_it_cannot_serve_with_a_4xx_naming_the_field(den
             assert response.status_code == 422 and "history[0]: the question is empty" in response.json()["detail"]
         assert http.post("/step_rank", data=form(question, pool[0])).status_code == 200
     assert not server.thread.is_alive()
+
+
+def test_the_cache_command_writes_what_our_server_answers_in_the_reference_format(setup, tmp_path):  # noqa: F811
+    import os
+
+    from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, cache_file, load_reward_cache
+    from trainers.cli.main import build_parser
+
+    folder, _, _, guesser_dir, backend = setup
+    out = tmp_path / "caches"
+    args = build_parser().parse_args(["visdial-serve", "--manual-dir", folder, "--guesser", guesser_dir,
+                                      "--write-caches", str(out)])
+    args.func(args)  # writes and returns: nothing is served
+    val = list(read_split(folder, "val"))
+    rank = load_reward_cache(str(out / cache_file("val", "rank")), expected=len(val))
+    distance = load_reward_cache(str(out / cache_file("val", "distance")), expected=len(val))
+    assert all(len(row) == ROUNDS + 1 for row in rank + distance)
+    store = FeatureStore(os.path.join(folder, FEATURES_FILE), "val")
+    d = val[1]
+    with BackendServer(backend) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        history, served_rank, served_distance = [], [], []
+        for r in range(ROUNDS + 1):
+            fields = form(history, store[d.index], d.caption)
+            served_rank.append(http.post("/fetch_reward_rank", data=fields).json())
+            served_distance.append(http.post("/fetch_reward", data=fields).json())
+            if r < ROUNDS:
+                history += [turn("question", d.questions[r]), turn("answer", d.answers[r])]
+    assert list(rank[1]) == served_rank and list(distance[1]) == served_distance  # p_0 first, as the stop rule reads

@@ -44,7 +44,8 @@ from trainers.tasks.visdial_guesser import GuesserConfig, load_guesser, train_gu
 
 
 def cmd_visdial_serve(args: argparse.Namespace) -> None:
-    """Builds the local backend and serves it until interrupted."""
+    """Builds the local backend and serves it until interrupted (or, with ``--write-caches``, writes its reward
+    caches and returns)."""
     import torch
     import uvicorn
 
@@ -54,6 +55,13 @@ def cmd_visdial_serve(args: argparse.Namespace) -> None:
     backend = build_local_backend(args.manual_dir, load_guesser(args.guesser), args.version,
                                   normalize=not args.no_normalize, published_pool=args.published_pool,
                                   unk_below=args.unk_below)
+    if args.write_caches:
+        from trainers.tasks.visdial_caches import write_reward_caches
+
+        for path in write_reward_caches(backend, args.manual_dir, args.write_caches, args.cache_splits, args.version,
+                                        normalize=not args.no_normalize):
+            print(f"wrote {path}")
+        return
     print(f"Visual Dialogue server on http://{args.host}:{args.port} (pool of {len(backend.pool)} val images)",
           flush=True)
     uvicorn.run(create_app(backend), host=args.host, port=args.port, log_level="info")
@@ -74,6 +82,11 @@ def add_visdial_serve_parser(sub) -> None:
                         "published bots: 5; rarer words become UNK); 0 keeps the dataset answers, lower-cased")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     p.add_argument("--port", type=int, default=8766)
+    p.add_argument("--write-caches", metavar="OUT",
+                   help="instead of serving, write this server's reward caches of --cache-splits into OUT in the "
+                        "reference's format (<split>_rank_reward_cache1.json, <split>_reward_cache2.json): what a "
+                        "reference client talking to this server must read")
+    p.add_argument("--cache-splits", nargs="+", default=["val"], help="splits whose caches --write-caches writes")
     p.set_defaults(func=cmd_visdial_serve)
 
 
