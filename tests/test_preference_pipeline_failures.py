@@ -6,9 +6,6 @@ import dataclasses
 import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -21,10 +18,9 @@ from rlds_lang.env import run_episode  # noqa: E402
 from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import make_policy  # noqa: E402
-from tests.test_preference_pipeline import TINY_REWARD, _alive, tiny_config  # noqa: E402
+from tests.test_preference_pipeline import TINY_REWARD, _alive, start_pipeline_script, tiny_config  # noqa: E402
 from trainers.algorithms.reward.pipeline import PipelineError, PreferencePipeline  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 #: seconds a failure may take to surface at the environment side (the children start in a few seconds).
 NOTICE_WITHIN = 120.0
 
@@ -86,20 +82,28 @@ def test_a_trainer_failing_at_its_first_step_stops_the_environment_with_its_erro
     assert json.loads((Path(config.out) / "pipeline.json").read_text())["failures"] == summary["failures"]
 
 
-def test_a_killed_labeller_stops_the_pipeline_and_the_trainer_ends_too(tmp_path):
-    config = tiny_config(tmp_path / "run", shutdown_timeout=10.0, clip_queue_size=64, max_training_steps=0)
+def _kill_child_then_close(config, child: str, on_labels: int) -> PreferencePipeline:
+    """Plays into a pipeline of ``config``, SIGKILLs its ``child`` (``labeller``/``trainer``) after ``on_labels``
+    labels and checks that the environment side hears of it and that ``close()`` names it within the timeout."""
+    names = {"labeller": "preference-labeller", "trainer": "reward-trainer"}
     pipeline = PreferencePipeline(config)
     env = PreferenceEnv(WordleEnv(seed=1), clip_sink=pipeline.clip_sink)
-    labeller = _pids(Path(config.out))["labeller"]
-    error = _play_until_error(pipeline, env, on_labels=5, action=lambda: os.kill(labeller, signal.SIGKILL))
-    assert "preference-labeller" in str(error) and "killed by SIGKILL" in str(error)
+    pid = _pids(Path(config.out))[child]
+    error = _play_until_error(pipeline, env, on_labels=on_labels, action=lambda: os.kill(pid, signal.SIGKILL))
+    assert names[child] in str(error) and "killed by SIGKILL" in str(error)
     began = time.monotonic()
-    with pytest.raises(PipelineError, match="preference-labeller"):
+    with pytest.raises(PipelineError, match=names[child]):
         pipeline.close()
     assert time.monotonic() - began <= config.shutdown_timeout + 6
-    assert pipeline.summary["terminated"] == [] and pipeline.summary["stopped_early"]  # told to stop, it stopped
+    assert pipeline.summary["terminated"] == []  # the other child was told to stop and stopped by itself
     _assert_no_orphans(Path(config.out))
     _assert_acknowledged_labels_on_disk(Path(config.out), pipeline.summary)
+    return pipeline
+
+
+def test_a_killed_labeller_stops_the_pipeline_and_the_trainer_ends_too(tmp_path):
+    config = tiny_config(tmp_path / "run", shutdown_timeout=10.0, clip_queue_size=64, max_training_steps=0)
+    assert _kill_child_then_close(config, "labeller", on_labels=5).summary["stopped_early"]
 
 
 def test_a_killed_trainer_does_not_hang_the_labeller_or_close(tmp_path):
@@ -107,18 +111,7 @@ def test_a_killed_trainer_does_not_hang_the_labeller_or_close(tmp_path):
     return within the shutdown timeout, the labeller ended, every recorded label on disk."""
     config = tiny_config(tmp_path / "run", shutdown_timeout=10.0, clip_queue_size=64, label_queue_size=1,
                          max_training_steps=0, train=False)
-    pipeline = PreferencePipeline(config)
-    env = PreferenceEnv(WordleEnv(seed=2), clip_sink=pipeline.clip_sink)
-    trainer = _pids(Path(config.out))["trainer"]
-    error = _play_until_error(pipeline, env, on_labels=3, action=lambda: os.kill(trainer, signal.SIGKILL))
-    assert "reward-trainer" in str(error) and "killed by SIGKILL" in str(error)
-    began = time.monotonic()
-    with pytest.raises(PipelineError, match="reward-trainer"):
-        pipeline.close()
-    assert time.monotonic() - began <= config.shutdown_timeout + 6
-    assert pipeline.summary["terminated"] == []  # the blocked labeller was told to stop and stopped by itself
-    _assert_no_orphans(Path(config.out))
-    _assert_acknowledged_labels_on_disk(Path(config.out), pipeline.summary)
+    _kill_child_then_close(config, "trainer", on_labels=3)
 
 
 def test_a_broken_labeller_config_fails_at_start_naming_the_labeller(tmp_path):
@@ -146,46 +139,10 @@ def test_an_environment_error_closes_the_pipeline_promptly_and_keeps_every_label
     assert summary["failures"] == {} and summary["labels_recorded"] == summary["labels_received"] == len(recorded)
 
 
-KILLED_PARENT_SCRIPT = textwrap.dedent("""
-    import sys, time
-    from pathlib import Path
-    from rlds_lang.env import run_episode
-    from rlds_lang.preferences.wrapper import PreferenceEnv
-    from rlds_lang.wordle.env import WordleEnv
-    from rlds_lang.wordle.policies import make_policy
-    from tests.test_preference_pipeline import tiny_config
-    from trainers.algorithms.reward.pipeline import PreferencePipeline
-
-    if __name__ == "__main__":
-        config = tiny_config(Path(sys.argv[1]), max_training_steps=0, checkpoint_every=1)
-        policy = make_policy("random_mixture", prob_smart=0.5)
-        pipeline = PreferencePipeline(config)
-        env = PreferenceEnv(WordleEnv(seed=4), clip_sink=pipeline.clip_sink)
-        seed = 0
-        while True:  # until killed
-            run_episode(env, policy, seed=seed)
-            seed += 1
-            if pipeline.labels_recorded >= 5:
-                print("ready", flush=True)
-            time.sleep(0.01)
-""")
-
-
 def test_children_end_when_the_environment_process_is_killed(tmp_path):
-    script = tmp_path / "run_pipeline.py"
-    script.write_text(KILLED_PARENT_SCRIPT)
+    process = start_pipeline_script(tmp_path, 5, handle_sigterm=False)
     out = tmp_path / "run"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    process = subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 240
-        line = ""
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if line.strip() == "ready" or not line:
-                break
-        assert line.strip() == "ready", process.stderr.read()[-3000:]
         process.kill()  # SIGKILL: no handler runs, no close()
         process.wait(timeout=30)
     finally:

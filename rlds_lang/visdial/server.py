@@ -45,13 +45,19 @@ class RequestError(ValueError):
     """A request field that cannot be used; the message names the field."""
 
 
+def json_field(raw: str, field: str) -> Any:
+    """The JSON value of form field ``field``; a ``RequestError`` naming it (with the start of the text) if it is
+    not JSON."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise RequestError(f"{field}: not JSON ({e}): {raw[:40]!r}") from None
+
+
 def parse_history(raw: str, ends_with: str) -> list[dict[str, str]]:
     """The protocol history: alternating question/answer turns from a question, ending with ``ends_with``
     (``"question"``, or ``"answer"`` meaning complete rounds, possibly none)."""
-    try:
-        history = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise RequestError(f"history: not JSON ({e})") from None
+    history = json_field(raw, "history")
     if not isinstance(history, list):
         raise RequestError("history: must be a JSON list of {speaker, text} objects")
     for i, t in enumerate(history):
@@ -71,10 +77,7 @@ def parse_history(raw: str, ends_with: str) -> list[dict[str, str]]:
 
 def parse_features(raw: str, dim: int) -> list[float]:
     """The image feature: a JSON list of ``dim`` finite numbers."""
-    try:
-        values = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise RequestError(f"img_features: not JSON ({e})") from None
+    values = json_field(raw, "img_features")
     if not isinstance(values, list) or len(values) != dim:
         raise RequestError(f"img_features: must be a JSON list of {dim} numbers, got "
                            f"{len(values) if isinstance(values, list) else type(values).__name__}")
@@ -90,10 +93,7 @@ def parse_generation_kwargs(raw: str) -> dict[str, Any]:
     """The optional ``generation_kwargs``: empty, or a JSON object (accepted and ignored: answers are retrieved)."""
     if not raw:
         return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise RequestError(f"generation_kwargs: not JSON ({e}): {raw[:40]!r}") from None
+    value = json_field(raw, "generation_kwargs")
     if not isinstance(value, dict):
         raise RequestError("generation_kwargs: must be a JSON object")
     return value
@@ -240,4 +240,4 @@ class BackendServer:
 
 
 __all__ = ["BackendServer", "FEATURE_LIMIT", "RequestError", "create_app", "finite", "free_port", "parse_features",
-           "parse_generation_kwargs", "parse_history"]
+           "json_field", "parse_generation_kwargs", "parse_history"]
