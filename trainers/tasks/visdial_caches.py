@@ -22,12 +22,14 @@ import json
 import os
 from typing import Sequence
 
+import numpy as np
+
 from rlds_lang.visdial.backend import LocalBackend, Scene, turn
 from rlds_lang.visdial.data import CACHE_ROW, FEATURES_FILE, Dialogue, FeatureStore, cache_file, read_split
 from rlds_lang.visdial.rewards import REWARD_KINDS
 
 
-def cache_row(backend: LocalBackend, dialogue: Dialogue, feature, kind: str) -> list[float]:
+def cache_row(backend: LocalBackend, dialogue: Dialogue, feature: np.ndarray, kind: str) -> list[float]:
     """``[v0, d1 .. d10]`` of one dialogue: the backend's reward with no round, then after each of its rounds."""
     if dialogue.rounds != CACHE_ROW - 1:
         raise ValueError(f"dialogue {dialogue.index} of {dialogue.split} has {dialogue.rounds} rounds; a reward-cache "
