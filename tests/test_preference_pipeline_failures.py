@@ -151,3 +151,31 @@ def test_children_end_when_the_environment_process_is_killed(tmp_path):
     _assert_no_orphans(out, within=20.0)
     recorded = list(read_judgements(out / "preferences", "all"))
     assert len(recorded) >= 5
+
+
+def _fail_at_once(watch) -> None:
+    raise ValueError("broken on purpose")
+
+
+def _wait_until_told(watch) -> None:
+    while not watch.stopped():
+        time.sleep(0.05)
+
+
+def test_a_child_that_fails_while_the_parent_waits_stops_its_sibling():
+    """``ChildSet.join`` sets the stop event when a child fails, so a sibling waiting for it ends by itself long
+    before the deadline instead of being killed there; the failure is reported with the child's own error."""
+    import multiprocessing
+
+    from trainers.algorithms.reward.supervision import ChildSet
+
+    children = ChildSet(multiprocessing.get_context("spawn"))
+    children.start("waiter", _wait_until_told, ())
+    children.start("failer", _fail_at_once, ())
+    began = time.monotonic()
+    report = children.join(time.monotonic() + 90)
+    assert time.monotonic() - began < 45
+    assert report.killed == [] and report.exit_codes == {"waiter": 0, "failer": 1}
+    assert "ValueError: broken on purpose" in report.errors["failer"]
+    with pytest.raises(PipelineError, match=r"the failer process failed \(exit code 1\): ValueError: broken on purpose"):
+        children.raise_for(report)
