@@ -179,3 +179,44 @@ def test_a_child_that_fails_while_the_parent_waits_stops_its_sibling():
     assert "ValueError: broken on purpose" in report.errors["failer"]
     with pytest.raises(PipelineError, match=r"the failer process failed \(exit code 1\): ValueError: broken on purpose"):
         children.raise_for(report)
+
+
+FORGETFUL_SCRIPT = """
+import sys
+from pathlib import Path
+from rlds_lang.env import run_episode
+from rlds_lang.preferences.wrapper import PreferenceEnv
+from rlds_lang.wordle.env import WordleEnv
+from rlds_lang.wordle.policies import make_policy
+from tests.test_preference_pipeline import tiny_config
+from trainers.algorithms.reward.pipeline import PreferencePipeline
+
+if __name__ == "__main__":
+    pipeline = PreferencePipeline(tiny_config(Path(sys.argv[1]), train=False, clip_queue_size=64))
+    env = PreferenceEnv(WordleEnv(seed=5), clip_sink=pipeline.clip_sink)
+    for seed in range(4):
+        run_episode(env, make_policy("random_mixture", prob_smart=0.5), seed=seed)
+    pipeline.wait_for_labels(3)
+    # never closed: the interpreter's exit must close it, not wait for its children for ever
+"""
+
+
+def test_a_program_that_never_closes_the_pipeline_still_exits(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "forgetful.py"
+    script.write_text(FORGETFUL_SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1")
+    process = subprocess.Popen([sys.executable, str(script), str(tmp_path / "run")], cwd=root, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        code = process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 0, process.stderr.read()[-3000:]
+    _assert_no_orphans(tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "pipeline.json").read_text())  # closed at exit, counts written
+    assert summary["labels_recorded"] == summary["labels_received"] == 3
