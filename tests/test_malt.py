@@ -72,6 +72,23 @@ def test_malt_round_trains_dpo_and_reuses_compatible_trees(tmp_path):
     assert alone.train_data == [alone.data["trees"]]
 
 
+def test_a_malt_round_without_pairs_is_recorded_as_empty_with_its_reason(tmp_path, capsys):
+    from trainers.algorithms.malt.malt import rounds_table
+
+    init = tiny_checkpoint(tmp_path / "init")
+    config = MALTConfig(init=str(init), out=str(tmp_path / "m"), trees=2, branching=1, branch_depth=1, dpo_steps=2,
+                        dpo_batch_size=2, pair_method="interval")  # one response per node: nothing to prefer
+    manifest = malt_round(config, WordleEnv(), RandomMixturePolicy(prob_smart=1.0), init, 0, tmp_path / "r0", [],
+                          progress=False)
+    assert manifest.selected == 0 and not manifest.trained
+    assert "no preference pairs in 2 trees" in manifest.empty_reason
+    assert manifest.checkpoint == str(init) and not (tmp_path / "r0" / "train").exists()  # nothing trained
+    assert "no preference pairs" in capsys.readouterr().out
+    manifest.save(tmp_path / "r0")
+    assert RoundManifest.load(tmp_path / "r0").empty_reason == manifest.empty_reason
+    assert "(empty: no preference pairs" in rounds_table([manifest])
+
+
 def test_dpo_epochs_set_a_round_s_steps_from_its_pairs(tmp_path):
     assert dpo_round_steps(MALTConfig(dpo_steps=7), 100) == 7
     assert dpo_round_steps(MALTConfig(dpo_epochs=2, dpo_batch_size=16), 64) == 8

@@ -163,7 +163,11 @@ def test_branch_pairs_rank_the_parent_move_against_the_branch_move(rare_mc):
     _, loaded = rare_mc
     assert np.array_equal(utterance_values(loaded, ([{"text": b""}], []), ["ab", "ba"]),
                           utterance_values(loaded, ([""], []), ["ab", "ba"]))  # RLDS observations read as their text
-    assert ranking_fraction(loaded, histories, better, worse) in (0.0, 1.0)
+    q_better, q_worse = utterance_values(loaded, histories[0], better + worse)
+    assert q_better != q_worse
+    ranked_right = float(q_better > q_worse)  # the one pair counts as ranked right exactly when Q says so
+    assert ranking_fraction(loaded, histories, better, worse) == ranked_right
+    assert ranking_fraction(loaded, histories, worse, better) == 1.0 - ranked_right
     with pytest.raises(ValueError, match="branch b0: its parent 'p' is not among the episodes"):
         branch_pairs(branches)
 

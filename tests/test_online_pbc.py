@@ -90,3 +90,14 @@ def test_bad_options_are_refused():
         OnlinePBCConfig(top_p=0.0)
     with pytest.raises(ValueError, match="rounds and games_per_round"):
         OnlinePBCConfig(rounds=0)
+
+
+def test_each_round_trains_on_from_the_previous_round_s_weights_and_optimizer(straight):
+    """Round 1's BC continues round 0's run: its Adam state has counted both rounds' steps (a round started from
+    scratch would hold only its own 3), and at the start of round 1 the weights were round 0's."""
+    out, _ = straight
+    states = [torch.load(round_dir(tiny(out, 2), k) / "bc" / "checkpoint" / "trainer_state.pt", weights_only=False)
+              for k in (0, 1)]
+    adam_steps = [{float(s["step"]) for s in state["optimizer"]["state"].values()} for state in states]
+    assert adam_steps == [{3.0}, {6.0}]
+    assert [state["step"] for state in states] == [3, 3]  # each round's own step count starts at 0

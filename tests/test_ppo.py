@@ -224,3 +224,23 @@ def test_a_fresh_run_never_overwrites_recorded_rollouts(biased_lm, tok, tmp_path
     with pytest.raises(FileExistsError, match="never overwritten"):
         run(config(tmp_path / "ppo", updates=1), biased_lm, tok)
     assert (old / "chunk_00000").read_text() == "recorded earlier"
+
+
+def test_the_adaptive_kl_controller_steers_beta_in_the_ppo_loop(biased_lm, tok, tmp_path):
+    """Each update's beta is the previous one moved by Ziegler et al.'s rule on the previous update's measured KL
+    (``optim.AdaptiveKLController``); a loop that never calls ``update`` keeps beta at its start value."""
+    target, horizon = 1e3, 16  # a KL far below target, horizon = the episodes of an update: beta x 0.8 per update
+    cfg = config(tmp_path / "ppo", updates=3, adaptive_kl=True, kl_coef=0.05, kl_target=target, kl_horizon=horizon)
+    run(cfg, biased_lm, tok)
+    rows = [json.loads(line) for line in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()]
+    betas = [r["objective/kl_coef"] for r in rows]
+    assert betas[0] == pytest.approx(0.05)
+    for before, after in zip(rows, rows[1:]):
+        error = float(np.clip(before["objective/kl"] / target - 1.0, -0.2, 0.2))
+        assert after["objective/kl_coef"] == pytest.approx(before["objective/kl_coef"] * (1 + error * before["turns"] / horizon))
+    assert betas == pytest.approx([0.05, 0.04, 0.032])  # it moved, towards more KL
+    state = torch.load(tmp_path / "ppo" / "checkpoint" / "trainer_state.pt", weights_only=False)
+    last = rows[-1]  # the controller's value after the last update is saved for resuming
+    expected = last["objective/kl_coef"] * (1 + float(np.clip(last["objective/kl"] / target - 1, -0.2, 0.2))
+                                            * last["turns"] / horizon)
+    assert state["kl"]["value"] == pytest.approx(expected)

@@ -45,13 +45,16 @@ def trained(wordle_episodes, tmp_path_factory):
     from trainers.algorithms.reward.trainer import train_reward
     from trainers.experiments.preferences.wordle_demo import random_pairs
 
-    clips = [clip for ep in wordle_episodes for clip in clips_from_episode(ep, segment_length=8)]
     labeller = SyntheticLabeller(0.0, 0.0, 0)
     rng = np.random.default_rng(0)
-    judgements = [Judgement(a, b, labeller.label(a, b), labeller="synthetic") for a, b in random_pairs(clips, 40, rng)]
+
+    def labelled(episodes, n):
+        clips = [clip for ep in episodes for clip in clips_from_episode(ep, segment_length=8)]
+        return [Judgement(a, b, labeller.label(a, b), labeller="synthetic") for a, b in random_pairs(clips, n, rng)]
+
     out = tmp_path_factory.mktemp("reward")
-    config = dataclasses.replace(TINY_REWARD, out=str(out))
-    return train_reward(config, judgements[:30], judgements[30:], progress=False)
+    config = dataclasses.replace(TINY_REWARD, out=str(out))  # validation on games never trained on
+    return train_reward(config, labelled(wordle_episodes[:9], 30), labelled(wordle_episodes[9:], 10), progress=False)
 
 
 def test_load_reward_model_scores_exactly_like_the_trained_model(trained, wordle_episodes):

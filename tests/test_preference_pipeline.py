@@ -18,6 +18,7 @@ pytest.importorskip("torch", reason="the reward trainer needs torch (installed b
 
 from loggers.preferences_dataset import read_judgements  # noqa: E402
 from rlds_lang.env import run_episode  # noqa: E402
+from rlds_lang.preferences.database import EpisodeSplit  # noqa: E402
 from rlds_lang.preferences.queues import DroppingSink, put_blocking  # noqa: E402
 from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
@@ -94,6 +95,8 @@ def test_pipeline_labels_routes_trains_and_the_wrapper_reloads_its_checkpoint(tm
     assert summary["train_labels"] + summary["validation_labels"] == summary["labels_received"]
     assert summary["validation_labels"] > 0 and 2 <= summary["training_steps"] <= 4
     assert len({j.pair_key for j in recorded}) == len(recorded)  # no pair asked twice
+    sides = EpisodeSplit(config.val_fraction)
+    assert all(sides.split(j) != "straddling" for j in recorded) and summary["straddling"] == 0  # paired per side
     assert json.loads((Path(config.out) / "pipeline.json").read_text()) == summary
 
 
@@ -103,21 +106,33 @@ def test_a_pipeline_never_starts_over_an_earlier_run(tmp_path):
         PreferencePipeline(tiny_config(tmp_path / "run"))
 
 
-def test_collect_only_stores_labels_without_training(tmp_path):
-    config = tiny_config(tmp_path / "run", train=False, clip_queue_size=64)
+def collect(config: PipelineConfig, games: int = 12) -> dict:
+    """Plays ``games`` Wordle games into a pipeline of ``config`` and closes it; returns its summary."""
     policy = make_policy("random_mixture", prob_smart=0.5)
     with PreferencePipeline(config) as pipeline:
         env = PreferenceEnv(WordleEnv(seed=1), clip_sink=pipeline.clip_sink)
-        for seed in range(12):
+        for seed in range(games):
             run_episode(env, policy, seed=seed)
-    summary = pipeline.summary
+    return pipeline.summary
+
+
+def test_collect_only_stores_labels_without_training(tmp_path):
+    config = tiny_config(tmp_path / "run", train=False, clip_queue_size=64)
+    summary = collect(config)
     assert summary["clips_dropped"] == 0 and summary["clips_sent"] == 12
     assert summary["labels_received"] == 11 and summary["training_steps"] == 0  # a pair per clip after the first
     assert not (Path(config.out) / "checkpoint").exists()
 
 
-SIGTERM_SCRIPT = textwrap.dedent("""
-    import sys, time
+def test_the_labeller_asks_at_the_decaying_query_rate(tmp_path):
+    """With T0 = 2 clips, the queries due after k clips are floor(2 ln(1 + k/2)): 3 after 12 clips, not 11."""
+    summary = collect(tiny_config(tmp_path / "run", train=False, clip_queue_size=64, query_timescale=2.0))
+    assert summary["clips_sent"] == 12 and summary["queries_due"] == 3 == int(2 * np.log(1 + 12 / 2))
+    assert summary["labels_received"] == 3 and summary["queries_waiting"] == 0
+
+
+PIPELINE_SCRIPT = textwrap.dedent("""
+    import contextlib, sys, time
     from pathlib import Path
     from rlds_lang.env import run_episode
     from rlds_lang.preferences.wrapper import PreferenceEnv
@@ -127,34 +142,46 @@ SIGTERM_SCRIPT = textwrap.dedent("""
     from trainers.algorithms.reward.pipeline import PreferencePipeline, stop_on_sigterm
 
     if __name__ == "__main__":
-        config = tiny_config(Path(sys.argv[1]), max_training_steps=0, checkpoint_every=1)
+        out, ready_after, handle_sigterm = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "sigterm"
+        config = tiny_config(out, max_training_steps=0, checkpoint_every=1)
         policy = make_policy("random_mixture", prob_smart=0.5)
-        with stop_on_sigterm(), PreferencePipeline(config) as pipeline:
+        with stop_on_sigterm() if handle_sigterm else contextlib.nullcontext(), PreferencePipeline(config) as pipeline:
             env = PreferenceEnv(WordleEnv(seed=2), clip_sink=pipeline.clip_sink)
             seed = 0
-            while True:  # until SIGTERM
+            while True:  # until a signal
                 run_episode(env, policy, seed=seed)
                 seed += 1
-                if pipeline.labels_received >= 15:
+                if pipeline.labels_received >= ready_after:
                     print("ready", flush=True)
                 time.sleep(0.01)
 """)
 
 
-def test_sigterm_closes_the_pipeline_without_orphans_or_lost_labels(tmp_path):
-    script = tmp_path / "run_pipeline.py"
-    script.write_text(SIGTERM_SCRIPT)
-    out = tmp_path / "run"
+def start_pipeline_script(folder: Path, ready_after: int, handle_sigterm: bool) -> subprocess.Popen:
+    """A separate process playing into a pipeline (``folder / "run"``) until a signal; returns once it has stored
+    ``ready_after`` labels. ``handle_sigterm``: inside ``stop_on_sigterm``."""
+    script = folder / "run_pipeline.py"
+    script.write_text(PIPELINE_SCRIPT)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    process = subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, str(script), str(folder / "run"), str(ready_after),
+                                "sigterm" if handle_sigterm else "plain"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    line = ""
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line.strip() == "ready" or not line:
+            break
+    if line.strip() != "ready":
+        process.kill()
+        raise AssertionError(f"the pipeline script never got ready: {process.stderr.read()[-3000:]}")
+    return process
+
+
+def test_sigterm_closes_the_pipeline_without_orphans_or_lost_labels(tmp_path):
+    process = start_pipeline_script(tmp_path, 15, handle_sigterm=True)
+    out = tmp_path / "run"
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if line.strip() == "ready" or not line:
-                break
-        assert line.strip() == "ready", process.stderr.read()[-3000:]
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=180)
     finally:

@@ -157,12 +157,17 @@ def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp
     for got in train + val:
         assert_same_judgements([got], [by_key[got.pair_key]])
 
-    config = RewardModelConfig(dataset=str(tmp_path / "data"), val_split="validation", out=str(tmp_path / "reward"),
-                               steps=30, members=2, lr=3e-3, log_every=10,
+    # the built validation split is made by pair: its clips are all in training pairs, so none is held out
+    by_pair = RewardModelConfig(dataset=str(tmp_path / "data"), val_split="validation", out=str(tmp_path / "r0"))
+    with pytest.raises(ValueError, match=f"{len(val)} overlapping validation judgements were dropped"):
+        train_reward(by_pair, progress=False)
+    config = RewardModelConfig(dataset=str(tmp_path / "data"), split="train+validation", val_fraction=0.3,
+                               out=str(tmp_path / "reward"), steps=30, members=2, lr=3e-3, log_every=10,
                                model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
-    result = train_reward(config, progress=False)
+    result = train_reward(config, progress=False)  # validation holds out whole episodes
     metrics = json.loads((tmp_path / "reward" / "metrics.json").read_text())
-    assert metrics["train_labels"] == len(train) and metrics["val_labels"] == len(val)
+    assert metrics["train_labels"] + metrics["val_labels"] + metrics["val_straddling_dropped"] == len(want)
+    assert metrics["val_labels"] > 0 and metrics["val_overlapping_dropped"] == 0
     assert metrics["val_accuracy"] == result.metrics["val_accuracy"] and metrics["val_accuracy"] > 0.6
 
     # the trained ensemble's disagreement drives pair selection: the chosen pairs are its top-scored candidates

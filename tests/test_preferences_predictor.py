@@ -78,3 +78,25 @@ def test_the_wrapper_serves_a_saved_reward_model_and_reloads_new_checkpoints(tmp
     assert missing.training_steps == 40
     train_reward(dataclasses.replace(config, steps=60), train, val, progress=False)  # the trainer saves again
     assert predictor.reload() and predictor.training_steps == 60 and predictor.reloads == 2
+
+
+def test_a_failed_reload_is_counted_logged_and_raises_when_it_persists(tmp_path, caplog):
+    torch.set_num_threads(1)
+    config = RewardModelConfig(out=str(tmp_path / "reward"), steps=2, members=2, log_every=1)
+    train, val = judgements(vector_clip, 20, seed=1), judgements(vector_clip, 8, seed=2, prefix="v")
+    train_reward(config, train, val, progress=False)
+    checkpoint = tmp_path / "reward" / "checkpoint"
+    predictor = CheckpointRewardPredictor(checkpoint, max_failed_reloads=2)
+    assert predictor.training_steps == 2
+    train_reward(dataclasses.replace(config, steps=3), train, val, progress=False)  # a newer checkpoint ...
+    weights = checkpoint / "weights.pt"
+    weights.rename(tmp_path / "weights.pt")  # ... caught without its weights (as between two renames: an OSError)
+    with caplog.at_level("WARNING", logger="trainers.algorithms.reward.predictor"):
+        assert predictor.reload() is False
+    assert predictor.failed_reloads == 1 and predictor.training_steps == 2  # the old weights, but not silently
+    assert "reload failed" in caplog.text and "weights.pt" in predictor.last_reload_error
+    with pytest.raises(RuntimeError, match="could not be reloaded 2 times in a row"):
+        predictor.reload()
+    (tmp_path / "weights.pt").rename(weights)
+    predictor.failed_in_a_row = 0
+    assert predictor.reload() and predictor.training_steps == 3 and predictor.failed_in_a_row == 0

@@ -88,16 +88,56 @@ def test_circular_database_keeps_the_latest_and_router_is_deterministic_by_pair(
                for i in range(200))
     assert splits == [ValidationRouter(0.2).split(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(5000)]
 
+
+
+def test_routed_databases_hold_out_whole_episodes_and_count_straddling_pairs():
     dbs = RoutedDatabases(capacity=100)
-    went = [dbs.add(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(50)]
-    assert len(dbs.validation) == went.count("validation") and len(dbs) == 50
+    went = [dbs.add(_judgement(f"l{i % 20}:{i}", f"r{i % 15}:{i}")) for i in range(200)]  # episodes recur
     assert dbs.validation.capacity == 20 and dbs.train.capacity == 80
-    assert all(dbs.router.split(j) == "validation" for j in dbs.validation.judgements())
+    assert went.count("straddling") == dbs.straddling > 0 and went.count("validation") > 0
+    assert dbs.train.added + dbs.validation.added + dbs.straddling == 200
+    episodes = {side: {c.source_episode_id for j in db.judgements() for c in (j.left, j.right)}
+                for side, db in (("train", dbs.train), ("validation", dbs.validation))}
+    assert episodes["validation"] and not episodes["train"] & episodes["validation"]  # no validation clip trained on
     reloaded = RoutedDatabases(capacity=100)  # saved preferences read back land in the same databases
     assert reloaded.extend(dbs.train.judgements() + dbs.validation.judgements()) == {
-        "train": len(dbs.train), "validation": len(dbs.validation)}
+        "train": len(dbs.train), "validation": len(dbs.validation), "straddling": 0}
 
 
 def test_the_anchor_defaults_are_in_one_place():
     assert (defaults.SEGMENT_LENGTH, defaults.INITIAL_PREFERENCES, defaults.VALIDATION_FRACTION,
             defaults.VALIDATION_EVERY) == (40, 40, 0.2, 10)
+
+
+def test_the_reference_defaults_are_pinned_where_they_are_used():
+    """Each default decided against the reference (``rlds_lang.preferences.defaults`` says which and in what unit)
+    and every place that uses it: changing one changes the method, so a test must say so."""
+    from rlds_lang.preferences.wrapper import PreferenceEnv
+    from rlds_lang.wordle.env import WordleEnv
+    from trainers.algorithms.reward.model import RewardModelConfig
+    from trainers.algorithms.reward.pipeline import PipelineConfig
+    from trainers.cli.main import build_parser
+
+    assert defaults.ENSEMBLE_MEMBERS == RewardModelConfig().members == 3          # the paper's ensemble
+    assert defaults.VALIDATION_EVERY == RewardModelConfig().val_every == 10       # anchor, mini-batches
+    assert defaults.INITIAL_TRAINING_EPOCHS == 50                                 # anchor, epochs
+    assert PreferenceEnv(WordleEnv()).n_initial_training_epochs == 50
+    assert PreferenceEnv(WordleEnv()).n_initial_training_steps is None            # counted in epochs by default
+    run = build_parser().parse_args(["preferences", "run"])
+    assert (run.n_initial_training_epochs, run.n_initial_training_steps) == (50, None)
+    assert defaults.CHECKPOINT_EVERY_EPOCHS == PipelineConfig().checkpoint_every_epochs == 10  # anchor, epochs
+    assert PipelineConfig().checkpoint_every is None
+    assert defaults.CANDIDATES_PER_QUERY == PairSelector("disagreement").candidates == 10      # ours
+    assert PipelineConfig().query_timescale == defaults.QUERY_RATE_TIMESCALE / defaults.SEGMENT_LENGTH == 50_000
+    assert PipelineConfig().val_fraction == RewardModelConfig().val_fraction == 0.2
+    assert PipelineConfig().n_initial_preferences == 40 and PipelineConfig().database_capacity == 10_000
+
+
+def test_checkpoints_come_every_n_epochs_unless_steps_are_given():
+    from trainers.algorithms.reward.pipeline import PipelineConfig, checkpoint_due
+
+    config = PipelineConfig(checkpoint_every_epochs=10)
+    assert not checkpoint_due(config, 100, 9.99, 0.0) and checkpoint_due(config, 101, 10.0, 0.0)
+    assert not checkpoint_due(config, 102, 19.5, 10.0) and checkpoint_due(config, 103, 20.4, 10.0)
+    steps = PipelineConfig(checkpoint_every=3)
+    assert [k for k in range(1, 10) if checkpoint_due(steps, k, 100.0 * k, 0.0)] == [3, 6, 9]

@@ -44,10 +44,10 @@ class ArrayEnv(dm_env.Environment):
 
 
 class FakePredictor:
-    """A predictor whose reward is ``action - observation[0]`` and whose training steps the test sets."""
+    """A predictor whose reward is ``action - observation[0]`` and whose training steps and epochs the test sets."""
 
-    def __init__(self, training_steps: int = 0):
-        self.training_steps, self.reloads, self.seen = training_steps, 0, []
+    def __init__(self, training_steps: int = 0, training_epochs: int = 0):
+        self.training_steps, self.training_epochs, self.reloads, self.seen = training_steps, training_epochs, 0, []
 
     def predict_step(self, observation, action) -> float:
         self.seen.append((np.array(observation), int(action)))
@@ -105,6 +105,17 @@ def test_clips_reach_the_sink_with_true_rewards_while_the_predicted_one_is_serve
     env.use_true_reward()
     env.reset()
     assert env.reward_source == "true" and float(env.step(1).reward) == 0.0
+
+
+def test_the_switch_to_the_predicted_reward_counts_epochs_over_the_database_by_default():
+    predictor = FakePredictor(training_steps=10_000, training_epochs=49)  # many mini-batches, 49 epochs
+    env = PreferenceEnv(ArrayEnv(), predictor=predictor, collect=False)
+    assert env.reward_source == "true"
+    predictor.training_epochs = 50  # the reference's n_initial_training_steps = 50 epochs
+    assert env.reward_source == "predicted"
+    by_steps = PreferenceEnv(ArrayEnv(), predictor=FakePredictor(training_steps=5, training_epochs=0),
+                             n_initial_training_steps=5, collect=False)
+    assert by_steps.reward_source == "predicted"  # counting optimizer steps when asked to
 
 
 def test_forcing_the_predicted_reward_needs_a_predictor_and_a_saved_model_can_be_used_at_once():

@@ -113,3 +113,27 @@ def test_reddit_upvotes_command_trains_and_reports(tmp_path):
     assert model.info["train_comments"] == 60 and model.info["val_accuracy"] == 1.0
     assert rw.make_reward("upvotes_model", model_dir=str(out), cache=False).rewards(
         ["great helpful answer thanks 99", "stupid spam garbage 99"]) == [1.0, 0.0]
+
+
+def test_upvote_training_reads_every_dump_of_a_build_together(tmp_path):
+    """A reply whose parent sits in another dump file keeps its parent text, and a comment repeated across files
+    is counted once (rejected as a duplicate) -- which only happens when the files are read as one build."""
+    import collections
+    import json
+
+    from trainers.tasks.reddit_upvotes import read_comments
+
+    def record(cid, body, parent="t3_post"):
+        return json.dumps({"id": cid, "body": body, "score": 2, "parent_id": parent, "link_id": "t3_post",
+                           "subreddit": "q"})
+
+    (tmp_path / "a.ndjson").write_text(record("c1", "the parent comment") + "\n" + record("c2", "said twice") + "\n")
+    (tmp_path / "b.ndjson").write_text(record("c3", "a reply across files", parent="t1_c1") + "\n"
+                                       + record("c2", "said twice") + "\n")
+    rejections: collections.Counter = collections.Counter()
+    comments = read_comments(None, [tmp_path / "a.ndjson", tmp_path / "b.ndjson"], rejections)
+    assert [c.comment_id for c in comments] == ["c1", "c2", "c3"]
+    assert comments[2].parent_text == "the parent comment"
+    assert sum(rejections.values()) == 1 and "duplicate" in str(list(rejections)).lower()
+    folder = read_comments(None, [tmp_path], collections.Counter())  # a folder: all of its dumps, in name order
+    assert [c.comment_id for c in folder] == ["c1", "c2", "c3"]

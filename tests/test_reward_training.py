@@ -12,11 +12,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the reward model needs torch (installed by setup.cfg)")
 
-from tests.reward_fixtures import dot_clip, judgements, text_clip, vector_clip  # noqa: E402
+from rlds_lang.preferences.types import Judgement  # noqa: E402
+from tests.reward_fixtures import dot_clip, judgements, label_by_return, text_clip, vector_clip  # noqa: E402
 from trainers.algorithms.reward.model import RewardModel, RewardModelConfig  # noqa: E402
 from trainers.algorithms.reward.trainer import (  # noqa: E402
     RewardModelTrainer,
     evaluate,
+    held_out,
+    split_held_out,
     split_validation,
     train_reward,
 )
@@ -59,12 +62,44 @@ def test_gradient_accumulation_takes_the_same_step():
     assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-6) and grads[0].abs().sum() > 0
 
 
-def test_split_validation_is_by_pair_and_deterministic():
-    data = judgements(vector_clip, 200, seed=5)
-    train, val = split_validation(data, 0.2)
-    assert len(train) + len(val) == 200 and 20 <= len(val) <= 60
-    assert split_validation(data, 0.2) == (train, val)
-    assert not {j.pair_key for j in train} & {j.pair_key for j in val}
+def _overlapping_judgements(games: int = 60, pairs: int = 400, seed: int = 5) -> list:
+    """Judgements of random pairs over the clips of ``games`` games (two clips per game): games recur in many pairs."""
+    rng = np.random.default_rng(seed)
+    clips = [vector_clip(rng, f"game{g}:{start}") for g in range(games) for start in (0, 5)]
+    out = []
+    for _ in range(pairs):
+        i, j = rng.choice(len(clips), size=2, replace=False)
+        out.append(Judgement(clips[i], clips[j], label_by_return(clips[i], clips[j]), labeller="synthetic"))
+    return out
+
+
+def _episodes(judgements) -> set:
+    return {clip.source_episode_id for j in judgements for clip in (j.left, j.right)}
+
+
+def test_validation_is_held_out_by_episode_and_straddling_pairs_are_counted():
+    data = _overlapping_judgements()
+    split = split_held_out(data, 0.2)
+    assert split.val and split.train and not _episodes(split.train) & _episodes(split.val)  # never trained on
+    assert len(split.train) + len(split.val) + split.straddling == len(data) and split.straddling > 0
+    assert split_validation(data, 0.2) == (split.train, split.val)  # deterministic, by the episode ids
+    other = split_held_out(data, 0.2, seed=1)
+    assert not _episodes(other.train) & _episodes(other.val) and other.val != split.val
+    # a split by pair (a built dataset's validation split) shares games with training: those pairs are dropped
+    by_pair_val, by_pair_train = data[:80], data[80:]
+    kept = held_out(by_pair_train, by_pair_val)
+    assert kept.overlapping == len(by_pair_val) - len(kept.val) > 0
+    assert not _episodes(kept.val) & _episodes(by_pair_train)
+
+
+def test_train_reward_reports_the_held_out_split(tmp_path):
+    split = split_held_out(_overlapping_judgements(games=40, pairs=300, seed=8), 0.3)
+    leaked = split.train[:7]  # validation pairs that share games with training (as a split by pair makes)
+    config = dataclasses.replace(SMALL, out=str(tmp_path / "run"), steps=4, log_every=2, checkpoint_every=10)
+    result = train_reward(config, split.train, split.val + leaked, progress=False)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["validation_split"] == "by episode" and metrics["val_overlapping_dropped"] == 7
+    assert metrics["val_labels"] == result.metrics["val_labels"] == len(split.val)
 
 
 def test_train_reward_writes_checkpoint_and_metrics(tmp_path):
@@ -133,8 +168,47 @@ def test_cli_trains_from_a_dataset_through_read_judgements(tmp_path, monkeypatch
     assert metrics["train_labels"] == 50 and metrics["val_labels"] == 20 and 0.0 <= metrics["val_accuracy"] <= 1.0
     assert "validation accuracy" in capsys.readouterr().out
     assert RewardModel.load(out / "checkpoint").state["step"] == 20
-    # without --val_split, 20% of the training split is held out by pair
+    # without --val_split, 20% of the training split's episodes are held out
     from trainers.algorithms.reward.trainer import read_dataset
 
-    train, val = read_dataset(RewardModelConfig(dataset="/built/prefs"))
-    assert len(train) + len(val) == 50 and val and calls[-1] == ("/built/prefs", "train")
+    split = read_dataset(RewardModelConfig(dataset="/built/prefs"))
+    assert len(split.train) + len(split.val) + split.straddling == 50 and split.val
+    assert calls[-1] == ("/built/prefs", "train")
+
+
+def test_epochs_count_passes_over_the_training_database_and_reach_the_predictor(tmp_path):
+    from trainers.algorithms.reward.predictor import CheckpointRewardPredictor
+
+    data = judgements(vector_clip, 16, seed=9)
+    trainer = RewardModelTrainer(dataclasses.replace(SMALL, batch_size=8))
+    metrics = [trainer.train_step(data) for _ in range(3)]
+    assert [m["epochs"] for m in metrics] == [0.5, 1.0, 1.5]  # 8 judgements drawn per step from 16
+    trainer.train_step(data + judgements(vector_clip, 16, seed=10, prefix="more"))  # the database grew to 32
+    assert trainer.epochs == 1.75
+    trainer.save(tmp_path / "checkpoint")
+    predictor = CheckpointRewardPredictor(tmp_path / "checkpoint")
+    assert (predictor.training_steps, predictor.training_epochs) == (4, 1)
+
+
+def test_every_member_trains_on_its_own_bootstrap_of_the_labels(monkeypatch):
+    """Member m's batches come from its Poisson(1) bootstrap: a judgement whose count is 0 for m is never in
+    m's batches, and draws follow the counts -- uniform draws, or one bootstrap for all, would not."""
+    data = judgements(vector_clip, 60, seed=11)
+    trainer = RewardModelTrainer(dataclasses.replace(SMALL, members=3, batch_size=16))
+    counts = np.array([trainer.bootstrap_weights(j) for j in data])  # [judgements, members]
+    assert (counts == 0).any(axis=0).all() and not (counts[:, 0] == counts[:, 1]).all()  # members differ
+    seen = {m: [] for m in range(3)}
+    original = RewardModelTrainer.member_loss
+
+    def spy(self, member, batch, reduction="mean"):
+        seen[member].extend(data.index(j) for j in batch)
+        return original(self, member, batch, reduction)
+
+    monkeypatch.setattr(RewardModelTrainer, "member_loss", spy)
+    for _ in range(40):
+        trainer.train_step(data)
+    for m in range(3):
+        drawn = np.bincount(seen[m], minlength=len(data))
+        assert drawn[counts[:, m] == 0].sum() == 0, f"member {m} trained on labels outside its bootstrap"
+        expected = counts[:, m] / counts[:, m].sum() * drawn.sum()
+        assert np.corrcoef(drawn, expected)[0, 1] > 0.8  # drawn in proportion to the counts

@@ -24,18 +24,24 @@ from typing import Any, Callable
 class DroppingSink:
     """A clip sink that puts each clip on ``target`` without waiting and drops it when the queue is full.
 
+    ``check`` (optional) is called before each put and may raise to stop the caller, e.g. when the process
+    reading the queue has died: clips are then neither put nor counted as dropped.
+
     Attributes:
       sent: clips put on the queue.
       dropped: clips dropped because the queue was full.
     """
 
-    def __init__(self, target: Any):
+    def __init__(self, target: Any, check: Callable[[], None] | None = None):
         self.target = target
+        self.check = check
         self.sent = 0
         self.dropped = 0
 
     def __call__(self, item: Any) -> bool:
         """Puts ``item`` if there is room; ``False`` (and one more drop) if the queue is full."""
+        if self.check is not None:
+            self.check()
         try:
             self.target.put_nowait(item)
         except queue.Full:

@@ -7,8 +7,10 @@ step's reward is either the environment's or the one a ``RewardPredictor`` predi
 - ``use_true_reward()`` / ``use_predicted_reward()`` force one of them; ``reward_source`` (``"true"`` or
   ``"predicted"``) and ``using_predicted_reward`` say which is active.
 - Until forced, the wrapper switches to the predicted reward by itself once the predictor reports
-  ``training_steps >= n_initial_training_steps`` (the anchor's ``n_initial_training_steps``: reward-training
-  steps, default 50; 0 = use a saved reward model from the start).
+  ``training_epochs >= n_initial_training_epochs`` (the anchor's ``n_initial_training_steps``, which are
+  epochs over the preference database: default 50, ``rlds_lang.preferences.defaults``; 0 = use a saved
+  reward model from the start). Given ``n_initial_training_steps`` instead, it counts optimizer steps
+  (mini-batches, ``training_steps``).
 - Every ``reload_every`` environment steps it calls ``predictor.reload()``, which re-reads a checkpoint
   that a reward trainer in another process may have replaced.
 
@@ -30,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import dm_env
 import numpy as np
 
-from rlds_lang.preferences.defaults import INITIAL_TRAINING_STEPS, SEGMENT_LENGTH
+from rlds_lang.preferences.defaults import INITIAL_TRAINING_EPOCHS, SEGMENT_LENGTH
 from rlds_lang.preferences.segments import ClipSink, ObsTransform, Segmenter
 
 
@@ -38,8 +40,10 @@ from rlds_lang.preferences.segments import ClipSink, ObsTransform, Segmenter
 class RewardPredictor(Protocol):
     """A learned per-step reward, e.g. a reward-model ensemble behind a checkpoint folder."""
 
-    #: reward-training steps behind the weights in use (0 when untrained).
+    #: reward-training optimizer steps (mini-batches) behind the weights in use (0 when untrained).
     training_steps: int
+    #: whole reward-training epochs over the preference database behind the weights in use (0 when untrained).
+    training_epochs: int
 
     def predict_step(self, observation: Any, action: Any) -> float:
         """``r_hat(o, a)`` for one step (``observation`` already transformed by ``obs_transform``)."""
@@ -56,7 +60,8 @@ class PreferenceEnv(dm_env.Environment):
       clip_sink: receives each clip (``None``: clips are only counted).
       predictor: the learned reward (``None``: the true reward only).
       segment_length, obs_transform, span_episodes: of the ``Segmenter``.
-      n_initial_training_steps: the predictor's training steps that switch on the predicted reward.
+      n_initial_training_epochs: the predictor's training epochs that switch on the predicted reward.
+      n_initial_training_steps: if given, the predictor's optimizer steps that switch it on instead.
       reload_every: environment steps between ``predictor.reload()`` calls (0 = never).
       episode_prefix: prefix of the wrapper's episode ids (``{prefix}-{n:08d}``; clip ids build on them).
       collect: feed the segmenter (``False``: only the reward is served, e.g. with a saved reward model).
@@ -65,13 +70,14 @@ class PreferenceEnv(dm_env.Environment):
     def __init__(self, env: dm_env.Environment, clip_sink: ClipSink | None = None,
                  predictor: RewardPredictor | None = None, *, segment_length: int = SEGMENT_LENGTH,
                  obs_transform: ObsTransform | None = None, span_episodes: bool = False,
-                 n_initial_training_steps: int = INITIAL_TRAINING_STEPS, reload_every: int = 1000,
-                 episode_prefix: str = "episode", collect: bool = True):
+                 n_initial_training_epochs: int = INITIAL_TRAINING_EPOCHS, n_initial_training_steps: int | None = None,
+                 reload_every: int = 1000, episode_prefix: str = "episode", collect: bool = True):
         self._env = env
         self._environment = env  # the name rlds_lang.env.innermost and EnvLogger follow
         self.predictor = predictor
         self.segmenter = Segmenter(segment_length, obs_transform, span_episodes, clip_sink, episode_prefix)
-        self.n_initial_training_steps = int(n_initial_training_steps)
+        self.n_initial_training_epochs = int(n_initial_training_epochs)
+        self.n_initial_training_steps = None if n_initial_training_steps is None else int(n_initial_training_steps)
         self.reload_every = int(reload_every)
         self.collect = collect
         self.total_steps = 0
@@ -94,9 +100,13 @@ class PreferenceEnv(dm_env.Environment):
         """``"predicted"`` or ``"true"``: the reward the next step returns."""
         if self._forced is not None:
             return self._forced
-        if self.predictor is not None and int(self.predictor.training_steps) >= self.n_initial_training_steps:
-            return "predicted"
-        return "true"
+        if self.predictor is None:
+            return "true"
+        if self.n_initial_training_steps is not None:
+            trained = int(self.predictor.training_steps) >= self.n_initial_training_steps
+        else:
+            trained = int(self.predictor.training_epochs) >= self.n_initial_training_epochs
+        return "predicted" if trained else "true"
 
     @property
     def using_predicted_reward(self) -> bool:

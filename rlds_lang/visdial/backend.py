@@ -21,6 +21,7 @@ A history is a list of turns ``{"speaker": "question" | "answer", "text": ...}``
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -92,12 +93,20 @@ class CachedBackend:
         return dialogue.answers[r - 1], float(self._row(scene, kind)[r])
 
 
-class SquaredDistances:
-    """Image features ``rows`` [N, dim] prepared for fast squared distances to a vector and exact-row lookup."""
+#: how far (L2, relative to the row's norm) a sent feature may be from a pool row and still be that image:
+#: a client that L2-normalises with another routine (float32 vs float64 arithmetic, another epsilon) differs
+#: from ours in the last bits, about 1e-7 relative; two different images are orders of magnitude further apart.
+MATCH_TOLERANCE = 1e-5
 
-    def __init__(self, rows: np.ndarray):
+
+class SquaredDistances:
+    """Image features ``rows`` [N, dim] prepared for fast squared distances to a vector and lookup of the row a
+    vector stands for (exact bytes first, else the nearest row within ``MATCH_TOLERANCE``)."""
+
+    def __init__(self, rows: np.ndarray, tolerance: float = MATCH_TOLERANCE):
         self.rows = np.asarray(rows, np.float64)
         self.norms = (self.rows ** 2).sum(axis=1)
+        self.tolerance = float(tolerance)
         self._index: dict[bytes, int] = {}
         for i, row in enumerate(np.asarray(rows, np.float32)):
             self._index.setdefault(row.tobytes(), i)
@@ -111,8 +120,16 @@ class SquaredDistances:
         return np.maximum(self.norms - 2.0 * (self.rows @ v) + float(v @ v), 0.0)
 
     def index_of(self, vector: np.ndarray) -> int | None:
-        """The first row equal to ``vector`` (as float32), else ``None``."""
-        return self._index.get(np.asarray(vector, np.float32).tobytes())
+        """The row ``vector`` stands for: the first row equal to it as float32, else the nearest row when it is
+        within ``tolerance`` x the row's norm (the same image normalised by another routine), else ``None``."""
+        exact = self._index.get(np.asarray(vector, np.float32).tobytes())
+        if exact is not None or not len(self.rows):
+            return exact
+        dists = self.to(vector)
+        nearest = int(dists.argmin())
+        if math.sqrt(float(dists[nearest])) <= self.tolerance * max(math.sqrt(float(self.norms[nearest])), 1e-30):
+            return nearest
+        return None
 
 
 class TfidfAnswerer:
@@ -201,8 +218,9 @@ class TfidfQuestioner:
 class LocalBackend:
     """A ``TfidfAnswerer`` plus an injected guesser, scored against ``pool`` (the val image features).
 
-    The true image counts once in the ranking pool: when its feature is a pool row it is ranked there,
-    else it is added (``rewards.percentile_score``). ``published_pool=True`` ranks it as the reference
+    The true image counts once in the ranking pool: when its feature is a pool row (the same bytes, or the
+    nearest row within ``MATCH_TOLERANCE``, as a client normalising with another routine sends it) it is
+    ranked there, else it is added (``rewards.percentile_score``). ``published_pool=True`` ranks it as the reference
     server does, prepended to the whole pool (``rewards.percentile_from_distances``). ``questioner``
     (optional) asks the questions of ``/fetch_q_bot_response``.
     """
@@ -307,6 +325,7 @@ def build_local_backend(manual_dir: str, guesser: Guesser, version: str = "0.5",
                         TfidfQuestioner(first))
 
 
-__all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "Scene", "SquaredDistances",
+__all__ = ["Backend", "BackendError", "CachedBackend", "Guesser", "LocalBackend", "MATCH_TOLERANCE", "Scene",
+           "SquaredDistances",
            "TfidfAnswerer", "TfidfQuestioner", "Turn",
            "build_local_backend", "questions_asked", "turn"]

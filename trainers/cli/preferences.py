@@ -5,11 +5,14 @@ Workflows (``--workflow``):
 - ``collect-and-train`` (default): an agent plays ``--episodes`` games in ``PreferenceEnv``; clips go through
   the multi-process pipeline (``trainers.algorithms.reward.pipeline``): labelled, recorded as RLDS under
   ``OUT/preferences``, routed, and the reward model trains in its own process (``OUT/checkpoint``), the
-  wrapper switching to the predicted reward after ``--n_initial_training_steps``;
+  wrapper switching to the predicted reward after ``--n_initial_training_epochs`` epochs over the
+  preference database (the reference's switch point and unit; ``--n_initial_training_steps`` counts
+  optimizer steps instead);
 - ``collect-only``: the same without reward training: the labels are recorded and counted (save the
   database: ``OUT/preferences`` is the RLDS log ``builders/preferences`` publishes);
 - ``train-only``: trains the reward model from saved preferences (``--preferences DIR``: raw logs or a
-  built dataset), routed to train/validation as the pipeline routes them;
+  built dataset), routed to train/validation as the pipeline routes them (by episode; pairs straddling the
+  two sides are counted in ``routed`` and used for neither);
 - ``use-model``: plays with a saved reward model (``--model DIR``) and no training; prints the mean
   predicted and true returns and their correlation.
 
@@ -32,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlds_lang.preferences.defaults import INITIAL_TRAINING_EPOCHS
 from trainers.algorithms.reward.model import RewardModelConfig
 from trainers.algorithms.reward.pipeline import PipelineConfig
 from trainers.algorithms.reward.trainer import RewardTrainingResult, train_reward
@@ -77,6 +81,7 @@ def collect(config: PipelineConfig, args: argparse.Namespace) -> dict[str, Any]:
     with stop_on_sigterm(), PreferencePipeline(config) as pipeline:
         predictor = pipeline.predictor() if config.train else None
         env = PreferenceEnv(_environment(args.task, config.seed), clip_sink=pipeline.clip_sink, predictor=predictor,
+                            n_initial_training_epochs=args.n_initial_training_epochs,
                             n_initial_training_steps=args.n_initial_training_steps, reload_every=args.reload_every)
         steps, _ = _play(env, args, config.seed)
         served = env.reward_source
@@ -149,8 +154,11 @@ def add_parser(sub) -> None:
     run.add_argument("--workflow", choices=WORKFLOWS, default="collect-and-train")
     run.add_argument("--episodes", type=int, default=400, help="games the agent plays (collect, use-model)")
     run.add_argument("--prob-smart", type=float, default=0.5, help="the scripted agent's share of consistent guesses")
-    run.add_argument("--n_initial_training_steps", type=int, default=10,
-                     help="reward-training steps after which the wrapper serves the predicted reward")
+    run.add_argument("--n_initial_training_epochs", type=int, default=INITIAL_TRAINING_EPOCHS,
+                     help="reward-training epochs over the preference database after which the wrapper serves the "
+                          "predicted reward (the reference's n_initial_training_steps, which count epochs)")
+    run.add_argument("--n_initial_training_steps", type=int, default=None,
+                     help="count reward-training optimizer steps (mini-batches) for the switch instead of epochs")
     run.add_argument("--reload_every", type=int, default=50, help="environment steps between checkpoint reloads")
     run.add_argument("--preferences", help="train-only: saved preferences (raw logs or a built dataset)")
     run.add_argument("--model", help="use-model: a reward model folder (`rlds-lang train reward --out`)")

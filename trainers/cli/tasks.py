@@ -20,9 +20,7 @@ import os
 from typing import Iterator
 
 from rlds_lang.reddit.data import (
-    read_dump,
     read_folder,
-    read_published,
     rejection_report,
 )
 from rlds_lang.reddit.env import RedditEnv
@@ -41,12 +39,13 @@ from rlds_lang.visdial.rewards import MODES, STOP, YN_KINDS, RewardConfig
 from trainers.evaluation.reddit import evaluate_agent, write_results
 from trainers.evaluation.stats import mean_and_se
 from trainers.evaluation.visdial import evaluate_questioner, plot_questioners
-from trainers.tasks.reddit_upvotes import UpvoteTrainConfig, train_upvote_model
+from trainers.tasks.reddit_upvotes import UpvoteTrainConfig, read_comments, train_upvote_model
 from trainers.tasks.visdial_guesser import GuesserConfig, load_guesser, train_guesser
 
 
 def cmd_visdial_serve(args: argparse.Namespace) -> None:
-    """Builds the local backend and serves it until interrupted."""
+    """Builds the local backend and serves it until interrupted (or, with ``--write-caches``, writes its reward
+    caches and returns)."""
     import torch
     import uvicorn
 
@@ -56,6 +55,13 @@ def cmd_visdial_serve(args: argparse.Namespace) -> None:
     backend = build_local_backend(args.manual_dir, load_guesser(args.guesser), args.version,
                                   normalize=not args.no_normalize, published_pool=args.published_pool,
                                   unk_below=args.unk_below)
+    if args.write_caches:
+        from trainers.tasks.visdial_caches import write_reward_caches
+
+        for path in write_reward_caches(backend, args.manual_dir, args.write_caches, args.cache_splits, args.version,
+                                        normalize=not args.no_normalize):
+            print(f"wrote {path}")
+        return
     print(f"Visual Dialogue server on http://{args.host}:{args.port} (pool of {len(backend.pool)} val images)",
           flush=True)
     uvicorn.run(create_app(backend), host=args.host, port=args.port, log_level="info")
@@ -76,6 +82,11 @@ def add_visdial_serve_parser(sub) -> None:
                         "published bots: 5; rarer words become UNK); 0 keeps the dataset answers, lower-cased")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     p.add_argument("--port", type=int, default=8766)
+    p.add_argument("--write-caches", metavar="OUT",
+                   help="instead of serving, write this server's reward caches of --cache-splits into OUT in the "
+                        "reference's format (<split>_rank_reward_cache1.json, <split>_reward_cache2.json): what a "
+                        "reference client talking to this server must read")
+    p.add_argument("--cache-splits", nargs="+", default=["val"], help="splits whose caches --write-caches writes")
     p.set_defaults(func=cmd_visdial_serve)
 
 
@@ -292,7 +303,7 @@ def cmd_reddit_upvotes(args: argparse.Namespace) -> UpvoteClassifier:
 
     torch.set_num_threads(1)
     rejections: collections.Counter = collections.Counter()
-    comments = list(read_dump(args.dump, rejections) if args.dump else read_published(args.data, rejections))
+    comments = read_comments(args.data, args.dump, rejections)
     print(rejection_report(rejections, len(comments)))
     config = UpvoteTrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                                train_split=args.train_split, val_split=args.val_split)
@@ -310,7 +321,8 @@ def add_reddit_upvotes_parser(sub) -> None:
     p = sub.add_parser("reddit-upvotes", help="train the Reddit upvote classifier (the upvotes_model reward)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="folder with comments_positive.csv, comments_negative.csv and *_idxs.json")
-    source.add_argument("--dump", help="a Reddit comment dump (.ndjson or .zst); splits by hash of the id")
+    source.add_argument("--dump", nargs="+", help="the Reddit comment dumps of one build (.ndjson or .zst files, or "
+                        "folders of them), read together; splits by hash of the id")
     p.add_argument("--out", required=True, help="folder to save the model in")
     defaults = UpvoteTrainConfig()
     p.add_argument("--epochs", type=int, default=defaults.epochs)

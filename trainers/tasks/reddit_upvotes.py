@@ -4,8 +4,9 @@ As in the paper, the classifier learns ``score > 0`` with binary cross-entropy o
 ``test`` split (train_idxs.json feeds the agents, test_idxs.json the reward model) and is validated on
 ``eval``; ``--train-split``/``--val-split`` change that. The model (``rlds_lang.reddit.upvote_model``)
 is saved to ``--out`` with its validation accuracy and the majority-class accuracy beside it in
-``config.json``; the command prints both. Input: the published folder (``--data``) or a dump (``--dump``,
-hash splits). One torch thread, CPU.
+``config.json``; the command prints both. Input: the published folder (``--data``) or the dump files of one
+build (``--dump``: files, or folders of them; hash splits), read together by ``read_comments`` so a
+parent in another file is found and a comment repeated across files is counted once. One torch thread, CPU.
 
 Example::
 
@@ -14,11 +15,13 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import os
 import random
 from typing import Sequence
 
-from rlds_lang.reddit.data import RedditComment
+from rlds_lang.reddit.data import RedditComment, find_dumps, read_dumps, read_published
 from rlds_lang.reddit.upvote_model import UpvoteClassifier, UpvoteModelConfig
 
 
@@ -32,6 +35,23 @@ class UpvoteTrainConfig:
     seed: int = 0             #: initialisation and shuffling seed
     train_split: str = "test" #: the split the paper trained the reward model on
     val_split: str = "eval"   #: the split it validated on
+
+
+def read_comments(data: str | os.PathLike | None, dumps: Sequence[str | os.PathLike] | None,
+                  rejections: collections.Counter) -> list[RedditComment]:
+    """The comments to train on: the published folder ``data``, or every dump of ``dumps`` (files, or folders
+    whose dump files are taken in name order) read as one build by ``read_dumps`` (cross-file parents and
+    duplicates handled; rejections counted in ``rejections``)."""
+    if not dumps:
+        if data is None:
+            raise ValueError("reddit-upvotes: give --data (the published folder) or --dump (dump files)")
+        return list(read_published(data, rejections))
+    files: list[str] = []
+    for path in dumps:
+        files.extend(find_dumps(path) if os.path.isdir(path) else [os.fspath(path)])
+    if not files:
+        raise ValueError(f"reddit-upvotes: no dump file in {[os.fspath(p) for p in dumps]}")
+    return list(read_dumps(files, rejections))
 
 
 def accuracy(model: UpvoteClassifier, comments: Sequence[RedditComment]) -> float:
@@ -74,4 +94,4 @@ def train_upvote_model(comments: Sequence[RedditComment], config: UpvoteTrainCon
     return model
 
 
-__all__ = ["UpvoteTrainConfig", "accuracy", "train_upvote_model"]
+__all__ = ["UpvoteTrainConfig", "accuracy", "read_comments", "train_upvote_model"]

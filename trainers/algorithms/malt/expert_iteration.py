@@ -47,6 +47,8 @@ class RoundManifest:
       mean_return: mean return of the sampled episodes (EI) or of the tree paths (MALT).
       selected: kept episodes (EI) or preference pairs (MALT) trained on.
       evaluation: optional ``{"games", "mean", "se"}`` of the round's policy.
+      empty_reason: why the round trained nothing (empty when it trained); its ``checkpoint`` is then the
+        previous round's, unchanged.
     """
 
     round: int
@@ -61,6 +63,12 @@ class RoundManifest:
     mean_return: float
     selected: int
     evaluation: dict[str, float] = dataclasses.field(default_factory=dict)
+    empty_reason: str = ""
+
+    @property
+    def trained(self) -> bool:
+        """Whether the round trained a new checkpoint (an empty round passes the previous one on)."""
+        return not self.empty_reason
 
     def save(self, round_dir: Path) -> None:
         """Writes ``round.json`` atomically."""

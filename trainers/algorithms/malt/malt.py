@@ -14,7 +14,9 @@
 
 Every round's data is an RLDS log folder (``samples``/``kept`` or ``trees``), its model a checkpoint
 (``train/checkpoint``), and ``round.json`` records what it did (environment steps, returns, pairs, an
-optional evaluation). Rerunning the same command resumes: finished rounds are skipped, recorded data is
+optional evaluation). A MALT round whose trees give no preference pair trains nothing: it is recorded as
+empty, with the reason (``empty_reason``), and passes the previous round's checkpoint on (printed, and marked
+in the rounds table). Rerunning the same command resumes: finished rounds are skipped, recorded data is
 reused, training resumes from its checkpoint.
 
 Where the defaults come from: ``branching=3`` and a binary split of each node's children at the mid-point
@@ -211,8 +213,13 @@ def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r
     reused = reusable_rounds(earlier, "malt", env_config(env), _spec_dict(spec)) if config.reuse_rollouts else []
     folders = [m.data["trees"] for m in reused] + [str(trees_dir)]
     pairs = [p for folder in folders[:-1] for p in tree_pairs(load_tree_episodes(folder))] + tree_pairs(episodes)
-    checkpoint = current
-    if pairs:
+    checkpoint, empty_reason = current, ""
+    if not pairs:
+        empty_reason = (f"no preference pairs in {len(trees)} trees ({sum(t.num_nodes for t in trees)} nodes): no "
+                        f"decision point had two responses that pair_method={config.pair_method!r} separates; "
+                        f"the policy is passed on untrained")
+        print(f"MALT round {r}: {empty_reason}", flush=True)
+    else:
         steps = dpo_round_steps(config, len(pairs))
         dpo = DPOConfig(dataset=str(trees_dir), init=str(current), out=str(round_dir / "train"), steps=steps,
                         batch_size=config.dpo_batch_size, lr=config.dpo_lr, beta=config.beta, loss_type=config.loss_type,
@@ -222,7 +229,7 @@ def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r
         checkpoint = round_dir / "train" / "checkpoint"
     return RoundManifest(r, "malt", env_config(env), _spec_dict(spec), {"trees": str(trees_dir)}, folders,
                          str(checkpoint), sum(t.num_nodes for t in trees), len(episodes),
-                         float(np.mean(returns)) if returns else 0.0, len(pairs))
+                         float(np.mean(returns)) if returns else 0.0, len(pairs), empty_reason=empty_reason)
 
 
 def dpo_round_steps(config: MALTConfig, pairs: int) -> int:
@@ -281,7 +288,7 @@ def rounds_table(manifests: list[RoundManifest]) -> str:
     for m in manifests:
         ev = f"{m.evaluation['mean']:.3f} ± {m.evaluation['se']:.3f}" if m.evaluation else "-"
         lines.append(f"{m.round:5d}  {m.kind:4s}  {m.env_steps:9d}  {m.episodes:8d}  {m.mean_return:11.3f}  "
-                     f"{m.selected:8d}  {ev}")
+                     f"{m.selected:8d}  {ev}" + ("" if m.trained else f"  (empty: {m.empty_reason})"))
     return "\n".join(lines)
 
 

@@ -12,9 +12,12 @@ pairs (for the pair selector), and it saves to / loads from one checkpoint folde
 
 Where the defaults come from: an ensemble of 3 predictors, the 10% uniform-response rate, L2 kept so that
 the validation loss is 1.1-1.5x the training loss, leaky ReLU 0.01, 64 hidden units and the conv shapes are
-the paper's (section 2.2.3, appendix A); learning rate 2e-4, no dropout and no batch norm by default, 20% of
-labels for validation and validation every 10 training steps are the anchor implementation's
-(mrahtz/learning-from-human-preferences, params.py); the rest is marked "ours".
+the paper's (section 2.2.3, appendix A); learning rate 2e-4 and 20% of labels for validation are in the
+anchor implementation's ``params.py`` (mrahtz/learning-from-human-preferences, which validates every 5
+mini-batches); validation every 10 optimizer steps (mini-batches), no dropout and no batch norm are the
+defaults of its environment-wrapper version (HumanCompatibleAI's ``drlhp``: ``validation_interval=10``,
+counted per mini-batch by its ``RewardPredictorEnsemble.train``). The pipeline's defaults and their units
+are in ``rlds_lang.preferences.defaults``; the rest is marked "ours".
 
 Checkpoint folder layout (``RewardModel.save``):
 
@@ -47,6 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlds_lang.preferences import defaults
 from trainers.algorithms.reward.losses import RewardNormalizer
 from trainers.algorithms.reward.networks import (
     StepInputs,
@@ -71,10 +75,11 @@ class RewardModelConfig:
     dataset: str = ""
     #: split whose judgements are trained on.
     split: str = "train"
-    #: split used for validation; None holds out ``val_fraction`` of ``split`` (by pair, deterministically).
+    #: split used for validation (its judgements sharing an episode with ``split`` are dropped and counted);
+    #: None holds out ``val_fraction`` of the episodes of ``split`` (by a hash of the episode id).
     val_split: str | None = None
-    #: share of labels held out for validation when ``val_split`` is None (the anchor's 20%).
-    val_fraction: float = 0.2
+    #: share of episodes held out for validation when ``val_split`` is None (the anchor's 20%, of labels there).
+    val_fraction: float = defaults.VALIDATION_FRACTION
     #: output folder: ``checkpoint/``, ``metrics.json``, ``metrics.jsonl``.
     out: str = "runs/reward"
     #: training steps; each is one optimizer step of every member.
@@ -86,8 +91,8 @@ class RewardModelConfig:
     grad_accum: int = 1
     #: Adam learning rate (the anchor's reward-predictor rate).
     lr: float = 2e-4
-    #: ensemble members (the paper's 3 predictors).
-    members: int = 3
+    #: ensemble members (the paper's 3 predictors, ``rlds_lang.preferences.defaults.ENSEMBLE_MEMBERS``).
+    members: int = defaults.ENSEMBLE_MEMBERS
     #: rate of the uniform-response model: P = (1 - noise) * sigmoid(R_l - R_r) + noise / 2 (the paper's 10%).
     noise: float = 0.1
     #: dropout in the reward heads and image convolutions (anchor default 0; the paper's Atari runs use 0.5).
@@ -102,8 +107,8 @@ class RewardModelConfig:
     l2_low: float = 1.1
     #: factor of each L2 adjustment (ours).
     l2_factor: float = 1.5
-    #: training steps between validations (and L2 adjustments) (the anchor's 10).
-    val_every: int = 10
+    #: optimizer steps (mini-batches) between validations and L2 adjustments (the anchor's ``validation_interval``).
+    val_every: int = defaults.VALIDATION_EVERY
     #: training judgements on which the training loss is measured (eval mode) for the L2 controller (ours).
     train_eval_size: int = 256
     #: steps in the normaliser's window of recent predictions (ours: the last 250 clips of 40 steps).

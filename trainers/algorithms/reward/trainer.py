@@ -1,14 +1,18 @@
 """Training the reward-model ensemble (``trainers.algorithms.reward.model``) on judgements: the trainer object the
 preference pipeline drives, and the ``rlds-lang train reward`` entry point.
 
-One ``train_step(train, val)`` takes one Adam step of every member. Member ``m`` draws its batch from its
+One ``train_step(train, val)`` takes one Adam step of every member; ``epochs`` counts the passes over the
+training database those steps add up to (``batch_size x grad_accum`` judgements drawn per step over the
+database's size), the unit the preference pipeline's switch point and checkpoints count in. Member ``m`` draws its batch from its
 own bootstrap of the training labels: every judgement gets a Poisson(1) count per member, fixed by a hash
 of the pair and the member (an online bootstrap that stays the same as the label database grows or
 wraps), and batches are drawn with probability proportional to the counts ("each [predictor] trained on
 |D| triples sampled from D with replacement", paper section 2.2.3). Skipped pairs are never trained on;
 equal ones are 0.5 targets. Every ``val_every`` steps the members are evaluated on the validation labels
 and on a sample of training labels (eval mode), and each member's L2 coefficient is moved to keep
-``val loss / train loss`` in ``[1.1, 1.5]``.
+``val loss / train loss`` in ``[1.1, 1.5]``. Validation labels are held out by episode (``split_held_out``,
+``held_out``): a validation clip is never trained on, so the validation loss the L2 controller reads is a
+held-out one.
 
 Example::
 
@@ -53,22 +57,52 @@ def trainable(judgements: Iterable[Any]) -> list[Any]:
     return [j for j in judgements if j.target is not None]
 
 
-def _stable_unit(text: str) -> float:
-    """A number in [0, 1) fixed by ``text`` (the same in every process and run)."""
-    return zlib.crc32(text.encode("utf-8")) / 2 ** 32
-
-
 def _judgement_key(judgement: Any) -> str:
     return f"{judgement.left.clip_id}|{judgement.right.clip_id}|{judgement.labeller}"
 
 
+@dataclasses.dataclass
+class HeldOutSplit:
+    """Training and validation judgements with no episode in common, and what was dropped to get there.
+
+    Attributes:
+      train, val: the judgements (skips included; ``trainable`` leaves them out later).
+      straddling: judgements with one clip on each side, used for neither.
+      overlapping: validation judgements dropped because a clip of theirs comes from an episode the training
+        judgements hold (a validation split made by pair, e.g. a built dataset's ``validation``).
+    """
+
+    train: list[Any]
+    val: list[Any]
+    straddling: int = 0
+    overlapping: int = 0
+
+    def report(self) -> dict[str, Any]:
+        """The counts for ``metrics.json``: how the split was made and what it dropped."""
+        return {"validation_split": "by episode", "val_straddling_dropped": self.straddling,
+                "val_overlapping_dropped": self.overlapping}
+
+
+def held_out(train: Sequence[Any], val: Sequence[Any]) -> HeldOutSplit:
+    """``val`` without the judgements that share an episode with ``train`` (counted in ``overlapping``)."""
+    seen = {clip.source_episode_id for j in train for clip in (j.left, j.right)}
+    kept = [j for j in val if j.left.source_episode_id not in seen and j.right.source_episode_id not in seen]
+    return HeldOutSplit(list(train), kept, overlapping=len(val) - len(kept))
+
+
+def split_held_out(judgements: Sequence[Any], fraction: float, seed: int = 0) -> HeldOutSplit:
+    """Splits ``judgements`` by episode (``rlds_lang.preferences.database.EpisodeSplit``): no validation clip is
+    ever trained on; judgements straddling the two sides are dropped and counted."""
+    from rlds_lang.preferences.database import EpisodeSplit
+
+    train, val, straddling = EpisodeSplit(fraction, seed).partition(judgements)
+    return HeldOutSplit(train, val, straddling=straddling)
+
+
 def split_validation(judgements: Sequence[Any], fraction: float, seed: int = 0) -> tuple[list[Any], list[Any]]:
-    """``(train, validation)``: each pair goes to validation with probability ``fraction``, fixed by its ids."""
-    train, val = [], []
-    for judgement in judgements:
-        a, b = judgement.pair_key
-        (val if _stable_unit(f"{seed}:{a}|{b}") < fraction else train).append(judgement)
-    return train, val
+    """``(train, validation)`` of ``split_held_out`` (by episode; straddling judgements left out)."""
+    split = split_held_out(judgements, fraction, seed)
+    return split.train, split.val
 
 
 class RewardModelTrainer:
@@ -86,6 +120,9 @@ class RewardModelTrainer:
         self.l2 = [AdaptiveL2(config.l2, config.l2_low, config.l2_high, config.l2_factor)
                    for _ in range(config.members)]
         self.step = 0
+        #: epochs over the training database so far: each step adds the judgements it drew divided by the
+        #: size of the database it drew from (the anchor's unit of "training steps": one pass over the data).
+        self.epochs = 0.0
         self.last_validation: dict[str, Any] = {}
         self._rng = np.random.default_rng(config.seed)
         self._bootstrap: dict[str, np.ndarray] = {}
@@ -156,10 +193,12 @@ class RewardModelTrainer:
             metrics[f"l2/{m}"] = self.l2[m].coefficient
         metrics["loss"] = float(np.mean([metrics[f"loss/{m}"] for m in range(c.members)]))
         self.step += 1
+        self.epochs += c.batch_size * c.grad_accum / len(train)
         val = trainable(val_judgements)
         if val and self.step % c.val_every == 0:
             metrics.update(self.validate(train, val))
         metrics["step"] = self.step
+        metrics["epochs"] = self.epochs
         return metrics
 
     def validate(self, train: Sequence[Any], val: Sequence[Any]) -> dict[str, float]:
@@ -186,7 +225,7 @@ class RewardModelTrainer:
         """Writes the reward-model checkpoint folder ``path`` (``RewardModel.save``)."""
         if self.model is None:
             raise RuntimeError("nothing to save: the reward model has not been trained on any label yet")
-        self.model.state = {"step": self.step, "l2": [c.coefficient for c in self.l2],
+        self.model.state = {"step": self.step, "epochs": self.epochs, "l2": [c.coefficient for c in self.l2],
                             "last_validation": self.last_validation}
         return self.model.save(path)
 
@@ -232,14 +271,16 @@ class RewardTrainerFactory:
         return RewardModelTrainer(self.config)
 
 
-def read_dataset(config: RewardModelConfig) -> tuple[list[Any], list[Any]]:
-    """``(train, validation)`` judgements of a built preferences dataset (``loggers.preferences_dataset``)."""
+def read_dataset(config: RewardModelConfig) -> HeldOutSplit:
+    """The training and held-out validation judgements of a built preferences dataset
+    (``loggers.preferences_dataset``): ``val_split`` with the judgements sharing an episode with ``split``
+    dropped, or, without ``val_split``, ``split`` divided by episode (``split_held_out``)."""
     from loggers.preferences_dataset import read_judgements
 
     train = list(read_judgements(config.dataset, config.split))
     if config.val_split is not None:
-        return train, list(read_judgements(config.dataset, config.val_split))
-    return split_validation(train, config.val_fraction, config.seed)
+        return held_out(train, list(read_judgements(config.dataset, config.val_split)))
+    return split_held_out(train, config.val_fraction, config.seed)
 
 
 @dataclasses.dataclass
@@ -255,18 +296,25 @@ def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, 
                  progress: bool = True) -> RewardTrainingResult:
     """Trains for ``config.steps`` steps; writes ``out/checkpoint``, ``out/metrics.jsonl``, ``out/metrics.json``.
 
-    ``train``/``val``: judgements in memory; when None they are read from ``config.dataset``.
-    ``metrics.json`` holds the final validation metrics of the ensemble (``val_accuracy``, ``val_loss``) and of
-    each member, the label counts and the training time.
+    ``train``/``val``: judgements in memory; when None they are read from ``config.dataset``. Validation is held
+    out by episode: validation judgements sharing an episode with a training one are dropped (``held_out``),
+    so ``val_accuracy`` is measured on clips never trained on; the controller of the L2 coefficients reads
+    the same validation loss. ``metrics.json`` holds the final validation metrics of the ensemble
+    (``val_accuracy``, ``val_loss``) and of each member, the label counts, what the split dropped
+    (``val_straddling_dropped``, ``val_overlapping_dropped``) and the training time.
     """
     if train is None:
         if not config.dataset:
             raise ValueError("train_reward: give --dataset (a built preferences folder) or judgements in memory")
-        train, val = read_dataset(config)
-    train, val = trainable(train), trainable(val or [])
+        split = read_dataset(config)
+    else:
+        split = held_out(train, val or [])
+    train, val = trainable(split.train), trainable(split.val)
     if not train or not val:
         raise ValueError(f"train_reward needs trainable labels in both sets, got {len(train)} train and "
-                         f"{len(val)} validation (skips are not trainable)")
+                         f"{len(val)} validation (skips are not trainable; {split.straddling} straddling and "
+                         f"{split.overlapping} overlapping validation judgements were dropped: validation holds out "
+                         f"whole episodes)")
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     trainer = RewardModelTrainer(config)
@@ -285,6 +333,7 @@ def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, 
     recent = {clip.clip_id: clip for j in list(train)[-config.normalisation_window:] for clip in (j.left, j.right)}
     trainer.model.predict(list(recent.values()))     # the saved normaliser starts from the training clips
     summary = {f"val_{k}": v for k, v in final.items()}
+    summary.update(split.report())
     summary.update(train_labels=len(train), val_labels=len(val), steps=config.steps,
                    seconds=time.perf_counter() - started, l2=[c.coefficient for c in trainer.l2])
     trainer.last_validation = summary
@@ -293,4 +342,5 @@ def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, 
     return RewardTrainingResult(out, summary, trainer.model)
 
 
-__all__ = ["RewardModelTrainer", "RewardTrainerFactory", "RewardTrainingResult", "evaluate", "read_dataset", "split_validation", "train_reward", "trainable"]
+__all__ = ["HeldOutSplit", "RewardModelTrainer", "RewardTrainerFactory", "RewardTrainingResult", "evaluate",
+           "held_out", "read_dataset", "split_held_out", "split_validation", "train_reward", "trainable"]
