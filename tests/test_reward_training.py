@@ -212,3 +212,24 @@ def test_every_member_trains_on_its_own_bootstrap_of_the_labels(monkeypatch):
         assert drawn[counts[:, m] == 0].sum() == 0, f"member {m} trained on labels outside its bootstrap"
         expected = counts[:, m] / counts[:, m].sum() * drawn.sum()
         assert np.corrcoef(drawn, expected)[0, 1] > 0.8  # drawn in proportion to the counts
+
+
+def test_a_resumed_run_equals_a_straight_one_and_logs_through_the_run_log(tmp_path):
+    train, val = judgements(vector_clip, 120, seed=11), judgements(vector_clip, 40, seed=12, prefix="v")
+    config = dataclasses.replace(SMALL, steps=12, log_every=2, checkpoint_every=4, val_every=3,
+                                 out=str(tmp_path / "straight"))
+    straight = train_reward(config, train, val, progress=False)
+    cut = dataclasses.replace(config, steps=8, out=str(tmp_path / "resumed"))
+    train_reward(cut, train, val, progress=False)       # stops at step 8, its last checkpoint
+    resumed = train_reward(dataclasses.replace(cut, steps=12), train, val, progress=False)
+    for (name, a), b in zip(straight.model.members.state_dict().items(), resumed.model.members.state_dict().values()):
+        assert torch.equal(a, b), name
+    rows = [json.loads(line) for line in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
+    again = [json.loads(line) for line in (tmp_path / "resumed" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [2, 4, 6, 8, 10, 12] == [r["step"] for r in again]
+    assert rows == again                                 # the same metrics, validation and L2 included
+    assert (tmp_path / "straight" / "training_curves.png").stat().st_size > 1000
+    fresh = train_reward(dataclasses.replace(config, out=str(tmp_path / "fresh"), resume=False), train, val,
+                         progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(fresh.model.members.state_dict().values(),
+                                                  straight.model.members.state_dict().values()))

@@ -13,7 +13,7 @@ Two splits exist, for two purposes:
   validates on -- no validation clip is ever trained on, so its validation figure is a held-out one (a
   split by pair puts the same clips on both sides: with 2,000 random pairs over 500 Wordle games every
   validation pair had both clips in training pairs, and read 0.982 where unseen games gave 0.961;
-  ``docs/preferences.md``).
+  ``docs/guides/preference_pipeline.md``).
   The pipeline's labeller pairs clips of the same side only, so it produces no straddling judgement.
 - ``ValidationRouter`` sends a share of the *pairs* to validation by a hash of the pair key (order-free);
   it is the split the ``builders/preferences`` dataset and ``loggers`` readers use for their ``train`` /

@@ -129,14 +129,14 @@ class RunLog:
 
     On creation (process 0 only, ``enabled``): makes ``out``, cuts ``metrics.jsonl`` back to ``start`` (rows
     written after the checkpoint a run resumes from) and opens the progress bar at ``start`` of ``total``. Each
-    ``step_done`` feeds the throughput clock, the metric window (a row every ``log_every`` steps and at the last)
-    and the bar; ``checkpoint_due`` says when the loop saves; ``close`` closes the sinks and draws
+    ``step_done`` feeds the throughput clock, the metric window (a row of means every ``log_every`` steps and at the
+    last; with ``snapshot``, that step's own metrics) and the bar; ``checkpoint_due`` says when the loop saves; ``close`` closes the sinks and draws
     ``training_curves.png`` from ``metrics.jsonl``.
     """
 
     def __init__(self, out: str | Path, algorithm: str, total: int, start: int = 0, log_every: int = 1,
                  checkpoint_every: int = 1, enabled: bool = True, progress: bool = True, unit: str = "step",
-                 title: str | None = None):
+                 title: str | None = None, snapshot: bool = False):
         self.out = Path(out)
         self.algorithm = algorithm
         self.total, self.checkpoint_every = total, checkpoint_every
@@ -148,6 +148,9 @@ class RunLog:
         if enabled:
             truncate_metrics_after(self.metrics.path, start)
         self.window = MetricWindow(self.metrics, log_every, total)
+        #: write a row step's own metrics instead of the window's means (for metrics that are already summaries
+        #: or that only some steps have, such as a validation every few steps)
+        self.snapshot = snapshot
         # throughput is measured from the end of the first step: that one also pays for start-up (opening the
         # data, filling a shuffle buffer, the first forward pass)
         self.clock = Throughput()
@@ -168,7 +171,11 @@ class RunLog:
         """Records finished step ``step``: its ``tokens`` for the throughput, its ``metrics`` for the window (a
         written row adds ``extra()``), and the bar (with ``postfix``)."""
         self.clock.step_done(tokens)
-        self.window.add(step, metrics, extra)
+        if not self.snapshot:
+            self.window.add(step, metrics, extra)
+        elif step % self.window.log_every == 0 or step == self.total:
+            self.window.last = {**metrics, **(extra() if extra else {})}
+            self.metrics.write(step, self.window.last)
         if self.bar is not None:
             self.bar.update(1)
             if postfix:

@@ -61,6 +61,8 @@ from trainers.algorithms.reward.networks import (
 from trainers.core.model import ModelConfig
 
 CHECKPOINT_KIND = "reward_model"
+#: the file of a training checkpoint that holds what exact resumption needs beside the weights.
+TRAINER_STATE = "trainer_state.pt"
 
 
 def _small_transformer() -> ModelConfig:
@@ -134,6 +136,9 @@ class RewardModelConfig:
     log_every: int = 10
     #: training steps between checkpoints (the last step always writes one).
     checkpoint_every: int = 200
+    #: continue from ``out/checkpoint`` when it holds a trainer state (exactly: weights, optimizers, L2
+    #: coefficients, bootstrap and batch order, RNG), as every trainer of the package does.
+    resume: bool = True
 
 
 def eval_mode(module: nn.Module):
@@ -224,8 +229,9 @@ class RewardModel:
         """
         return self.preference_probabilities(pairs).std(axis=1)
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Writes the checkpoint folder ``path`` atomically (a temporary folder renamed over it)."""
+    def save(self, path: str | os.PathLike, trainer_state: dict[str, Any] | None = None) -> Path:
+        """Writes the checkpoint folder ``path`` atomically (a temporary folder renamed over it), with
+        ``trainer_state`` (what exact resumption needs: ``TRAINER_STATE``) inside it when given."""
         from trainers.core.config import config_to_dict
 
         final = Path(path)
@@ -240,6 +246,8 @@ class RewardModel:
         description = {"kind": CHECKPOINT_KIND, "config": config_to_dict(self.config),
                        "inputs": self.inputs.to_dict(), "state": self.state}
         (tmp / "config.json").write_text(json.dumps(description, sort_keys=True, indent=2))
+        if trainer_state is not None:
+            torch.save(trainer_state, tmp / TRAINER_STATE)
         old = final.with_name(final.name + ".old")
         if old.exists():
             shutil.rmtree(old)
@@ -330,4 +338,5 @@ def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None)
     return nn.ModuleList(members)
 
 
-__all__ = ["RewardModelConfig", "RewardModel", "build_members", "checkpoint_folder", "eval_mode", "scatter_steps", "CHECKPOINT_KIND"]
+__all__ = ["RewardModelConfig", "RewardModel", "build_members", "checkpoint_folder", "eval_mode", "scatter_steps", "CHECKPOINT_KIND",
+           "TRAINER_STATE"]

@@ -44,12 +44,14 @@ from trainers.algorithms.reward.losses import (
     preference_loss,
 )
 from trainers.algorithms.reward.model import (
+    TRAINER_STATE,
     RewardModel,
     RewardModelConfig,
     build_members,
     eval_mode,
 )
 from trainers.algorithms.reward.networks import clip_returns, infer_inputs
+from trainers.core.logs import RunLog
 
 
 def trainable(judgements: Iterable[Any]) -> list[Any]:
@@ -222,12 +224,36 @@ class RewardModelTrainer:
         return self.model.disagreement(pairs)
 
     def save(self, path: str | Path) -> Path:
-        """Writes the reward-model checkpoint folder ``path`` (``RewardModel.save``)."""
+        """Writes the reward-model checkpoint folder ``path`` (``RewardModel.save``) with the trainer's state:
+        the optimizers, the batch-order generator and torch's RNG (``restore`` continues from it exactly)."""
         if self.model is None:
             raise RuntimeError("nothing to save: the reward model has not been trained on any label yet")
         self.model.state = {"step": self.step, "epochs": self.epochs, "l2": [c.coefficient for c in self.l2],
                             "last_validation": self.last_validation}
-        return self.model.save(path)
+        state = {"optimizers": [optimizer.state_dict() for optimizer in self.optimizers],
+                 "batch_rng": self._rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+        return self.model.save(path, trainer_state=state)
+
+    def restore(self, path: str | Path) -> bool:
+        """Continues from the checkpoint folder ``path`` written by ``save``: the members, their optimizers, the
+        L2 coefficients, the step and epoch counts, the batch order and torch's RNG. False (nothing changed) when
+        ``path`` holds no trainer state."""
+        path = Path(path)
+        if not (path / TRAINER_STATE).is_file():
+            return False
+        self.model = RewardModel.load(path)
+        self.tokenizer = self.model.tokenizer
+        state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=False)
+        self.optimizers = [torch.optim.Adam(member.parameters(), lr=self.config.lr) for member in self.model.members]
+        for optimizer, saved in zip(self.optimizers, state["optimizers"]):
+            optimizer.load_state_dict(saved)
+        for controller, coefficient in zip(self.l2, self.model.state["l2"]):
+            controller.coefficient = coefficient
+        self.step, self.epochs = int(self.model.state["step"]), float(self.model.state["epochs"])
+        self.last_validation = dict(self.model.state.get("last_validation", {}))
+        self._rng.bit_generator.state = state["batch_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        return True
 
 
 def evaluate(model: RewardModel, judgements: Sequence[Any], noise: float, chunk: int = 256) -> dict[str, float]:
@@ -294,7 +320,9 @@ class RewardTrainingResult:
 
 def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, val: Sequence[Any] | None = None,
                  progress: bool = True) -> RewardTrainingResult:
-    """Trains for ``config.steps`` steps; writes ``out/checkpoint``, ``out/metrics.jsonl``, ``out/metrics.json``.
+    """Trains for ``config.steps`` steps; writes ``out/checkpoint``, ``out/metrics.jsonl`` (through
+    ``trainers.core.logs.RunLog``, with TensorBoard scalars and ``training_curves.png``) and ``out/metrics.json``. A
+    run restarted with the same ``out`` continues from its checkpoint exactly (``config.resume``).
 
     ``train``/``val``: judgements in memory; when None they are read from ``config.dataset``. Validation is held
     out by episode: validation judgements sharing an episode with a training one are dropped (``held_out``),
@@ -316,19 +344,22 @@ def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, 
                          f"{split.overlapping} overlapping validation judgements were dropped: validation holds out "
                          f"whole episodes)")
     out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     trainer = RewardModelTrainer(config)
+    if config.resume:
+        trainer.restore(out / "checkpoint")
     started = time.perf_counter()
-    with open(out / "metrics.jsonl", "w") as log:
-        for step in range(1, config.steps + 1):
-            metrics = trainer.train_step(train, val)
-            if step % config.log_every == 0 or step == config.steps:
-                log.write(json.dumps(metrics, sort_keys=True) + "\n")
-                if progress:
-                    shown = f", val accuracy {trainer.last_validation.get('val_accuracy', float('nan')):.3f}"
-                    print(f"step {step}/{config.steps}: loss {metrics['loss']:.4f}{shown}", flush=True)
-            if step % config.checkpoint_every == 0 and step != config.steps:
-                trainer.save(out / "checkpoint")
+    run = RunLog(out, "reward", config.steps, trainer.step, config.log_every, config.checkpoint_every, progress=False,
+                 title=f"reward model: {config.dataset or 'judgements in memory'}", snapshot=True)
+    while trainer.step < config.steps:
+        metrics = trainer.train_step(train, val)
+        step = trainer.step
+        run.step_done(step, metrics)
+        if progress and (step % config.log_every == 0 or step == config.steps):
+            shown = f", val accuracy {trainer.last_validation.get('val_accuracy', float('nan')):.3f}"
+            print(f"step {step}/{config.steps}: loss {metrics['loss']:.4f}{shown}", flush=True)
+        if run.checkpoint_due(step) and step != config.steps:
+            trainer.save(out / "checkpoint")
+    run.close()
     final = evaluate(trainer.model, val, config.noise)
     recent = {clip.clip_id: clip for j in list(train)[-config.normalisation_window:] for clip in (j.left, j.right)}
     trainer.model.predict(list(recent.values()))     # the saved normaliser starts from the training clips
