@@ -8,6 +8,7 @@ with "Size:"."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,17 @@ def test_the_size_check_reads_the_reason_from_the_docstring(tmp_path):
     (tmp_path / "short.py").write_text('"""Short."""\n' + "x = 1\n" * (MAX_LINES - 1))
     modules = {path.stem: path for path in tmp_path.glob("*.py")}
     assert oversized_modules(modules) == ["empty_reason", "in_a_comment", "plain"]
+
+
+def test_no_code_refers_to_issue_numbers():
+    """Code and its comments say what things are, not which tracker issue produced them."""
+    pattern = re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE)
+    found = []
+    for path in sorted(REPO.rglob("*.py")):
+        relative = path.relative_to(REPO).as_posix()
+        if relative.startswith((".venv", ".cache", "site/")) or "/." in relative:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line) and "pattern = re.compile" not in line:
+                found.append(f"{relative}:{number}: {line.strip()[:100]}")
+    assert not found, "lines that name tracker issues:\n" + "\n".join(found)
