@@ -53,3 +53,20 @@ def test_tiny_demo_runs_end_to_end(tmp_path):
     assert results["labels"] == 60 and results["games"] == 30 and results["held_out_games"] == 9
     assert results["verdict"] == ("reached" if results["held_out_accuracy"] >= 0.85 else "not reached")
     assert (tmp_path / "demo" / "reward" / "checkpoint" / "config.json").is_file()
+
+
+def test_validation_games_are_held_out_whole_and_pairs_stay_on_their_side():
+    import numpy as np
+
+    from trainers.experiments.preferences.wordle_demo import split_games
+
+    class Clip:
+        def __init__(self, game, i):
+            self.source_episode_id, self.clip_id = game, f"{game}/{i}"
+
+    clips = [Clip(f"g{g}", i) for g in range(10) for i in range(3)]
+    fit, check = split_games(clips, 0.2, np.random.default_rng(0))
+    fit_games, check_games = {c.source_episode_id for c in fit}, {c.source_episode_id for c in check}
+    assert len(check_games) == 2 and not fit_games & check_games and len(fit) + len(check) == len(clips)
+    few = [Clip(f"g{g}", 0) for g in range(4)]
+    assert len({c.source_episode_id for c in split_games(few, 0.1, np.random.default_rng(0))[1]}) == 2

@@ -216,10 +216,13 @@ def test_checkpoint_round_trip_gives_identical_predictions(tmp_path, make):
     model.predict(clips)                                                       # fills the normaliser's window
     path = trainer.save(tmp_path / "checkpoint")
     assert sorted(p.name for p in path.iterdir()) == sorted(
+        ["config.json", "weights.pt", "normalisation.npy", "trainer_state.pt"]  # the trainer's: exact resume
+        + (["tokenizer.json"] if make is text_clip else []))
+    assert sorted(p.name for p in model.save(tmp_path / "model_only").iterdir()) == sorted(
         ["config.json", "weights.pt", "normalisation.npy"] + (["tokenizer.json"] if make is text_clip else []))
     trainer.train_step(data, data)
     assert trainer.save(tmp_path / "checkpoint") == path                     # rewritten in place
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]      # no temporary folder left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "model_only"]  # no temporary folder left
     loaded = RewardModel.load(path)
     assert loaded.state["step"] == 2 and loaded.inputs == model.inputs
     for a, b in zip(model.predict(clips, update_normalisation=False), loaded.predict(clips, update_normalisation=False)):

@@ -133,3 +133,23 @@ def test_local_backend_rewards_are_the_percentile_change_over_the_val_pool(manua
     assert published.reward(scene, [], "rank") == pytest.approx(1 - (1 + (dists < dists[1]).sum()) / 5)
     assert backend.reward(scene, history, "distance") == pytest.approx(
         ((guesses[0] - pool[1]) ** 2).mean() - ((guesses[1] - pool[1]) ** 2).mean(), abs=1e-6)
+
+
+def test_an_empty_question_is_a_wasted_round_that_reaches_no_backend(manual):
+    _, dialogues, rows = manual
+
+    class Refusing(CachedBackend):
+        """A backend that, like the protocol's servers, refuses an empty question."""
+
+        def respond(self, scene, history, kind):
+            assert all(t["text"].strip() for t in history), "an empty question reached the backend"
+            return super().respond(scene, history, kind)
+
+    env = VisDialEnv(dialogues["train"], Refusing(rows["train"]), RewardConfig("10_stop"))
+    env.set_next_dialogue(dialogues["train"][0])
+    env.reset()
+    wasted = env.step("  ")
+    assert not wasted.last() and wasted.observation["text"] == "" and wasted.reward == 0.0
+    asked = env.step("is it sunny?")     # the next question is the dialogue's first round, as if none was wasted
+    assert asked.observation["text"] == dialogues["train"][0].answers[0]
+    assert [t["text"] for t in env.history] == ["is it sunny?", dialogues["train"][0].answers[0]]

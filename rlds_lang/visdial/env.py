@@ -4,7 +4,9 @@ Observation 0 is the caption of a hidden image; each action is a question (endin
 the next observation is the answer a ``Backend`` gives; the reward comes from the backend's guesser score
 changes through a ``rewards.DialogueScorer`` (mode, yes/no kind, scale and shift of ``RewardConfig``).
 In ``agent_stops`` an action containing ``<stop>`` ends the episode (observation ``""``, reward 0); in
-the other modes it is an ordinary question, as in the reference environment. Rewards are
+the other modes it is an ordinary question, as in the reference environment. An empty (or blank) question is a
+wasted round: the answer is ``""``, the guesser's score does not change and nothing is sent to the backend
+(servers of the published protocol refuse an empty question). Rewards are
 rounded to float32, the precision RLDS datasets store, so recorded episodes keep them exactly.
 
 The image comes from a dialogue: drawn with the environment's seeded generator, or fixed with
@@ -95,6 +97,9 @@ class VisDialEnv(LanguageEnv):
     def _step(self, action: str) -> tuple[Observation, float, bool]:
         if self.config.mode == "agent_stops" and STOP in action:
             return {"text": ""}, float(self.scorer.stop()), True
+        if not action.strip():  # a wasted round: no answer, the guesser's score unchanged, nothing sent
+            reward, done = self.scorer.answer("", 0.0)
+            return {"text": ""}, float(np.float32(reward)), done
         self.history.append(turn("question", action))
         answer, delta = self.backend.respond(self.scene, self.history, self.config.score_kind)
         self.history.append(turn("answer", answer))

@@ -40,8 +40,10 @@ def fit_dpo(config: DPOConfig, progress: bool = True) -> TrainResult:
     default the starting policy) and runs ``trainers.algorithms.dpo.trainer.train_dpo``."""
     if not config.init:
         raise ValueError("DPOConfig.init is empty: give the checkpoint folder of the starting policy")
+    torch.manual_seed(config.seed)  # loading builds each model from random weights first: seeded, like training
+    start = load_agent_model(config.init)
     reference = load_agent_model(config.reference).lm if config.reference else None
-    return train_dpo(config, load_agent_model(config.init), reference, progress)
+    return train_dpo(config, start, reference, progress)
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {

@@ -1,13 +1,13 @@
-"""``rlds-lang visdial-serve``: our Visual Dialogue answer/reward server on the published protocol.
+"""``rlds-lang visdial serve``: our Visual Dialogue answer/reward server on the published protocol.
 
 Loads the dialogues and features of a manual folder (answerer: the images of train and val; ranking
-pool: val; question bot: train) and a guesser trained by ``rlds-lang visdial-guesser``, then serves
+pool: val; question bot: train) and a guesser trained by ``rlds-lang visdial guesser``, then serves
 ``rlds_lang.visdial.server.create_app`` with uvicorn on ``--host`` (127.0.0.1 by default, this machine
 only) and ``--port`` until interrupted. Clients: ``rlds_lang.visdial.http.HttpBackend(url)``.
 
 Example::
 
-    rlds-lang visdial-serve --manual-dir ~/visdial_manual --guesser ~/visdial_guesser --port 8766
+    rlds-lang visdial serve --manual-dir ~/visdial_manual --guesser ~/visdial_guesser --port 8766
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def add_visdial_serve_parser(sub) -> None:
     """Registers ``visdial-serve`` on the ``rlds-lang`` subcommands."""
     p = sub.add_parser("visdial-serve", help="serve the Visual Dialogue answerer/guesser on the published protocol")
     p.add_argument("--manual-dir", required=True, help="folder with visdial_<version>_<split>.json and data_img.h5")
-    p.add_argument("--guesser", required=True, help="folder saved by rlds-lang visdial-guesser")
+    p.add_argument("--guesser", required=True, help="folder saved by rlds-lang visdial guesser")
     p.add_argument("--version", default="0.5", help="VisDial version of the dialogue files (0.5 or 1.0)")
     p.add_argument("--no-normalize", action="store_true", help="do not L2-normalise the image features")
     p.add_argument("--published-pool", action="store_true",
@@ -99,7 +99,7 @@ def cmd_reddit_tokenizer(args: argparse.Namespace) -> SubwordTokenizer:
     everything = list(read_folder(args.data, rejections))
     comments = [c for c in everything if c.split == "train"]
     if not comments:
-        raise SystemExit(f"rlds-lang reddit-tokenizer: no train comments in {args.data}")
+        raise SystemExit(f"rlds-lang reddit tokenizer: no train comments in {args.data}")
     texts = [t for c in comments for t in (c.parent_text, c.text) if t]
     tokenizer = SubwordTokenizer.train(texts, vocab_size=args.vocab_size, name=f"reddit-bpe-{args.vocab_size}")
     tokenizer.save(args.out)
@@ -176,7 +176,7 @@ def cmd_visdial_tokenizer(args: argparse.Namespace) -> SubwordTokenizer:
     """Trains the subword tokenizer on the train split's texts and saves it to ``args.out``."""
     dialogues = list(read_split(args.manual_dir, "train", args.version))
     if not dialogues:
-        raise SystemExit(f"rlds-lang visdial-tokenizer: no train dialogues in {args.manual_dir}")
+        raise SystemExit(f"rlds-lang visdial tokenizer: no train dialogues in {args.manual_dir}")
     texts = [STOP] + [t for d in dialogues for t in (d.caption, *map(as_question, d.questions), *d.answers)]
     tokenizer = SubwordTokenizer.train(texts, vocab_size=args.vocab_size, name=f"visdial-bpe-{args.vocab_size}")
     tokenizer.save(args.out)
@@ -191,7 +191,7 @@ def server_url(args: argparse.Namespace) -> Iterator[str]:
         yield args.visdial_server
         return
     if not args.guesser:
-        raise SystemExit("eval --task visdial: give --visdial-server URL, or --guesser DIR (rlds-lang visdial-guesser) "
+        raise SystemExit("eval --task visdial: give --visdial-server URL, or --guesser DIR (rlds-lang visdial guesser) "
                          "to start our server")
     from rlds_lang.visdial.server import BackendServer
     from trainers.tasks.visdial_guesser import load_guesser
@@ -247,7 +247,7 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 def add_visdial_eval_arguments(ev: argparse.ArgumentParser) -> None:
     """The options ``eval --task visdial`` adds to the eval parser (``--data`` and ``--episodes`` are shared)."""
     group = ev.add_argument_group("--task visdial")
-    group.add_argument("--guesser", help="visdial: guesser folder (rlds-lang visdial-guesser) for our server")
+    group.add_argument("--guesser", help="visdial: guesser folder (rlds-lang visdial guesser) for our server")
     group.add_argument("--visdial-server", help="visdial: URL of a server speaking the published protocol")
     group.add_argument("--visdial-split", default="val", help="visdial: split whose images are played (paper: val)")
     group.add_argument("--visdial-version", default="0.5", help="visdial: VisDial version of --data (0.5 or 1.0)")

@@ -1,4 +1,4 @@
-"""Reddit commands: ``rlds-lang reddit-tokenizer`` (a subword tokenizer for open text) and ``rlds-lang eval --task reddit``.
+"""Reddit commands: ``rlds-lang reddit tokenizer`` (a subword tokenizer for open text) and ``rlds-lang eval --task reddit``.
 
 ``reddit-tokenizer`` trains a byte-level BPE (``rlds_lang.subword.SubwordTokenizer``) on the parent and
 comment texts of the ``train`` split of a manual folder (either layout) and saves it; training then uses it
@@ -12,7 +12,7 @@ comments), so it is refused here.
 
 Example::
 
-    rlds-lang reddit-tokenizer --data DIR --out runs/reddit-tokenizer.json
+    rlds-lang reddit tokenizer --data DIR --out runs/reddit-tokenizer.json
     rlds-lang train bc --dataset /tmp/reddit-data/reddit_comments/toxicity/1.0.0 --tokenizer file:runs/reddit-tokenizer.json
     rlds-lang eval --task reddit --data DIR --reward toxicity --agent bc=runs/train/checkpoint --episodes 64
 """

@@ -1,4 +1,4 @@
-"""Visual Dialogue commands: ``rlds-lang visdial-tokenizer`` and ``rlds-lang eval --task visdial``.
+"""Visual Dialogue commands: ``rlds-lang visdial tokenizer`` and ``rlds-lang eval --task visdial``.
 
 ``visdial-tokenizer`` trains a byte-level BPE (``rlds_lang.subword.SubwordTokenizer``) on the captions,
 questions (with ``?``) and answers of a manual folder's ``train`` split, plus ``<stop>``; training then
@@ -11,11 +11,11 @@ the paper: val, env_stops, hard y/n with -2, 1,024 episodes, seed 0, questions u
 mean return ± standard error and the number of answers that are exactly "yes" or "no", as the paper does.
 Answers and rewards come from ``--visdial-server URL`` (the authors' server or ours), else from our
 server started in this process on 127.0.0.1 over ``--data`` with the guesser ``--guesser``
-(``rlds-lang visdial-guesser``), which stands in for the paper's pretrained bots.
+(``rlds-lang visdial guesser``), which stands in for the paper's pretrained bots.
 
 Example::
 
-    rlds-lang visdial-tokenizer --manual-dir DIR --out runs/visdial-tokenizer.json
+    rlds-lang visdial tokenizer --manual-dir DIR --out runs/visdial-tokenizer.json
     rlds-lang train bc --dataset /tmp/visdial-data/visdial/yn/1.0.0 --tokenizer file:runs/visdial-tokenizer.json
     rlds-lang eval --task visdial --data DIR --guesser runs/guesser --agent bc=runs/train/checkpoint \\
         --agent qbot=server --episodes 64

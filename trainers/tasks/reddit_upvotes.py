@@ -1,4 +1,4 @@
-"""``rlds-lang reddit-upvotes``: train the upvote classifier of the Reddit ``upvotes_model`` reward.
+"""``rlds-lang reddit upvotes``: train the upvote classifier of the Reddit ``upvotes_model`` reward.
 
 As in the paper, the classifier learns ``score > 0`` with binary cross-entropy on the comments of the
 ``test`` split (train_idxs.json feeds the agents, test_idxs.json the reward model) and is validated on
@@ -10,7 +10,7 @@ parent in another file is found and a comment repeated across files is counted o
 
 Example::
 
-    rlds-lang reddit-upvotes --data ~/reddit_manual --out ~/reddit_upvote_model --epochs 3
+    rlds-lang reddit upvotes --data ~/reddit_manual --out ~/reddit_upvote_model --epochs 3
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ what our server's ``/fetch_reward_rank`` (``/fetch_reward``) returns for dialogu
 image with an empty history (``v0``), then with the dialogue's own first ``r`` rounds (the change made by
 round ``r``) -- the human dialogue, as the published caches were made.
 
-``rlds-lang visdial-serve --manual-dir D --guesser G --write-caches OUT`` writes them (and does not serve).
+``rlds-lang visdial serve --manual-dir D --guesser G --write-caches OUT`` writes them (and does not serve).
 
 Example::
 

@@ -1,4 +1,4 @@
-"""``rlds-lang visdial-guesser``: trains the small PyTorch guesser the local Visual Dialogue backend scores with.
+"""``rlds-lang visdial guesser``: trains the small PyTorch guesser the local Visual Dialogue backend scores with.
 
 The guesser predicts the (L2-normalised) image feature from the caption and the dialogue so far. It is a
 hashed bag of words (``buckets`` hash buckets of lower-cased words, stable CRC32) -> ``EmbeddingBag``
@@ -9,7 +9,7 @@ feature regression), which is not available here. Saved as ``guesser.pt`` + ``co
 
 Example::
 
-    rlds-lang visdial-guesser --manual-dir ~/visdial_manual --out ~/visdial_guesser --epochs 5
+    rlds-lang visdial guesser --manual-dir ~/visdial_manual --out ~/visdial_guesser --epochs 5
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Guesser:
 
 
 def load_guesser(folder: str) -> Guesser:
-    """The guesser saved in ``folder`` by ``rlds-lang visdial-guesser``."""
+    """The guesser saved in ``folder`` by ``rlds-lang visdial guesser``."""
     import torch
 
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:

@@ -78,8 +78,9 @@ def prepare(config: DPOConfig, start: Any, reference: nn.Module | None = None,
 def train_dpo(config: DPOConfig, start: Any, reference: nn.Module | None = None, progress: bool = True,
               pairs: list[PreferencePair] | None = None) -> TrainResult:
     """Trains the starting policy ``start`` (loaded from ``config.init``) with DPO on the pairs of
-    ``config.dataset`` (or ``pairs``), against ``reference`` (default: the starting policy)."""
-    torch.manual_seed(config.seed)
+    ``config.dataset`` (or ``pairs``), against ``reference`` (default: the starting policy). The caller seeds
+    torch with ``config.seed`` before it loads the models (``trainers.algorithms.registry.fit_dpo`` does), so the
+    run, dropout included, is a function of the seed."""
     config, tokenizer, module, tensors = prepare(config, start, reference, pairs)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -199,6 +199,8 @@ def ei_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: 
 def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: int, round_dir: Path,
                earlier: list[RoundManifest], progress: bool) -> RoundManifest:
     """One MALT round: response trees of the current policy, then DPO against it (see the module docstring)."""
+    import torch
+
     from trainers.algorithms.dpo.data import load_tree_episodes, tree_pairs
     from trainers.algorithms.dpo.dpo import DPOConfig
     from trainers.algorithms.dpo.trainer import train_dpo
@@ -225,6 +227,7 @@ def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r
                         batch_size=config.dpo_batch_size, lr=config.dpo_lr, beta=config.beta, loss_type=config.loss_type,
                         label_smoothing=config.label_smoothing, nll_coef=config.nll_coef, seed=config.seed + r,
                         checkpoint_every=steps)
+        torch.manual_seed(dpo.seed)  # loading draws random initial weights: seeded, as the run is
         train_dpo(dpo, load_agent_model(dpo.init), None, progress, pairs=pairs)
         checkpoint = round_dir / "train" / "checkpoint"
     return RoundManifest(r, "malt", env_config(env), _spec_dict(spec), {"trees": str(trees_dir)}, folders,

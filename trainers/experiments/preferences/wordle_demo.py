@@ -94,6 +94,16 @@ def random_pairs(clips: Sequence[Any], n: int, rng: np.random.Generator) -> list
     return [(clips[a], clips[b]) for a, b in picks]
 
 
+def split_games(clips: Sequence[Any], fraction: float, rng: np.random.Generator) -> tuple[list[Any], list[Any]]:
+    """``(training clips, validation clips)``: a ``fraction`` of the clips' games (at least two, so that validation
+    pairs exist) drawn with ``rng``, every clip of a game on the same side."""
+    games = sorted({clip.source_episode_id for clip in clips})
+    if len(games) < 3:
+        raise ValueError(f"{len(games)} games: validation holds out whole games, so at least 3 are needed")
+    held = set(rng.choice(games, size=min(len(games) - 1, max(2, int(round(fraction * len(games))))), replace=False))
+    return ([c for c in clips if c.source_episode_id not in held], [c for c in clips if c.source_episode_id in held])
+
+
 def ranking_accuracy(model, pairs: Sequence[tuple[Any, Any]]) -> float:
     """Share of pairs with different true returns whose predicted returns are ordered the same way."""
     strict = [(a, b) for a, b in pairs if a.true_return != b.true_return]
@@ -113,7 +123,7 @@ def run_demo(config: RewardDemoConfig, progress: bool = True, clips: Sequence[An
     from rlds_lang.preferences.labellers import SyntheticLabeller
     from rlds_lang.preferences.types import Judgement
     from trainers.algorithms.reward.scorer import RewardModelScorer
-    from trainers.algorithms.reward.trainer import split_validation, train_reward
+    from trainers.algorithms.reward.trainer import train_reward
 
     started = time.perf_counter()
     rng = np.random.default_rng(config.seed)
@@ -123,9 +133,13 @@ def run_demo(config: RewardDemoConfig, progress: bool = True, clips: Sequence[An
     held = [c for c in clips if c.source_episode_id in held_games]
     train_clips = [c for c in clips if c.source_episode_id not in held_games]
     labeller = SyntheticLabeller(config.tolerance, config.label_noise, config.seed)
-    judgements = [Judgement(a, b, labeller.label(a, b), labeller="synthetic")
-                  for a, b in random_pairs(train_clips, config.labels, rng)]
-    train, val = split_validation(judgements, config.reward.val_fraction, config.seed)
+    # validation holds out whole games, and pairs are drawn within each side (as the preference pipeline's
+    # labeller does), so no label is lost to a pair that straddles the two
+    fit, check = split_games(train_clips, config.reward.val_fraction, rng)
+    val_labels = max(1, int(round(config.labels * config.reward.val_fraction)))
+    train, val = ([Judgement(a, b, labeller.label(a, b), labeller="synthetic") for a, b in random_pairs(side, n, rng)]
+                  for side, n in ((fit, config.labels - val_labels), (check, val_labels)))
+    judgements = train + val
     out = Path(config.out)
     reward_config = dataclasses.replace(config.reward, out=str(out / "reward"), seed=config.seed)
     if progress:
@@ -146,4 +160,5 @@ def run_demo(config: RewardDemoConfig, progress: bool = True, clips: Sequence[An
     return results
 
 
-__all__ = ["DEMO_POLICIES", "RewardDemoConfig", "demo_reward_config", "record_clips", "random_pairs", "ranking_accuracy", "run_demo"]
+__all__ = ["DEMO_POLICIES", "RewardDemoConfig", "demo_reward_config", "record_clips", "random_pairs", "ranking_accuracy", "run_demo",
+           "split_games"]
