@@ -121,6 +121,17 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, options, wo
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
+@pytest.mark.xfail(strict=True, reason="trainers/core/loop.py builds AdamW without betas=(config.adam_beta1, "
+                   "config.adam_beta2) until that one-line change lands; strict, so this fails once it does and the "
+                   "mark must go")
+def test_adam_betas_come_from_the_config(wordle_dataset, tmp_path):
+    """LMRL-Gym's value-based rows train with Adam's beta2 at 0.95 (``LMRL_GYM_OPTIMIZER``)."""
+    train("ilql", config("ilql", wordle_dataset, tmp_path / "ilql", steps=1, adam_beta1=0.8, adam_beta2=0.95),
+          progress=False)
+    state = torch.load(tmp_path / "ilql" / "checkpoint" / "trainer_state.pt", weights_only=False)
+    assert [tuple(group["betas"]) for group in state["optimizer"]["param_groups"]] == [(0.8, 0.95)]
+
+
 def test_a_resumed_run_restores_the_data_position_instead_of_replaying(wordle_dataset, tmp_path):
     """The checkpoint keeps the data stream's position: restored with nothing skipped, the stream gives the batch
     that follows the last one trained on, i.e. the one a replay of the stream would give."""
