@@ -170,3 +170,19 @@ def test_lmrl_gym_settings_are_its_scripts_values():
                                                                                              1.0)
     assert (default.adam_beta1, default.adam_beta2) == (0.9, 0.999)
     assert dataclasses.asdict(ILQLConfig(**LMRL_GYM_ILQL))["target_network"] == "trunk"
+
+
+def test_lmrl_gym_rows_value_trunk_over_a_fixed_policy_trains_only_the_values():
+    """LMRL-Gym's rows as ``trainers.experiments.lmrl_gym`` builds them: its settings, a separate value trunk and no
+    BC term; the target trunk copies the value trunk, and the policy gets no gradient."""
+    ilql = model(**{**LMRL_GYM_ILQL, "separate_value_trunk": True, "awac_weight": 0.0})
+    assert ilql.target_trunk is not None and ilql.heads.decode_with == "live"
+    output = ilql(hand_batch())
+    assert torch.isfinite(output.loss)
+    output.loss.backward()
+    assert all(p.grad is None for p in ilql.lm.policy.parameters())
+    # the heads start as the constant -4.4 (zero output weights), so the value trunk's first gradient is zero, and
+    # V's too (its target, min target Q, is V); the Q heads' TD errors are not zero
+    assert all(p.grad is not None for p in ilql.lm.value.parameters())
+    assert all(getattr(ilql.heads, name)[-1].weight.grad.abs().sum() > 0 for name in ("q1", "q2"))
+    assert all(p.grad is None for p in ilql.target_trunk.parameters())

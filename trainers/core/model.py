@@ -352,7 +352,7 @@ class ValueHeads(nn.Module):
         names, without gradient: ``[batch, time, vocab]``.
 
         >>> heads = ValueHeads(hidden_size=4, vocab_size=3, decode_with="live").start_at(-4.0)
-        >>> _ = heads.q1[-1].bias.fill_(-1.0), heads.q2[-1].bias.fill_(-2.0)
+        >>> _ = heads.q1[-1].bias.data.fill_(-1.0), heads.q2[-1].bias.data.fill_(-2.0)
         >>> heads.acting_q(torch.zeros(1, 4)).tolist(), heads.target_q(torch.zeros(1, 4)).tolist()
         ([[-2.0, -2.0, -2.0]], [[-4.0, -4.0, -4.0]])
         """

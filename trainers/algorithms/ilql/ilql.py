@@ -113,6 +113,7 @@ class ValueLearningConfig(TrainConfig):
     decode_with: str = "target"
 
     def __post_init__(self) -> None:
+        """Rejects a ``decode_with`` that is not one of ``DECODE_WITH``, naming the field."""
         if self.decode_with not in DECODE_WITH:
             raise ValueError(f"{type(self).__name__}.decode_with: {self.decode_with!r}, expected one of {DECODE_WITH}")
 
@@ -137,6 +138,7 @@ class ILQLConfig(ValueLearningConfig):
     target_network: str = "heads"
 
     def __post_init__(self) -> None:
+        """Also rejects an unknown ``target_network``, and a target trunk with target-head decoding."""
         super().__post_init__()
         if self.target_network not in TARGET_NETWORKS:
             raise ValueError(f"ILQLConfig.target_network: {self.target_network!r}, expected one of {TARGET_NETWORKS}")
