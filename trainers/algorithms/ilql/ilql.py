@@ -154,6 +154,8 @@ LMRL_GYM_OPTIMIZER: dict[str, Any] = {"warmup_steps": 0, "grad_clip": 0.0, "weig
 #: optimizer at lr 3e-5, a Polyak target of the value trunk (alpha 0.005, the default), decoding with the live
 #: heads, CQL weight 0.01 and heads starting at -4.4. Its value trunk is apart from the fixed BC policy it
 #: perturbs (``separate_value_trunk`` with ``awac_weight=0``; ``trainers.experiments.lmrl_gym`` adds those).
+#: Its squared losses are half of ours (``q_loss`` and ``expectile_loss`` here have no factor 1/2), so the same
+#: ``cql_weight`` gives CQL half the relative weight it has there (0.02 would match it; the script's 0.01 is kept).
 LMRL_GYM_ILQL: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 3e-5, "target_network": "trunk", "decode_with": "live",
                                  "cql_weight": 0.01, "head_init_value": -4.4}
 
