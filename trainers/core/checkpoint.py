@@ -5,7 +5,7 @@ Layout of ``<out>/checkpoint/``:
 | file | what |
 | --- | --- |
 | ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers; spelled embeddings are saved as the plain table they sum to) |
-| ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads) |
+| ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads, and ILQL's target trunk when it has one) |
 | ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs), training seconds so far |
 | ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}}`` |
 | ``tokenizer.json`` | the tokenizer |

@@ -54,6 +54,11 @@ class TrainConfig:
     lr: float = 3e-4
     #: AdamW weight decay.
     weight_decay: float = 0.0
+    #: AdamW's beta1 (decay of the gradient's running mean); PyTorch's default 0.9, as LMRL-Gym's.
+    adam_beta1: float = 0.9
+    #: AdamW's beta2 (decay of the squared gradient's running mean); PyTorch's default 0.999. LMRL-Gym's Wordle
+    #: scripts use 0.95 (``llm_rl_scripts/wordle/{ilql,mc}/train_*_gpt2.py``).
+    adam_beta2: float = 0.999
     #: linear learning-rate warm-up steps (then constant).
     warmup_steps: int = 50
     #: gradient-norm clipping (0 disables it).

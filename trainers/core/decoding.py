@@ -2,10 +2,11 @@
 and seeded sampling.
 
 ``next_token_logits`` is the rule in one function: the LM's (behaviour-cloned) logits, plus ILQL's
-``beta * (Q - V)`` (``perturbed_logits``) from the value heads (``min`` of the target Q heads, the V head) on the
-last hidden state when heads are given and ``beta != 0``. ``sample_tokens`` then divides by ``temperature`` (or
-takes the arg-max with ``greedy``), drawing with uniforms the caller supplies; ``stream_seed`` derives the seed
-of game ``s`` at turn ``t`` from ``(s, t)`` alone, so a seeded game samples the same actions alone or in a batch.
+``beta * (Q - V)`` (``perturbed_logits``) from the value heads (``min`` of the Q heads ``ValueHeads.acting_q``
+names: the target ones by default, the live ones with ``decode_with="live"``; the V head) on the last hidden
+state when heads are given and ``beta != 0``. ``sample_tokens`` then divides by ``temperature`` (or takes the
+arg-max with ``greedy``), drawing with uniforms the caller supplies; ``stream_seed`` derives the seed of game ``s``
+at turn ``t`` from ``(s, t)`` alone, so a seeded game samples the same actions alone or in a batch.
 
 Constrained decoding: a ``PrefixConstraint`` (a trie over the token ids of the allowed actions, e.g. the Wordle
 guess list) sets to ``-inf`` every token that does not continue an allowed action, and allows ``[EOA]`` only
@@ -59,8 +60,8 @@ def next_token_logits(lm: nn.Module, heads: ValueHeads | None, input_ids: torch.
                       past_key_values: Any = None) -> torch.Tensor:
     """The agent's logits for the token after the last position of each row: ``[batch, vocab]`` float32.
 
-    The decoding rule in one place: the LM's logits (the BC policy), plus ``beta * (min(target Q1, target
-    Q2) - V)`` of ``heads`` on the LM's last hidden state when ``heads`` is given and ``beta != 0``
+    The decoding rule in one place: the LM's logits (the BC policy), plus ``beta * (min(Q1, Q2) - V)`` of
+    ``heads`` (their target or live Q heads, as ``heads.decode_with`` says: ``ValueHeads.acting_q``) on the LM's last hidden state when ``heads`` is given and ``beta != 0``
     (``perturbed_logits``). ``attention_mask`` covers the cached past and
     ``input_ids``; ``position_ids`` default to ``positions_from_mask`` (exact under left padding).
     A ``transformers`` cache passed as ``past_key_values`` is extended in place with ``input_ids``.
@@ -78,7 +79,7 @@ def next_token_logits(lm: nn.Module, heads: ValueHeads | None, input_ids: torch.
                                              use_cache=past_key_values is not None)
     if not perturb:
         return logits
-    q = heads.target_q(hidden).float()
+    q = heads.acting_q(hidden).float()
     v = heads.v(hidden).squeeze(-1).float()
     return perturbed_logits(logits, q, v, beta)
 

@@ -238,7 +238,7 @@ class PolicyValueLM(nn.Module):
 
     def value_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """The value trunk's last hidden states alone, without a cache (training with a fixed policy)."""
-        return self.value(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        return trunk_hidden(self.value, input_ids, attention_mask)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, past_key_values: Any = None, use_cache: bool | None = None,
@@ -294,9 +294,16 @@ def mlp_head(hidden_size: int, out_size: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(hidden_size, 2 * hidden_size), nn.ReLU(), nn.Linear(2 * hidden_size, out_size))
 
 
+#: which Q heads an agent decodes with (``ValueHeads.acting_q``): the lagged target heads or the trained ones.
+DECODE_WITH = ("target", "live")
+
+
 class ValueHeads(nn.Module):
     """ILQL's heads on the transformer's last hidden states: twin ``Q`` heads over the vocabulary, a ``V``
     head, and target copies of the ``Q`` heads that only move by Polyak averaging (``trainers.algorithms.ilql.ilql``).
+
+    ``decode_with`` says which pair ``acting_q`` (the decoding rule's ``Q``) takes the minimum of: ``"target"``
+    (the lagged copies) or ``"live"`` (the trained heads, as LMRL-Gym's agents decode).
 
     >>> heads = ValueHeads(hidden_size=8, vocab_size=5)
     >>> q1, q2, v = heads(torch.zeros(2, 3, 8))
@@ -304,8 +311,11 @@ class ValueHeads(nn.Module):
     (torch.Size([2, 3, 5]), torch.Size([2, 3]))
     """
 
-    def __init__(self, hidden_size: int, vocab_size: int):
+    def __init__(self, hidden_size: int, vocab_size: int, decode_with: str = "target"):
         super().__init__()
+        if decode_with not in DECODE_WITH:
+            raise ValueError(f"ValueHeads: decode_with={decode_with!r}, expected one of {DECODE_WITH}")
+        self.decode_with = decode_with
         self.q1 = mlp_head(hidden_size, vocab_size)
         self.q2 = mlp_head(hidden_size, vocab_size)
         self.v = mlp_head(hidden_size, 1)
@@ -336,6 +346,31 @@ class ValueHeads(nn.Module):
         """``min(target Q1, target Q2)`` at every position, without gradient: ``[batch, time, vocab]``."""
         return torch.minimum(self.target_q1(hidden), self.target_q2(hidden))
 
+    @torch.no_grad()
+    def acting_q(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The ``Q`` the decoding rule perturbs the logits with: ``min(Q1, Q2)`` of the heads ``decode_with``
+        names, without gradient: ``[batch, time, vocab]``.
+
+        >>> heads = ValueHeads(hidden_size=4, vocab_size=3, decode_with="live").start_at(-4.0)
+        >>> _ = heads.q1[-1].bias.data.fill_(-1.0), heads.q2[-1].bias.data.fill_(-2.0)
+        >>> heads.acting_q(torch.zeros(1, 4)).tolist(), heads.target_q(torch.zeros(1, 4)).tolist()
+        ([[-2.0, -2.0, -2.0]], [[-4.0, -4.0, -4.0]])
+        """
+        if self.decode_with == "live":
+            return torch.minimum(self.q1(hidden), self.q2(hidden))
+        return self.target_q(hidden)
+
+
+def value_trunk(lm: nn.Module) -> nn.Module:
+    """The transformer body whose last hidden states the value heads read: a ``PolicyValueLM``'s value trunk, or
+    the body (``.transformer``) of a plain GPT-2 LM that shares it with the policy."""
+    return lm.value if isinstance(lm, PolicyValueLM) else lm.transformer
+
+
+def trunk_hidden(trunk: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """A GPT-2 body's last hidden states for a whole sequence, without a cache: ``[batch, time, n_embd]``."""
+    return trunk(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+
 
 def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """What the outputs at positions ``0..T-2`` are trained on: the next token and whether it is an action.
@@ -355,5 +390,5 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
 
 
 __all__ = ["ModelConfig", "build_language_model", "language_model_for", "SPELLING_LENGTH", "SpelledEmbedding",
-           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "ValueHeads",
-           "action_targets"]
+           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "DECODE_WITH",
+           "ValueHeads", "value_trunk", "trunk_hidden", "action_targets"]

@@ -12,8 +12,16 @@ target copies move only by Polyak averaging. One training step minimises
   + awac_weight * -exp(awac_beta * (Q - V)) log pi(a_t | s_t)                              (BC / AWAC)
 
 averaged over the dataset's action tokens; ``s_{t+1}`` is the state before the next action token. At
-inference, actions are sampled from the BC logits perturbed by ``beta * (min_i Q^target_i - V)``
-(``trainers.core.decoding``).
+inference, actions are sampled from the BC logits perturbed by ``beta * (min_i Q_i - V)`` with the target or
+the live Q heads (``decode_with``; ``trainers.core.decoding``).
+
+Two target networks (``target_network``): ``"heads"`` (the default, with which the committed results were made)
+keeps target copies of the Q heads on the live trunk, so ``Q^target`` above is the target heads on the live
+hidden states. ``"trunk"`` keeps, as LMRL-Gym's ILQL does (``GPT2ILQLTrain``'s ``target_base_params``), a Polyak
+copy of the value trunk too (the value transformer with ``separate_value_trunk``, else the shared transformer
+body) and computes ``Q^target`` as the target heads on the target trunk's hidden states; ``V`` and the live Q
+heads stay on the live trunk. (The ILQL authors keep a whole target transformer, which is ``"trunk"`` with
+``separate_value_trunk``.)
 
 Where the defaults come from: ``tau=0.7``, ``gamma=0.99``, ``alpha=0.005`` (Polyak), ``cql_weight=1e-4``,
 ``awac_weight=1``, ``awac_beta=0`` (plain BC weights), twin Q heads, and ``beta=16`` at inference are the
@@ -21,8 +29,14 @@ ILQL authors' Wordle configuration (config/wordle/train_iql.yaml and eval_policy
 Sea-Snell/Implicit-Language-Q-Learning). Differences, all to train on 2 CPU cores: the paper fine-tunes
 three pretrained GPT-2 small models (policy, value, target value); here one small randomly initialised
 transformer carries the LM head and the value heads (the authors' ``seperate_policy: false`` variant), and the
-target network is the pair of target Q heads on the shared trunk. ``separate_value_trunk=True`` gives the value
-heads their own transformer (their ``seperate_policy: true``), still with target heads, not a target trunk.
+target network is by default the pair of target Q heads on the shared trunk, and agents decode with them.
+``separate_value_trunk=True`` gives the value heads their own transformer (their ``seperate_policy: true``).
+
+LMRL-Gym's Wordle rows (``llm_rl_scripts/wordle/{ilql,mc}/train_*_gpt2.py`` of abdulhaim/LMRL-Gym): a Polyak
+target of the value trunk, decoding with the live heads' ``min(Q1, Q2)`` (its ``GPT2ValueRLInference`` of the
+trained ``base_params`` and heads), AdamW at a constant learning rate 3e-5 (1e-5 for MC) with betas (0.9, 0.95),
+no weight decay, no gradient clipping, CQL weight 0.01 and heads starting at -4.4: ``LMRL_GYM_ILQL`` (and
+``trainers.algorithms.ilql.mc.LMRL_GYM_MC``) hold those settings, ``ILQLConfig(**LMRL_GYM_ILQL, dataset=...)``.
 
 Example (the CLI: ``rlds-lang train ilql --dataset DIR --steps 500``)::
 
@@ -34,7 +48,9 @@ Example (the CLI: ``rlds-lang train ilql --dataset DIR --steps 500``)::
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+from typing import Any
 
 import torch
 from torch import nn
@@ -50,10 +66,13 @@ from trainers.algorithms.ilql.losses import (
 )
 from trainers.core.config import TrainConfig
 from trainers.core.model import (
+    DECODE_WITH,
     PolicyValueLM,
     ValueHeads,
     action_targets,
     language_model_for,
+    trunk_hidden,
+    value_trunk,
 )
 from trainers.core.objective import LossOutput, masked_mean
 
@@ -88,16 +107,57 @@ class ValueLearningConfig(TrainConfig):
     #: start Q and V as this constant (output weights zero, bias this value; ``ValueHeads.start_at``), so the
     #: advantage starts at 0; LMRL-Gym's Wordle heads start at -4.4. None: PyTorch's default random init.
     head_init_value: float | None = None
+    #: which Q heads the agents decode with (``ValueHeads.acting_q``, recorded in the checkpoint's config):
+    #: ``"target"`` (the lagged copies; our default, with which the committed results were made) or ``"live"``
+    #: (the trained heads, LMRL-Gym's agents' ``GPT2ValueRLInference`` of the trained parameters).
+    decode_with: str = "target"
+
+    def __post_init__(self) -> None:
+        """Rejects a ``decode_with`` that is not one of ``DECODE_WITH``, naming the field."""
+        if self.decode_with not in DECODE_WITH:
+            raise ValueError(f"{type(self).__name__}.decode_with: {self.decode_with!r}, expected one of {DECODE_WITH}")
+
+
+#: ``ILQLConfig.target_network``'s choices.
+TARGET_NETWORKS = ("heads", "trunk")
 
 
 @dataclasses.dataclass
 class ILQLConfig(ValueLearningConfig):
-    """ILQL hyperparameters: ``ValueLearningConfig`` plus the target heads' Polyak rate."""
+    """ILQL hyperparameters: ``ValueLearningConfig`` plus the target network and its Polyak rate."""
 
     #: output folder.
     out: str = "runs/ilql"
-    #: Polyak rate of the target Q heads after every optimizer step.
+    #: Polyak rate of the target network (Q heads, and trunk with ``target_network="trunk"``) after every
+    #: optimizer step (0.005: the ILQL authors' and LMRL-Gym's).
     alpha: float = 0.005
+    #: what the target network is: ``"heads"``, target Q heads on the live trunk (our default, with which the
+    #: committed results were made), or ``"trunk"``, a Polyak copy of the value trunk under the target Q heads
+    #: (LMRL-Gym's ILQL; with ``separate_value_trunk``, the ILQL authors' whole target value transformer).
+    #: ``"trunk"`` decodes with ``decode_with="live"`` only: agents do not run the target trunk.
+    target_network: str = "heads"
+
+    def __post_init__(self) -> None:
+        """Also rejects an unknown ``target_network``, and a target trunk with target-head decoding."""
+        super().__post_init__()
+        if self.target_network not in TARGET_NETWORKS:
+            raise ValueError(f"ILQLConfig.target_network: {self.target_network!r}, expected one of {TARGET_NETWORKS}")
+        if self.target_network == "trunk" and self.decode_with != "live":
+            raise ValueError("ILQLConfig: target_network='trunk' needs decode_with='live' (the agents run the live "
+                             "trunk only, so target heads would read hidden states of a trunk they were not trained on)")
+
+#: LMRL-Gym's optimisation of its value-based Wordle rows (``llm_rl_scripts/wordle/{ilql,mc}/train_*_gpt2.py``):
+#: AdamW with betas (0.9, 0.95) at a constant rate (no warm-up), no weight decay and no gradient clipping.
+LMRL_GYM_OPTIMIZER: dict[str, Any] = {"warmup_steps": 0, "grad_clip": 0.0, "weight_decay": 0.0,
+                                      "adam_beta1": 0.9, "adam_beta2": 0.95}
+#: ``ILQLConfig`` settings of LMRL-Gym's ILQL row (``llm_rl_scripts/wordle/ilql/train_ilql_gpt2.py``): its
+#: optimizer at lr 3e-5, a Polyak target of the value trunk (alpha 0.005, the default), decoding with the live
+#: heads, CQL weight 0.01 and heads starting at -4.4. Its value trunk is apart from the fixed BC policy it
+#: perturbs (``separate_value_trunk`` with ``awac_weight=0``; ``trainers.experiments.lmrl_gym`` adds those).
+#: Its squared losses are half of ours (``q_loss`` and ``expectile_loss`` here have no factor 1/2), so the same
+#: ``cql_weight`` gives CQL half the relative weight it has there (0.02 would match it; the script's 0.01 is kept).
+LMRL_GYM_ILQL: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 3e-5, "target_network": "trunk", "decode_with": "live",
+                                 "cql_weight": 0.01, "head_init_value": -4.4}
 
 
 class ILQLModel(nn.Module):
@@ -109,9 +169,31 @@ class ILQLModel(nn.Module):
         self.lm = language_model_for(config.model, tokenizer)
         if config.separate_value_trunk:
             self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
-        self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size)
+        self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size, decode_with=config.decode_with)
         if config.head_init_value is not None:
             self.heads.start_at(config.head_init_value)
+        #: with ``target_network="trunk"``: the Polyak copy of the value trunk the target Q heads read; else None.
+        self.target_trunk = (copy.deepcopy(value_trunk(self.lm)).requires_grad_(False).eval()
+                             if self.target_network() == "trunk" else None)
+
+    def target_network(self) -> str:
+        """``ILQLConfig.target_network``: ``"heads"`` or ``"trunk"``."""
+        return self.config.target_network
+
+    def train(self, mode: bool = True) -> "ILQLModel":
+        """``nn.Module.train``, leaving the target trunk in eval mode (it is never trained)."""
+        super().train(mode)
+        if self.target_trunk is not None:
+            self.target_trunk.eval()
+        return self
+
+    @torch.no_grad()
+    def target_values(self, batch: dict[str, torch.Tensor], hidden: torch.Tensor) -> torch.Tensor:
+        """``min(target Q1, target Q2)`` at positions ``0..T-2``: the target heads on the target trunk's hidden
+        states, or on ``hidden`` (the live trunk's) without a target trunk. ``[batch, time - 1, vocab]``."""
+        if self.target_trunk is not None:
+            hidden = trunk_hidden(self.target_trunk, batch["input_ids"], batch["attention_mask"])[:, :-1]
+        return self.heads.target_q(hidden)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The weighted sum of the TD, expectile, CQL and BC/AWAC terms on the batch's action tokens."""
@@ -127,7 +209,7 @@ class ILQLModel(nn.Module):
         q1, q2, v = self.heads(hidden)
         taken = actions.unsqueeze(-1)
         q1_taken, q2_taken = q1.gather(-1, taken).squeeze(-1), q2.gather(-1, taken).squeeze(-1)
-        target_q = self.heads.target_q(hidden).gather(-1, taken).squeeze(-1)
+        target_q = self.target_values(batch, hidden).gather(-1, taken).squeeze(-1)
         q_targets, v_targets = self.regression_targets(batch, v, target_q, mask)
 
         losses = {
@@ -154,9 +236,11 @@ class ILQLModel(nn.Module):
         return td_targets(rewards, next_v, dones, self.config.gamma), target_q
 
     def after_optimizer_step(self) -> None:
-        """Moves the target Q heads towards the online ones by ``alpha`` (Polyak averaging)."""
+        """Moves the target Q heads (and the target trunk) towards the online ones by ``alpha`` (Polyak averaging)."""
         polyak_update(self.heads.target_q1, self.heads.q1, self.config.alpha)
         polyak_update(self.heads.target_q2, self.heads.q2, self.config.alpha)
+        if self.target_trunk is not None:
+            polyak_update(self.target_trunk, value_trunk(self.lm), self.config.alpha)
 
 
-__all__ = ["ValueLearningConfig", "ILQLConfig", "ILQLModel"]
+__all__ = ["ValueLearningConfig", "ILQLConfig", "TARGET_NETWORKS", "LMRL_GYM_OPTIMIZER", "LMRL_GYM_ILQL", "ILQLModel"]

@@ -11,18 +11,20 @@ tokens of the whole episode (``transforms.token_mdp``'s ``returns_to_go``, which
   + cql_weight  * sum_i CE(Q_i(s_t, .), a_t)                          (CQL)
   + awac_weight * -exp(awac_beta * (Q - V)) log pi(a_t | s_t)          (BC / AWAC)
 
-Nothing bootstraps, so there is no target network to lag: the "target" Q heads the agents decode with are
-copied from the online ones after every optimizer step. At inference it acts exactly like ILQL: the BC logits
+Nothing bootstraps, so there is no target network to lag: the "target" Q heads are copied from the online
+ones after every optimizer step, and decoding with them (``decode_with="target"``) or with the live heads
+(``"live"``, as LMRL-Gym's MC agent does) is the same. At inference it acts exactly like ILQL: the BC logits
 perturbed by ``beta * (min_i Q_i - V)`` (``trainers.core.decoding``; checkpoints load through the algorithm registry
 like ILQL's). Q of a token estimates the behaviour policy's return after it (no max over actions), so MC
 improves on the data by one step of policy improvement, where ILQL's expectile backs up better-than-average
 continuations through the TD chain.
 
 Where the defaults come from: everything the two share is ILQL's Wordle configuration (``trainers.algorithms.ilql.ilql``:
-``gamma=0.99``, ``tau=0.7``, ``cql_weight=1e-4``, ``awac_weight=1``, ``awac_beta=0``, ``beta=16``), because
-the ILQL authors' MC-returns baseline is their ILQL code with the TD target replaced (its ``V`` regresses by
-expectile onto discounted Monte-Carlo returns instead of target Q, ``shared/REFERENCE_TASKS.md``); ``alpha``
-has no use here.
+``gamma=0.99``, ``tau=0.7``, ``cql_weight=1e-4``, ``awac_weight=1``, ``awac_beta=0``, ``beta=16``); ``alpha``
+has no use here. The ILQL authors' MC-returns baseline is their ILQL code with only ``V``'s target replaced:
+``V`` regresses by expectile onto discounted Monte-Carlo returns instead of target Q, while Q keeps its TD target
+``r_t + gamma * V(s_{t+1})`` (``shared/REFERENCE_TASKS.md``). Ours regresses Q onto the returns as well, as
+LMRL-Gym's MC does (``LLM_RL/algorithms/mc_returns``); ``LMRL_GYM_MC`` holds LMRL-Gym's settings of its row.
 
 Example (the CLI: ``rlds-lang train mc --dataset DIR --steps 500``)::
 
@@ -35,10 +37,11 @@ Example (the CLI: ``rlds-lang train mc --dataset DIR --steps 500``)::
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 
-from trainers.algorithms.ilql.ilql import ILQLModel, ValueLearningConfig
+from trainers.algorithms.ilql.ilql import LMRL_GYM_OPTIMIZER, ILQLModel, ValueLearningConfig
 from trainers.algorithms.ilql.losses import polyak_update
 
 
@@ -50,8 +53,18 @@ class MCConfig(ValueLearningConfig):
     out: str = "runs/mc"
 
 
+#: ``MCConfig`` settings of LMRL-Gym's MC-returns row (``llm_rl_scripts/wordle/mc/train_mc_returns_gpt2.py``): its
+#: optimizer (``trainers.algorithms.ilql.ilql.LMRL_GYM_OPTIMIZER``) at lr 1e-5, decoding with the live heads, CQL
+#: weight 0.01 and heads starting at -4.4.
+LMRL_GYM_MC: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 1e-5, "decode_with": "live", "cql_weight": 0.01,
+                               "head_init_value": -4.4}
+
 class MCModel(ILQLModel):
     """ILQL's model and loss with Monte-Carlo returns-to-go as the targets of Q and V."""
+
+    def target_network(self) -> str:
+        """Always ``"heads"``: nothing bootstraps, so there is no target trunk to keep."""
+        return "heads"
 
     def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
                            mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,4 +78,4 @@ class MCModel(ILQLModel):
         polyak_update(self.heads.target_q2, self.heads.q2, 1.0)
 
 
-__all__ = ["MCConfig", "MCModel"]
+__all__ = ["MCConfig", "LMRL_GYM_MC", "MCModel"]
