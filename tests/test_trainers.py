@@ -121,9 +121,6 @@ def test_resume_from_checkpoint_gives_the_same_next_steps(algorithm, options, wo
     assert again.steps == 4 and (tmp_path / "resumed" / "checkpoint" / "model.pt").read_bytes() == weights
 
 
-@pytest.mark.xfail(strict=True, reason="trainers/core/loop.py builds AdamW without betas=(config.adam_beta1, "
-                   "config.adam_beta2) until that one-line change lands; strict, so this fails once it does and the "
-                   "mark must go")
 def test_adam_betas_come_from_the_config(wordle_dataset, tmp_path):
     """LMRL-Gym's value-based rows train with Adam's beta2 at 0.95 (``LMRL_GYM_OPTIMIZER``)."""
     train("ilql", config("ilql", wordle_dataset, tmp_path / "ilql", steps=1, adam_beta1=0.8, adam_beta2=0.95),

@@ -186,7 +186,7 @@ def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResul
     tokenizer = make_tokenizer(config.tokenizer)
     module = spec.model_class(config, tokenizer)
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
-                                  weight_decay=config.weight_decay)
+                                  betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
     step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
     before = saved_seconds

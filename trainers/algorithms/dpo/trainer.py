@@ -85,7 +85,7 @@ def train_dpo(config: DPOConfig, start: Any, reference: nn.Module | None = None,
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
-                                  weight_decay=config.weight_decay)
+                                  betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
     step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
     before = saved_seconds
