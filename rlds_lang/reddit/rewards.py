@@ -243,7 +243,7 @@ def make_reward(kind: str, *, comments: Iterable = (), model_dir: str | None = N
         cache = False  # a dictionary lookup: nothing to save
     elif kind == "upvotes_model":
         if not model_dir:
-            raise ValueError("upvotes_model needs model_dir, the folder of a model trained by `rlds-lang reddit-upvotes`")
+            raise ValueError("upvotes_model needs model_dir, the folder of a model trained by `rlds-lang reddit upvotes`")
         inner = ModelUpvotesReward.load(model_dir)
     else:
         raise ValueError(f"unknown reward kind {kind!r}; expected one of {', '.join(REWARD_KINDS)}")

@@ -4,7 +4,7 @@ The paper's classifier is a RoBERTa pooler followed by an MLP, trained with bina
 predict ``score > 0``. No pretrained weights can be shipped or downloaded here, so the encoder is a
 hashed bag of lower-cased word unigrams and bigrams (``EmbeddingBag``, mean) followed by the same kind
 of MLP (hidden layer twice the embedding width, ReLU, one logit). Training lives in
-``trainers/tasks/reddit_upvotes.py`` (``rlds-lang reddit-upvotes``); this module only defines, saves and
+``trainers/tasks/reddit_upvotes.py`` (``rlds-lang reddit upvotes``); this module only defines, saves and
 loads the model, so the core never imports the trainers.
 
 A saved model is a folder: ``config.json`` (``UpvoteModelConfig`` plus the validation accuracy and the
@@ -117,7 +117,7 @@ class UpvoteClassifier:
         for path in (config_path, weights_path):
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{path} not found: no upvote model in {folder}; train one with "
-                                        "`rlds-lang reddit-upvotes --data <manual folder> --out <folder>`")
+                                        "`rlds-lang reddit upvotes --data <manual folder> --out <folder>`")
         with open(config_path, encoding="utf-8") as f:
             saved = json.load(f)
         model = cls(UpvoteModelConfig(**saved["config"]), saved.get("info", {}))
@@ -140,7 +140,7 @@ def find_upvote_model(data_dir: str | os.PathLike) -> str:
     where = f"names {named!r}, not a folder" if named else "is not set"
     raise FileNotFoundError(f"the upvotes_model reward needs an upvote classifier: none in {inside} and "
                             f"${UPVOTE_MODEL_ENV} {where}. Train one with "
-                            f"`rlds-lang reddit-upvotes --data {os.fspath(data_dir)} --out {inside}`.")
+                            f"`rlds-lang reddit upvotes --data {os.fspath(data_dir)} --out {inside}`.")
 
 
 __all__ = ["UPVOTE_MODEL_DIR", "UPVOTE_MODEL_ENV", "UpvoteClassifier", "find_upvote_model", "UpvoteModelConfig", "ngram_ids"]

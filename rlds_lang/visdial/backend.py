@@ -10,7 +10,7 @@ A ``Backend`` answers the question that ends a dialogue history and reports the 
   ``vocabulary.AnswerVocabulary``), a TF-IDF questioner (``TfidfQuestioner``, the published server's
   question bot, ``/fetch_q_bot_response``) that asks the question a similar training dialogue asked at
   that round, and an injected guesser (any callable
-  ``(caption, history) -> predicted feature``, e.g. the PyTorch model ``rlds-lang visdial-guesser``
+  ``(caption, history) -> predicted feature``, e.g. the PyTorch model ``rlds-lang visdial guesser``
   trains) scored against a pool of val features. They stand in for the paper's pretrained answer and
   guesser bots (visdial-rl), which are not available here.
 - ``rlds_lang.visdial.http.HttpBackend``: the published server protocol over HTTP.

@@ -21,7 +21,7 @@ infinite. The true image is found in the ranking pool by the nearest row within 
 (``backend.MATCH_TOLERANCE``), so features a client normalised with its own routine, which differ from
 ours in the last bits, still rank the image where it is. The backend is called under a lock, so
 concurrent clients are served one computation at a time. ``BackendServer`` runs uvicorn in a thread
-(127.0.0.1, a free port by default) for tests and for ``rlds-lang visdial-serve``.
+(127.0.0.1, a free port by default) for tests and for ``rlds-lang visdial serve``.
 """
 
 from __future__ import annotations
