@@ -148,6 +148,17 @@ def test_sigkill_loses_at_most_the_episode_in_flight(tmp_path):
     _check_survivors(tmp_path / "logs", target)
 
 
+def test_a_killed_folder_builds_with_tfds_to_the_episodes_that_survived(tmp_path):
+    from trainers.core.build import tfds_build
+    from transforms.loading import load
+
+    _kill_child_at(tmp_path / "logs" / "killed", "in 5")
+    survivors = _check_survivors(tmp_path / "logs" / "killed", 5)
+    built = tfds_build("wordle_synthetic", "manual_dir", tmp_path / "tfds", manual_dir=tmp_path / "logs", quiet=True)
+    ids = sorted(ep["episode_id"].numpy().decode() for ep in load(built))  # manual_dir: one train split
+    assert ids == sorted(ep["episode_id"] for ep in survivors)
+
+
 @pytest.mark.parametrize("boundary", [1, 7])
 def test_sigkill_right_after_an_episode_ends_keeps_it(tmp_path, boundary):
     # killed between episodes: `boundary - 1` has ended (not yet indexed by EnvLogger), `boundary` has not begun
