@@ -54,7 +54,7 @@ def test_make_reward_errors():
         rw.make_reward("likes")
     with pytest.raises(ValueError, match="model_dir"):
         rw.make_reward("upvotes_model")
-    with pytest.raises(FileNotFoundError, match="reddit-upvotes"):
+    with pytest.raises(FileNotFoundError, match="rlds-lang reddit upvotes"):
         rw.make_reward("upvotes_model", model_dir="/nonexistent/model")
 
 
@@ -104,7 +104,7 @@ def test_reddit_upvotes_command_trains_and_reports(tmp_path):
     dummy.write_published(str(tmp_path / "data"), pos, neg, splits)
     out = tmp_path / "model"
     env = {**os.environ, "PYTHONPATH": REPO, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, "-m", "trainers.cli.main", "reddit-upvotes", "--data", str(tmp_path / "data"),
+    result = subprocess.run([sys.executable, "-m", "trainers.cli.main", "reddit", "upvotes", "--data", str(tmp_path / "data"),
                              "--out", str(out), "--epochs", "20", "--buckets", "512", "--dim", "8", "--lr", "0.03", "--batch-size", "16"],
                             cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -55,7 +55,7 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
     kept = episode_returns(filter_min_return(train, 0.0))   # %BC by reward cutoff: the non-toxic comments
     assert len(kept) == int((returns >= 0.0).sum()) and (kept == 0.0).all() and 0 < len(kept) < len(returns)
     tok_path = tmp_path / "tok.json"
-    main(["reddit-tokenizer", "--data", PUBLISHED, "--out", str(tok_path), "--vocab-size", "400"])
+    main(["reddit", "tokenizer", "--data", PUBLISHED, "--out", str(tok_path), "--vocab-size", "400"])
     assert "train comments" in capsys.readouterr().out
     runs = {}
     for name, algorithm, extra in (("bc", "bc", []), ("pbc", "bc", ["--min_return", "0"]), ("top", "bc", ["--top_p", "0.5"]), ("ilql", "ilql", [])):

@@ -22,9 +22,9 @@ def test_build_train_eval_end_to_end(tmp_path, capsys, monkeypatch):
     assert {k: v.num_examples for k, v in builder.info.splits.items()} == dummy.SIZES
     check_build(builder, dummy.OUT)
     tok = tmp_path / "tok.json"
-    main(["visdial-tokenizer", "--manual-dir", dummy.OUT, "--out", str(tok), "--vocab-size", "400"])
+    main(["visdial", "tokenizer", "--manual-dir", dummy.OUT, "--out", str(tok), "--vocab-size", "400"])
     guesser = tmp_path / "guesser"
-    main(["visdial-guesser", "--manual-dir", dummy.OUT, "--out", str(guesser), "--epochs", "2", "--buckets", "128",
+    main(["visdial", "guesser", "--manual-dir", dummy.OUT, "--out", str(guesser), "--epochs", "2", "--buckets", "128",
           "--dim", "8", "--hidden", "16"])
     printed = capsys.readouterr().out
     assert "train dialogues" in printed and "guesser trained on train" in printed
