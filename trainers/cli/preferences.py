@@ -125,7 +125,6 @@ def cmd_preferences_run(args: argparse.Namespace) -> dict[str, Any]:
     """Runs ``args.workflow`` and writes ``OUT/summary.json`` (module docstring)."""
     import torch
 
-
     torch.set_num_threads(1)
     config = config_from_args(PipelineConfig(), args)
     config = dataclasses.replace(config, train=args.workflow == "collect-and-train")
@@ -174,7 +173,6 @@ def cmd_reward_demo(args: argparse.Namespace) -> dict[str, Any]:
     """``rlds-lang reward-demo wordle [--field value ...]``: runs the demonstration and prints its verdict."""
     import torch
 
-
     torch.set_num_threads(1)
     results = run_demo(config_from_args(RewardDemoConfig(), args), progress=args.progress)
     print(f"held-out pairwise accuracy {results['held_out_accuracy']:.3f} on {results['held_out_pairs']} pairs of "
@@ -207,7 +205,6 @@ def cmd_curves(args: argparse.Namespace) -> dict[str, Any]:
 
     import torch
 
-
     torch.set_num_threads(1)
     config = config_from_args(CurvesConfig(), args)
     results = run_curves(config, progress=args.progress)
@@ -225,22 +222,27 @@ def cmd_curves(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def add_curves_parser(tasks) -> None:
-    """Adds ``reward-demo curves`` (every ``CurvesConfig`` field an option, plus ``--doc``)."""
+def add_page_parser(tasks: Any, name: str, help_text: str, config_class: type, func: Any, doc_help: str) -> None:
+    """Adds ``reward-demo NAME``: every field of ``config_class`` an option, plus ``--doc`` (``doc_help``) and
+    ``--no-progress``; it runs ``func``."""
     from trainers.core.config import add_dataclass_arguments, module_summary
 
-    curves = tasks.add_parser("curves", help="labels vs reward-model accuracy, random vs disagreement selection",
-                              description=module_summary(CurvesConfig))
-    add_dataclass_arguments(curves, CurvesConfig)
-    curves.add_argument("--doc", help="also write this generated markdown page (and its PNG beside it)")
-    curves.add_argument("--no-progress", dest="progress", action="store_false", help="no progress lines")
-    curves.set_defaults(func=cmd_curves)
+    parser = tasks.add_parser(name, help=help_text, description=module_summary(config_class))
+    add_dataclass_arguments(parser, config_class)
+    parser.add_argument("--doc", help=doc_help)
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress lines")
+    parser.set_defaults(func=func)
+
+
+def add_curves_parser(tasks: Any) -> None:
+    """Adds ``reward-demo curves`` (every ``CurvesConfig`` field an option, plus ``--doc``)."""
+    add_page_parser(tasks, "curves", "labels vs reward-model accuracy, random vs disagreement selection",
+                    CurvesConfig, cmd_curves, "also write this generated markdown page (and its PNG beside it)")
 
 
 def cmd_dot_demo(args: argparse.Namespace) -> dict[str, Any]:
     """``rlds-lang reward-demo dot``: runs the demonstration, prints the verdict, optionally writes the page."""
     import torch
-
 
     torch.set_num_threads(1)
     config = config_from_args(DotDemoConfig(), args)
@@ -255,16 +257,10 @@ def cmd_dot_demo(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def add_dot_parser(tasks) -> None:
+def add_dot_parser(tasks: Any) -> None:
     """Adds ``reward-demo dot`` (every ``DotDemoConfig`` field an option, plus ``--doc``)."""
-    from trainers.core.config import add_dataclass_arguments, module_summary
-
-    dot = tasks.add_parser("dot", help="an agent on a learned reward on the moving-dot pixel task",
-                           description=module_summary(DotDemoConfig))
-    add_dataclass_arguments(dot, DotDemoConfig)
-    dot.add_argument("--doc", help="also write this generated markdown page")
-    dot.add_argument("--no-progress", dest="progress", action="store_false", help="no progress lines")
-    dot.set_defaults(func=cmd_dot_demo)
+    add_page_parser(tasks, "dot", "an agent on a learned reward on the moving-dot pixel task", DotDemoConfig,
+                    cmd_dot_demo, "also write this generated markdown page")
 
 
 def add_train_reward_parser(algorithms) -> None:
