@@ -1,4 +1,4 @@
-"""PPO against a learned reward model: ``trainers.algorithms.reward.model.load_reward_model`` loads what ``rlds-lang train
+"""PPO against a learned reward model: ``trainers.algorithms.reward.scorer.load_reward_model`` loads what ``rlds-lang train
 reward`` writes and scores PPO's turns identically to the trained model; ``rlds-lang train ppo --reward
 model:<dir>`` trains on those scores (the recorded rollouts' rewards are the model's, the true game return is
 logged beside them)."""

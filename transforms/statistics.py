@@ -209,7 +209,7 @@ def dataset_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0) -> di
 
     An episode counts as won when it terminated (``is_terminal`` on its last step) and its final action
     earned at least ``win_reward`` (Wordle: the winning guess earns 0, every other guess -1). The compact
-    dict form of ``compute_statistics`` (kept for ``transforms.torch_bridge.dataset_statistics`` callers).
+    dict form of ``compute_statistics`` (for callers that want a plain dict).
 
     >>> steps = {"action": ["crane", ""], "reward": [0.0, 0.0], "is_last": [False, True],
     ...          "is_terminal": [False, True]}

@@ -11,7 +11,7 @@ LMRL-Gym's "online %BC" row. Each round ``k`` of ``rounds``:
    from the previous round's weights, optimizer and schedule; that checkpoint plays round ``k + 1``.
 
 The current policy is the BC model sampled at temperature 1 over the guess list
-(``trainers.core.checkpoint.load_policy``). Round 0 plays ``init_checkpoint`` when given (e.g. an offline BC run),
+(``trainers.algorithms.registry.load_policy``). Round 0 plays ``init_checkpoint`` when given (e.g. an offline BC run),
 else LMRL-Gym's random-mixture data policy in the configured lists, so its BC is %BC of fresh data. A round
 is finished when ``out/round_KKK/round.json`` exists (its games, mean return, games kept and return
 threshold); rerunning the command skips finished rounds and resumes an unfinished one (a half-recorded log

@@ -16,7 +16,7 @@ saving keeps its last complete checkpoint.
 
 Example::
 
-    from trainers.core.checkpoint import load_agent_model
+    from trainers.algorithms.registry import load_agent_model
 
     loaded = load_agent_model("runs/ilql/checkpoint")
     print(loaded.algorithm, loaded.step, loaded.tokenizer.vocab_size)

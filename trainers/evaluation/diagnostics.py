@@ -13,7 +13,7 @@
 
 Example::
 
-    from trainers.core.checkpoint import load_agent_model
+    from trainers.algorithms.registry import load_agent_model
     from trainers.evaluation.diagnostics import ranking_fraction, value_calibration
 
     loaded = load_agent_model("runs/ilql/checkpoint")

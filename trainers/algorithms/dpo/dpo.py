@@ -157,7 +157,7 @@ class DPOModel(nn.Module):
         """Mean DPO loss over the batch's pairs (``count`` = pairs); metrics are per-pair means."""
         if "ref_chosen_logps" not in batch:
             raise ValueError("DPOModel: the batch has no ref_chosen_logps; DPO trains on pair batches "
-                             "(trainers.algorithms.dpo.dpo.train_dpo), not on token-MDP batches")
+                             "(trainers.algorithms.dpo.trainer.train_dpo), not on token-MDP batches")
         chosen, rejected = pair_logps(self.lm, batch)
         c = self.config
         losses, metrics = dpo_loss(chosen, rejected, batch["ref_chosen_logps"], batch["ref_rejected_logps"], c.beta,

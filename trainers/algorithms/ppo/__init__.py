@@ -42,11 +42,12 @@ decodes with beta = 0); its value heads are not used.
 
 Outputs under ``out``: ``metrics.jsonl`` and TensorBoard (``tb/``) per update (score, KL, beta, entropy,
 clip fractions, value error, ...), ``training_curves.png``, ``checkpoint/`` (resumes exactly; loads as an
-agent with ``trainers.core.checkpoint.load_policy``) and ``rollouts/update-NNNNN`` (what PPO saw, RLDS logs).
+agent with ``trainers.algorithms.registry.load_policy``) and ``rollouts/update-NNNNN`` (what PPO saw, RLDS logs).
 
 Example (CLI: ``rlds-lang train ppo --task wordle --init runs/bc/checkpoint --reward env --updates 50``)::
 
-    from trainers.algorithms.ppo.config import PPOConfig, train_ppo
+    from trainers.algorithms.ppo.config import PPOConfig
+    from trainers.algorithms.ppo.trainer import train_ppo
 
     result = train_ppo(PPOConfig(init="runs/bc/checkpoint", updates=20, out="runs/ppo"))
 """

@@ -181,7 +181,7 @@ def _rollout_metrics(batch: Batch, beta: float) -> dict[str, float]:
 
 def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env: Any,
         allowed_actions: list[str] | None, source: Any, state: dict[str, Any] | None, progress: bool) -> PPOResult:
-    """The update loop of ``trainers.algorithms.ppo.config.train_ppo`` (``state``: a checkpoint's trainer state to resume from)."""
+    """The update loop of ``trainers.algorithms.ppo.trainer.train_ppo`` (``state``: a checkpoint's trainer state to resume from)."""
     from trainers.core.checkpoint import save_checkpoint
     from trainers.core.logs import RunLog
 

@@ -19,7 +19,7 @@ multiplies every score.
 
 Example::
 
-    from trainers.algorithms.reward.model import load_reward_model
+    from trainers.algorithms.reward.scorer import load_reward_model
 
     scorer = load_reward_model("runs/reward")          # the --out folder of `rlds-lang train reward`
     rewards = scorer.score_turns(turns)                # one float per trainers.algorithms.ppo.rewards.Turn

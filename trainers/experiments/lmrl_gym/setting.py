@@ -90,7 +90,7 @@ class ConsistencyReport:
 
 
 def consistency_learned(loaded: Any, games: int = 100, seed: int = HELD_OUT_SEED) -> ConsistencyReport:
-    """``ConsistencyReport`` of a trained model (``trainers.core.checkpoint.load_agent_model``) on ``games`` games of
+    """``ConsistencyReport`` of a trained model (``trainers.algorithms.registry.load_agent_model``) on ``games`` games of
     the data policy seeded from ``seed`` (by default beyond the seeds of both splits of the dataset)."""
     from rlds_lang.wordle.knowledge import feedback_history
     from trainers.evaluation.diagnostics import word_log_probs

@@ -7,7 +7,7 @@ through ``loggers.record``, kept under ``<out>/corpus``); each read-back episode
 likelihood of the action tokens (continuation and ``[EOA]``). The prompts are the first 2 to 6 words of every
 ``train`` sentence (``prompt_words``), so the model sees each sentence cut at several places; ``test``
 sentences are never trained on. The result is an ordinary ``bc`` checkpoint (``<out>/checkpoint``: loads with
-``trainers.core.checkpoint.load_agent_model``, starts PPO with ``PPOConfig.init``). A finished checkpoint is reused.
+``trainers.algorithms.registry.load_agent_model``, starts PPO with ``PPOConfig.init``). A finished checkpoint is reused.
 
 Example::
 
