@@ -16,18 +16,14 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 WORDLE_SQUARES = "⬛⬜🟨🟩🟧🟦"
 
 
-
 #: The letters a Wordle guess is made of.
 WORDLE_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
 
 
 _FORMAT = "rlds_lang.CharTokenizer"
 
 
-
 _FORMAT_VERSION = 1
-
 
 
 class CharTokenizer:
@@ -195,7 +191,6 @@ class CharTokenizer:
         return from_json_file(cls.from_dict, path)
 
 
-
 def ragged_positions(ragged: "tf.RaggedTensor") -> tuple["tf.Tensor", "tf.Tensor"]:
     """For each value of a 2-D ragged tensor: (its row, its position within the row), int64 -- the offsets
     every vectorised encoder and ``transforms.token_mdp`` lay tokens out with.
@@ -210,7 +205,6 @@ def ragged_positions(ragged: "tf.RaggedTensor") -> tuple["tf.Tensor", "tf.Tensor
     return rows, tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(ragged.row_splits, rows)
 
 
-
 def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
     """The JSON object stored in ``path`` (a saved tokenizer); ``ValueError`` naming the file otherwise."""
     with open(path, encoding="utf-8") as f:
@@ -223,13 +217,11 @@ def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
     return description
 
 
-
 def write_json_object(path: str | os.PathLike, description: Mapping[str, Any]) -> None:
     """Writes a tokenizer's description as UTF-8 JSON (characters unescaped) to ``path``: every ``save``."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(dict(description), f, ensure_ascii=False, indent=1)
         f.write("\n")
-
 
 
 def from_json_file(from_dict: Any, path: str | os.PathLike) -> Any:

@@ -166,9 +166,6 @@ def add_parser(sub) -> None:
     run.set_defaults(func=cmd_preferences_run)
 
 
-__all__ = ["WORKFLOWS", "add_parser", "cmd_preferences_run", "collect", "train_only", "use_model", "cmd_reward_demo", "add_reward_demo_parser", "cmd_curves", "add_curves_parser", "cmd_dot_demo", "add_dot_parser", "add_train_reward_parser", "cmd_train_reward", "config_from_args"]
-
-
 def cmd_reward_demo(args: argparse.Namespace) -> dict[str, Any]:
     """``rlds-lang reward-demo wordle [--field value ...]``: runs the demonstration and prints its verdict."""
     import torch
@@ -300,3 +297,6 @@ def cmd_train_reward(args) -> RewardTrainingResult:
     print(f"reward model: {m['steps']} steps on {m['train_labels']} labels in {m['seconds']:.1f} s; validation "
           f"accuracy {m['val_accuracy']:.3f}, loss {m['val_loss']:.4f} ({m['val_labels']} labels) -> {result.out}")
     return result
+
+
+__all__ = ["WORKFLOWS", "add_parser", "cmd_preferences_run", "collect", "train_only", "use_model", "cmd_reward_demo", "add_reward_demo_parser", "cmd_curves", "add_curves_parser", "cmd_dot_demo", "add_dot_parser", "add_train_reward_parser", "cmd_train_reward", "config_from_args"]

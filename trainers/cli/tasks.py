@@ -90,9 +90,6 @@ def add_visdial_serve_parser(sub) -> None:
     p.set_defaults(func=cmd_visdial_serve)
 
 
-__all__ = ["add_visdial_serve_parser", "cmd_visdial_serve", "cmd_reddit_tokenizer", "cmd_reddit_eval", "add_reddit_eval_arguments", "add_reddit_parser", "cmd_visdial_tokenizer", "server_url", "SERVER_AGENT", "cmd_visdial_eval", "add_visdial_eval_arguments", "add_visdial_parser", "cmd_visdial_guesser", "add_visdial_guesser_parser", "cmd_reddit_upvotes", "add_reddit_upvotes_parser"]
-
-
 def cmd_reddit_tokenizer(args: argparse.Namespace) -> SubwordTokenizer:
     """Trains the subword tokenizer on the training split's texts and saves it to ``args.out``."""
     rejections: collections.Counter = collections.Counter()
@@ -334,3 +331,6 @@ def add_reddit_upvotes_parser(sub) -> None:
     p.add_argument("--buckets", type=int, default=UpvoteModelConfig.buckets)
     p.add_argument("--dim", type=int, default=UpvoteModelConfig.dim)
     p.set_defaults(func=cmd_reddit_upvotes)
+
+
+__all__ = ["add_visdial_serve_parser", "cmd_visdial_serve", "cmd_reddit_tokenizer", "cmd_reddit_eval", "add_reddit_eval_arguments", "add_reddit_parser", "cmd_visdial_tokenizer", "server_url", "SERVER_AGENT", "cmd_visdial_eval", "add_visdial_eval_arguments", "add_visdial_parser", "cmd_visdial_guesser", "add_visdial_guesser_parser", "cmd_reddit_upvotes", "add_reddit_upvotes_parser"]

@@ -45,9 +45,6 @@ def add_ppo_parser(algorithms: argparse._SubParsersAction) -> argparse.ArgumentP
     return parser
 
 
-__all__ = ["cmd_train_ppo", "add_ppo_parser", "cmd_malt", "add_malt_parser", "cmd_train_online_pbc"]
-
-
 def cmd_malt(args: argparse.Namespace) -> list[RoundManifest]:
     """``rlds-lang malt``: runs the rounds and prints one line per round."""
     from trainers.core.config import dataclass_from_args
@@ -80,3 +77,6 @@ def cmd_train_online_pbc(args: argparse.Namespace) -> None:
         print(f"round {summary['round']}: {summary['games']} games, mean return {summary['mean_return']:.3f}, "
               f"kept {summary['kept']} (return >= {summary['kept_min_return']:g}), loss {summary['loss']:.4g}")
     print(f"-> {checkpoint_dir(config.out)}")
+
+
+__all__ = ["cmd_train_ppo", "add_ppo_parser", "cmd_malt", "add_malt_parser", "cmd_train_online_pbc"]

@@ -39,7 +39,6 @@ CHECKPOINT = "checkpoint"
 DATA_STATE = "data_state"
 
 
-
 @dataclasses.dataclass
 class LoadedModel:
     """A trained module back from a checkpoint, ready to act (``eval()`` mode, no gradients)."""
@@ -115,9 +114,6 @@ def checkpoint_step(path: str | os.PathLike) -> int:
     return int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
 
 
-__all__ = ["load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]
-
-
 def trainer_state(optimizer, scheduler, step: int, train_seconds: float | None) -> dict[str, Any]:
     """What exact resumption needs, and the run's training seconds up to ``step`` (``TrainResult.total_seconds``)."""
     return {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -150,3 +146,6 @@ def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: An
         return 0, 0.0
     restore_trainer_state(state, optimizer, scheduler)
     return int(state["step"]), state.get("train_seconds")
+
+
+__all__ = ["load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]

@@ -33,9 +33,6 @@ class LossOutput:
     metrics: dict[str, torch.Tensor]
 
 
-__all__ = ["LossOutput", "masked_mean"]
-
-
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``values`` over the positions where ``mask`` is true (0 when none is).
 
@@ -44,3 +41,6 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """
     mask = mask.to(values.dtype)
     return (values * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+__all__ = ["LossOutput", "masked_mean"]

@@ -146,6 +146,7 @@ class ILQLConfig(ValueLearningConfig):
             raise ValueError("ILQLConfig: target_network='trunk' needs decode_with='live' (the agents run the live "
                              "trunk only, so target heads would read hidden states of a trunk they were not trained on)")
 
+
 #: LMRL-Gym's optimisation of its value-based Wordle rows (``llm_rl_scripts/wordle/{ilql,mc}/train_*_gpt2.py``):
 #: AdamW with betas (0.9, 0.95) at a constant rate (no warm-up), no weight decay and no gradient clipping.
 LMRL_GYM_OPTIMIZER: dict[str, Any] = {"warmup_steps": 0, "grad_clip": 0.0, "weight_decay": 0.0,

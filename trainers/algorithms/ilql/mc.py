@@ -59,6 +59,7 @@ class MCConfig(ValueLearningConfig):
 LMRL_GYM_MC: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 1e-5, "decode_with": "live", "cql_weight": 0.01,
                                "head_init_value": -4.4}
 
+
 class MCModel(ILQLModel):
     """ILQL's model and loss with Monte-Carlo returns-to-go as the targets of Q and V."""
 

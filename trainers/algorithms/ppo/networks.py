@@ -186,12 +186,12 @@ def ids_text(tokenizer: Any, ids: Sequence[int]) -> str:
     return tokenizer.decode(kept, skip_special=True)
 
 
-__all__ = ["disable_dropout", "PolicyWithValue", "frozen_reference", "left_pad", "allowed_tokens", "generate", "ResponseScores", "score_responses", "ids_text", "PPOModel"]
-
-
 class PPOModel(PolicyWithValue):
     """The trained module of a PPO checkpoint: the policy LM and its value head (``load_agent_model``)."""
 
     def __init__(self, config: PPOConfig, tokenizer: Any):
         super().__init__(language_model_for(config.model, tokenizer),
                          zero_init_value=config.zero_init_value)
+
+
+__all__ = ["disable_dropout", "PolicyWithValue", "frozen_reference", "left_pad", "allowed_tokens", "generate", "ResponseScores", "score_responses", "ids_text", "PPOModel"]

@@ -229,9 +229,6 @@ class RewardNormalizer:
         return (((raw - mean) / std).mean(1) - second_mean) / second_std
 
 
-__all__ = ["log_preference_probabilities", "preference_probability", "preference_loss", "preference_accuracy", "AdaptiveL2", "l2_penalty", "RewardNormalizer", "comparison_loss"]
-
-
 def comparison_loss(scores: torch.Tensor, best: torch.Tensor) -> torch.Tensor:
     """The recipe's reward-model loss: cross-entropy of the labeller's choice among ``K`` candidates.
 
@@ -243,3 +240,6 @@ def comparison_loss(scores: torch.Tensor, best: torch.Tensor) -> torch.Tensor:
     1.3863
     """
     return F.cross_entropy(scores, best)
+
+
+__all__ = ["log_preference_probabilities", "preference_probability", "preference_loss", "preference_accuracy", "AdaptiveL2", "l2_penalty", "RewardNormalizer", "comparison_loss"]

@@ -277,9 +277,6 @@ def clip_returns(step_rewards: torch.Tensor, owner: torch.Tensor, n_clips: int) 
     return torch.zeros(n_clips, dtype=step_rewards.dtype).index_add(0, owner, step_rewards)
 
 
-__all__ = ["TEXT_HEADS", "StepInputs", "step_text", "infer_inputs", "encode_steps", "reward_head", "TextStepReward", "VectorStepReward", "ImageStepReward", "build_predictor", "clip_returns", "LEAKY_SLOPE", "reward_head_init_"]
-
-
 def reward_head_init_(linear: torch.nn.Linear) -> torch.nn.Linear:
     """The recipe's reward-head initialisation: weights ``N(0, 1/sqrt(d + 1))`` for input size ``d``, bias 0."""
     with torch.no_grad():
@@ -287,3 +284,6 @@ def reward_head_init_(linear: torch.nn.Linear) -> torch.nn.Linear:
         if linear.bias is not None:
             linear.bias.zero_()
     return linear
+
+
+__all__ = ["TEXT_HEADS", "StepInputs", "step_text", "infer_inputs", "encode_steps", "reward_head", "TextStepReward", "VectorStepReward", "ImageStepReward", "build_predictor", "clip_returns", "LEAKY_SLOPE", "reward_head_init_"]

@@ -121,9 +121,6 @@ def read_gain(folder: str | os.PathLike) -> float:
     return gain
 
 
-__all__ = ["GAIN_FILE", "RewardModelScorer", "fit_gain", "read_gain", "save_gain", "turn_clip", "load_reward_model"]
-
-
 def load_reward_model(path: str | os.PathLike) -> Any:
     """The turn scorer PPO's ``--reward model:<path>`` uses (``trainers.algorithms.reward.scorer.RewardModelScorer``).
 
@@ -134,3 +131,6 @@ def load_reward_model(path: str | os.PathLike) -> Any:
 
     folder = checkpoint_folder(path)
     return RewardModelScorer(RewardModel.load(folder), gain=read_gain(path))
+
+
+__all__ = ["GAIN_FILE", "RewardModelScorer", "fit_gain", "read_gain", "save_gain", "turn_clip", "load_reward_model"]
