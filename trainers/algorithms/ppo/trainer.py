@@ -42,9 +42,9 @@ from trainers.algorithms.ppo.optim import (
 )
 from trainers.algorithms.ppo.rollout import RolloutPolicy, Rollouts, collect_rollouts
 from trainers.core.checkpoint import load_trainer_state, restore_trainer_state
+from trainers.core.decoding import PrefixConstraint
 from trainers.core.loop import DistInfo, init_distributed
 from trainers.core.objective import masked_mean
-from trainers.core.decoding import PrefixConstraint
 
 
 @dataclasses.dataclass
@@ -182,7 +182,7 @@ def _rollout_metrics(batch: Batch, beta: float) -> dict[str, float]:
 def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env: Any,
         allowed_actions: list[str] | None, source: Any, state: dict[str, Any] | None, progress: bool) -> PPOResult:
     """The update loop of ``trainers.algorithms.ppo.trainer.train_ppo`` (``state``: a checkpoint's trainer state to resume from)."""
-    from trainers.core.checkpoint import save_checkpoint
+    from trainers.core.checkpoint import save_checkpoint, trainer_state
     from trainers.core.logs import RunLog
 
     out = Path(config.out)
@@ -235,18 +235,16 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         run_log.step_done(update, metrics, postfix={"score": f"{metrics['score']:.3f}",
                                                     "kl": f"{metrics['objective/kl']:.3f}"})
         if run_log.checkpoint_due(update) and info.is_main:
-            trainer_state = {"update": update, "step": update, "optimizer": optimizer.state_dict(),
-                             "scheduler": scheduler.state_dict(), "kl": kl_ctl.state_dict(),
-                             "reference": reference.state_dict(), "torch_rng": torch.get_rng_state()}
-            save_checkpoint(out, "ppo", config, model, tokenizer, trainer_state)
+            # the shared trainer state (what restore_trainer_state puts back) plus PPO's own: the KL controller and
+            # the frozen reference
+            state = {**trainer_state(optimizer, scheduler, update, None), "update": update,
+                     "kl": kl_ctl.state_dict(), "reference": reference.state_dict()}
+            save_checkpoint(out, "ppo", config, model, tokenizer, state)
         if info.world_size > 1 and run_log.checkpoint_due(update):
             dist.barrier()
     run_log.close()
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     return PPOResult(out, update, metrics, time.perf_counter() - started, mean(rollout_rates), mean(update_rates))
-
-
-__all__ = ["PPOResult", "Batch", "prepare_batch", "ppo_update", "run", "initial_model", "make_env", "resume_state", "train_ppo"]
 
 
 def initial_model(config: PPOConfig) -> tuple[PPOConfig, PPOModel, Any]:
@@ -319,3 +317,6 @@ def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | N
     if info.world_size > 1:  # every process checked the folder before any records into it
         torch.distributed.barrier()
     return run(config, model, reference, tokenizer, env, allowed_actions, source, state, progress)
+
+
+__all__ = ["PPOResult", "Batch", "prepare_batch", "ppo_update", "run", "initial_model", "make_env", "resume_state", "train_ppo"]
