@@ -28,14 +28,8 @@ EXCEPTIONS = {("trainers/cli/main.py", "creator_web")}
 
 
 def project_imports(path: Path) -> set[str]:
-    """Top-level project packages ``path`` imports anywhere in its code (absolute imports)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names & set(ALLOWED)
+    """Top-level project packages ``path`` imports anywhere in its code (``imported_names``, function level too)."""
+    return {module.split(".")[0] for module, _ in imported_names(path, path.stem)} & set(ALLOWED)
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
