@@ -97,6 +97,32 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     return final
 
 
+#: the folder of a training output folder that holds the checkpoints kept by ``TrainConfig.keep_every``
+SNAPSHOTS = "snapshots"
+
+
+def keep_snapshot(out: str | os.PathLike, step: int) -> Path:
+    """Copies the latest checkpoint of ``out`` (written at ``step``) to ``out/snapshots/step_<step>`` without the
+    data stream's position (a loadable model whose ``checkpoint_step`` is ``step``); atomic like the latest."""
+    final = Path(out) / SNAPSHOTS / f"step_{step}"
+    tmp = final.with_name(final.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    shutil.copytree(checkpoint_dir(out), tmp, ignore=shutil.ignore_patterns(DATA_STATE))
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
+
+
+def snapshots(out: str | os.PathLike) -> list[tuple[int, Path]]:
+    """The kept checkpoints of ``out`` (``keep_snapshot``) as ``(step, folder)``, by step."""
+    root = Path(out) / SNAPSHOTS
+    found = [(int(p.name.removeprefix("step_")), p) for p in root.glob("step_*")
+             if p.is_dir() and p.name.removeprefix("step_").isdigit()]
+    return sorted(found)
+
+
 def read_checkpoint_config(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     """``(algorithm, config dict)`` of a checkpoint folder; a clear error when it is not one."""
     path = Path(path)
@@ -148,4 +174,4 @@ def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: An
     return int(state["step"]), state.get("train_seconds")
 
 
-__all__ = ["load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]
+__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]

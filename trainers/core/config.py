@@ -78,6 +78,11 @@ class TrainConfig:
     log_every: int = 10
     #: optimizer steps between checkpoints (the last step always writes one).
     checkpoint_every: int = 200
+    #: optimizer steps between checkpoints also kept as ``out/snapshots/step_<N>`` (all but the data stream's
+    #: position) beside the latest, so that a checkpoint can be chosen afterwards by held-out
+    #: loss (LMRL-Gym's ``save_best``; ``trainers.evaluation.selection``); 0 keeps only the latest. A multiple
+    #: of ``checkpoint_every``.
+    keep_every: int = 0
     #: the causal transformer.
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     #: tokenizer name (``wordle``: characters a-z and the colour squares).

@@ -41,6 +41,7 @@ from rlds_lang.tokenizers import make_tokenizer
 from trainers.core.checkpoint import (
     DATA_STATE,
     checkpoint_dir,
+    keep_snapshot,
     resume_trainer,
     save_checkpoint,
     trainer_state,
@@ -178,6 +179,9 @@ def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResul
         raise TypeError(f"{algorithm} needs a {spec.config_class.__name__}, got {type(config).__name__}")
     if spec.fit is not None:
         return spec.fit(config, progress)
+    if config.keep_every and config.keep_every % config.checkpoint_every:
+        raise ValueError(f"keep_every ({config.keep_every}) must be a multiple of checkpoint_every "
+                         f"({config.checkpoint_every}): snapshots copy the checkpoint written at that step")
     info = init_distributed()
     out = Path(config.out)
     if info.is_main:
@@ -212,6 +216,8 @@ def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResul
         if run.checkpoint_due(step):
             saved_seconds = elapsed_seconds(before, run.clock)
             _save(config, algorithm, module, tokenizer, optimizer, scheduler, step, saved_seconds, info, batches)
+            if info.is_main and config.keep_every and step % config.keep_every == 0:
+                keep_snapshot(config.out, step)
     run.close()
     return TrainResult(out, step, run.last, run.clock.seconds(), *run.clock.overall(), total_seconds=saved_seconds)
 

@@ -70,7 +70,8 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 #: steps and 26% after 8,000 on a 100k-game build, at 1.4x the time per step (about 80 tokens a game against 43).
 TRAINING: dict[str, Any] = {**SHARED, "tokenizer": "lmrl_gym_board",
                             "model": {**SHARED["model"], "logit_scale": 10.0},
-                            "batch_size": 64, "lr": 1e-3, "steps": 32000, "checkpoint_every": 250}
+                            "batch_size": 64, "lr": 1e-3, "steps": 32000, "checkpoint_every": 250,
+                            "keep_every": 2000}
 #: the value-based rows' overrides. LMRL-Gym's MC and ILQL agents decode with its trained BC model (``pi_beta``,
 #: fixed) perturbed by beta * (Q - V) of a value model trained apart from it (its evaluation scripts load both),
 #: so ours put Q and V on their own transformer and leave the policy untrained (``awac_weight`` 0); both trunks
