@@ -186,3 +186,22 @@ def test_lmrl_gym_rows_value_trunk_over_a_fixed_policy_trains_only_the_values():
     assert all(p.grad is not None for p in ilql.lm.value.parameters())
     assert all(getattr(ilql.heads, name)[-1].weight.grad.abs().sum() > 0 for name in ("q1", "q2"))
     assert all(p.grad is None for p in ilql.target_trunk.parameters())
+
+
+@pytest.mark.parametrize("decode_with", ["target", "live"])
+def test_diagnostics_read_the_q_the_agent_decodes_with(decode_with):
+    """The ranking test and the calibration score a word by the ``Q`` the agent acts on (``acting_q``): with
+    ``decode_with="live"`` (LMRL-Gym's trunk target) the live heads, not the lagged target heads."""
+    from trainers.core.checkpoint import LoadedModel
+    from trainers.evaluation.diagnostics import utterance_values
+
+    tokenizer = make_tokenizer("wordle")
+    config = ILQLConfig(model=ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32), decode_with=decode_with)
+    model = ILQLModel(config, tokenizer).eval()
+    model.heads.start_at(-4.0)
+    with torch.no_grad():
+        model.heads.q1[-1].bias.fill_(-1.0)
+        model.heads.q2[-1].bias.fill_(-2.0)
+    loaded = LoadedModel("ilql", config, model, tokenizer, 0)
+    values = utterance_values(loaded, ([""], []), ["crane"])
+    assert values.tolist() == [-2.0 if decode_with == "live" else -4.0]

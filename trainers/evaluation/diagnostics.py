@@ -7,7 +7,7 @@
   values a better policy than the data's, so they sit above the data's returns; MC's regress onto them.
 * ``utterance_values`` / ``ranking_fraction``: the ILQL paper's Section-5 test on its ``adversarial`` data --
   at each given state, does ``Q`` rank the better of two moves above the worse one? A word's value is the
-  decoding ``Q`` (``min`` of the target heads) of its end-of-action token after its characters: the value
+  decoding ``Q`` (``ValueHeads.acting_q``: ``min`` of the heads the model decodes with, target or live) of its end-of-action token after its characters: the value
   of having said the whole word. ``first_move_ranking`` runs it at the initial state with the pairs of a
   dataset (``first_move_pairs``: the expert's first guess against every other policy's).
 
@@ -108,7 +108,7 @@ def value_calibration(loaded: LoadedModel, dataset: str, split: str = "eval", ep
         out = loaded.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
         hidden = out.hidden_states[-1][:, :-1]
         actions, mask = action_targets(batch)
-        q = loaded.heads.target_q(hidden).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        q = loaded.heads.acting_q(hidden).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         v = loaded.heads.v(hidden).squeeze(-1)
         returns = batch["returns_to_go"][:, 1:].double()
         q_pred.append(q[mask].double().numpy())
@@ -135,7 +135,7 @@ def utterance_values(loaded: LoadedModel, history: tuple[Sequence[Any], Sequence
     for word in words:
         ids = torch.tensor([prompt + tok.encode(word)])  # the state before the word's [EOA]
         out = loaded.lm(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
-        values.append(float(loaded.heads.target_q(out.hidden_states[-1][:, -1])[0, tok.eoa_id]))
+        values.append(float(loaded.heads.acting_q(out.hidden_states[-1][:, -1])[0, tok.eoa_id]))
     return np.asarray(values)
 
 
