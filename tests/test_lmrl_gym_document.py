@@ -101,3 +101,40 @@ def test_a_gain_within_two_se_of_the_published_one_reaches_it():
                # differences 0.5, 0.7, 0.4, 0.6: +0.55 ± 0.065, 1.7 SE short of the published +0.66: within 2 SE
                "online %BC": _result("online %BC", [-4.5, -3.3, -5.6, -4.4])}
     assert "2 of 3 rows that start from BC add at least the published gain" in gains_over_bc(by_name)
+
+
+def _outcome(key, rows):
+    from trainers.experiments.common import DECODINGS
+    from trainers.experiments.lmrl_gym.decodings import DecodingOutcome
+
+    results = [_result(name, rewards) for name, rewards in rows.items()]
+    return DecodingOutcome(DECODINGS[key], len(results[0].rewards), results, [])
+
+
+ORDERED = {"BC": [-4, -3, -5, -4], "%BC (top 30%)": [-4, -4, -4, -4], "MC returns": [-2, -2.1, -1.9, -2],
+           "ILQL": [-2, -2.2, -1.9, -2], "scripted": [-2, -2, -2, -2]}
+
+
+def test_the_headline_decoding_is_the_one_whose_bc_is_closest_to_lmrl_gyms():
+    from trainers.experiments.lmrl_gym.decodings import headline_decoding
+
+    far, near = _outcome("sample", {**ORDERED, "BC": [-5, -5, -5, -5]}), _outcome("greedy", {**ORDERED, "BC": [-3] * 4})
+    assert headline_decoding([far, near]).decoding.key == "greedy"  # |-3 - (-2.81)| < |-5 - (-2.81)|
+    assert headline_decoding([near, far]).decoding.key == "greedy"
+
+
+def test_each_decoding_says_whether_it_reproduces_the_published_ordering():
+    from trainers.experiments.lmrl_gym.document import decoding_status, normalised_gap, ordering_reproduced
+
+    ordered, flat = _outcome("t0.3", ORDERED), _outcome("sample", {**ORDERED, "ILQL": [-4, -3, -5, -4]})
+    assert ordering_reproduced(ordered) and not ordering_reproduced(flat)
+    data = {"mean_return": -4.12}
+    assert "**is reproduced** under: sampling at temperature 0.3." in decoding_status([flat, ordered], data)
+    status = decoding_status([flat], data)
+    assert status.startswith("**No decoding reproduces the published ordering**")
+    assert "Closest: sampling at temperature 1 (2 of 4 comparisons met" in status  # MC's two comparisons
+    from rlds_lang.wordle import lmrl_gym
+
+    expected = [abs(lmrl_gym.normalised_score(sum(r) / 4, -4.12, -2.0) - lmrl_gym.PUBLISHED_TABLE[n][1])
+                for n, r in ORDERED.items() if n != "scripted"]
+    assert normalised_gap(ordered, -4.12, -2.0) == sum(expected) / len(expected)

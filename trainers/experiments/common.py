@@ -42,6 +42,8 @@ class Decoding:
     key: str
     title: str
     greedy: bool
+    #: the sampling temperature (ignored when ``greedy``).
+    temperature: float = 1.0
 
 
 #: the decodings the agents are evaluated with, each a table of its own. ``greedy`` is the ILQL authors'
@@ -51,6 +53,8 @@ class Decoding:
 DECODINGS: dict[str, Decoding] = {
     "sample": Decoding("sample", "sampling at temperature 1", greedy=False),
     "greedy": Decoding("greedy", "greedy (arg-max letter by letter, the ILQL authors' beam of width 1)", greedy=True),
+    **{f"t{t:g}": Decoding(f"t{t:g}", f"sampling at temperature {t:g}", greedy=False, temperature=t)
+       for t in (0.3, 0.5, 0.7)},
 }
 
 
@@ -107,11 +111,12 @@ def add_training_seconds(run: Path, seconds: float, step: int) -> float:
 
 
 def evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, decoding: Decoding, fresh: bool,
-                  beta: float | None = None):
+                  beta: float | None = None, checkpoint: Path | None = None):
     """``experiment``'s trained checkpoint in ``run`` played with ``decoding`` (reused from its JSON unless
     ``fresh``; keyed by games, seed, trained step and decoding, so a longer or differently decoded rerun is
     evaluated anew; sampled results keep their earlier file name). ``beta`` replaces the experiment's own
-    (the β sweep): the result is named ``"<name> β=<beta>"`` and cached under a name with the β."""
+    (the β sweep): the result is named ``"<name> β=<beta>"`` and cached under a name with the β. ``checkpoint``
+    plays another checkpoint folder of the run than its latest (a kept one, ``steps`` its step)."""
     from trainers.algorithms.registry import load_policy
     from trainers.evaluation.wordle import evaluate, load_results, save_results
 
@@ -120,8 +125,9 @@ def evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, dec
     if cached.exists() and not fresh:
         return load_results(cached)[0]
     name = experiment.name if beta is None else f"{experiment.name} β={beta:g}"
-    policy = load_policy(run / "checkpoint", allowed_actions=eval_config.guesses, name=name,
-                         beta=experiment.beta if beta is None else beta, greedy=decoding.greedy)
+    policy = load_policy(checkpoint or run / "checkpoint", allowed_actions=eval_config.guesses, name=name,
+                         beta=experiment.beta if beta is None else beta, greedy=decoding.greedy,
+                         temperature=decoding.temperature)
     result = evaluate(policy, eval_config, name=name)
     save_results([result], cached)
     return result

@@ -54,6 +54,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
 )
 
 
+#: the decodings of this document's tables unless ``--decodings`` names others (``DECODINGS`` has more).
+RESULTS_DECODINGS = ("sample", "greedy")
 #: the β values every agent played with a β (ILQL) also plays on held-out games, to show how the advantage
 #: perturbation moves its score under each decoding. A diagnostic only: the committed row keeps its own β.
 BETA_SWEEP: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -129,8 +131,9 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir)
     runs = Path(args.runs) / setting.key
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
-    results: dict[str, list] = {key: [] for key in args.decodings}
-    sweep: dict[str, list] = {key: [] for key in args.decodings} if args.sweep_games > 0 else {}
+    decodings = args.decodings or list(RESULTS_DECODINGS)
+    results: dict[str, list] = {key: [] for key in decodings}
+    sweep: dict[str, list] = {key: [] for key in decodings} if args.sweep_games > 0 else {}
     # the β sweep's games are the held-out ones of trainers.experiments.beta_choice: game i of a table is seeded
     # eval_seed + i, so a sweep seeded eval_seed + 1 (as before) replayed the table's seeds shifted by one
     held_out = tuning_config(eval_config, args.sweep_games) if sweep else None
@@ -138,7 +141,7 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     for experiment in EXPERIMENTS:
         config = experiment_config(experiment, dataset, runs, args.steps)
         minutes[experiment.name] = training_minutes(train(experiment.algorithm, config))
-        for key in args.decodings:
+        for key in decodings:
             results[key].append(evaluate_run(experiment, Path(config.out), config.steps, eval_config,
                                               DECODINGS[key], args.fresh))
             if key in sweep and (experiment.name == "bc" or experiment.beta is not None):
@@ -284,4 +287,4 @@ agent, the optimal policy included, scores higher there); a pretrained GPT-2 sma
 the model here and starts with spelling; and the paper trains for hundreds of thousands of steps."""
 
 
-__all__ = ["Setting", "SETTINGS", "EXPERIMENTS", "SettingOutcome", "run_setting", "render_setting", "render_sweep", "render", "verdict", "BETA_SWEEP"]
+__all__ = ["Setting", "SETTINGS", "EXPERIMENTS", "SettingOutcome", "run_setting", "render_setting", "render_sweep", "render", "verdict", "BETA_SWEEP", "RESULTS_DECODINGS"]

@@ -11,18 +11,30 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rlds_lang.wordle import lmrl_gym
+from trainers.experiments.beta_choice import render_beta_choices
+from trainers.experiments.provenance import git_commit, relative_path
+from trainers.experiments.lmrl_gym.decodings import SAVE_BEST
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from trainers.evaluation.selection import Selection
     from trainers.experiments.common import Experiment
+    from trainers.experiments.lmrl_gym.decodings import DecodingOutcome
     from trainers.experiments.lmrl_gym.linear import LinearReport
     from trainers.experiments.lmrl_gym.setting import ConsistencyReport
 
 #: the rows that are not offline experiments: online %BC (trained from BC) and the scripted upper bound.
 ONLINE, SCRIPTED = "online %BC", "scripted"
-#: the published row each of ours is compared with.
-PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None}
+#: the ILQL row trained with the earlier target scheme (lagged target heads on the live trunk) and this setting's
+#: optimizer, beside the ILQL row built as LMRL-Gym builds it.
+ILQL_TARGET_HEADS = "ILQL (target heads, lr 1e-3)"
+#: the published row each of ours is compared with (a row not named here is compared with its own name; a
+#: ``SAVE_BEST`` row with the row it was chosen from).
+PUBLISHED_NAME = {ONLINE: "online %BC", SCRIPTED: None, ILQL_TARGET_HEADS: "ILQL"}
 #: the comparisons the page decides: (row, baseline); each must be > 2 paired SE, ILQL's normalised score >= 90.
+#: All four met is LMRL-Gym's published ordering (ILQL and MC returns above BC and %BC).
 COMPARISONS = (("ILQL", "BC"), ("ILQL", "%BC (top 30%)"), ("MC returns", "BC"), ("MC returns", "%BC (top 30%)"))
+#: the two ILQL target schemes, compared on the same games.
+SCHEMES = (("ILQL", ILQL_TARGET_HEADS),)
 TARGET_ILQL_NORMALISED = 90.0
 #: the rows that start from the BC row and act on (or train on) its model: their gain over BC is what they add to it.
 FROM_BC = ("MC returns", "ILQL", ONLINE)
@@ -35,12 +47,13 @@ def _normalised(mean: float, dataset_mean: float, scripted: float) -> str:
         return "n/a"
 
 
-def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
-    """The computed verdicts of ``COMPARISONS`` (paired differences) and whether each clears 2 SE upwards."""
+def comparison_lines(by_name: dict, comparisons: tuple[tuple[str, str], ...] = COMPARISONS
+                     ) -> tuple[list[str], list[bool]]:
+    """The computed verdicts of ``comparisons`` (paired differences) and whether each clears 2 SE upwards."""
     from trainers.evaluation.stats import in_standard_errors, paired_separation
 
     lines, met = [], []
-    for row, base in COMPARISONS:
+    for row, base in comparisons:
         diff, se, side = paired_separation(by_name[row], by_name[base])
         ratio = abs(in_standard_errors(diff, se))
         met.append(side == 1)
@@ -52,7 +65,7 @@ def comparison_lines(by_name: dict) -> tuple[list[str], list[bool]]:
 
 def _published_row(name: str) -> tuple[float, float] | None:
     """LMRL-Gym's (mean return, normalised score) of our row ``name`` (the scripted bound is its 100), or None."""
-    published = PUBLISHED_NAME.get(name, name)
+    published = PUBLISHED_NAME.get(name, name.removesuffix(SAVE_BEST.format(name="")))
     return lmrl_gym.PUBLISHED_TABLE.get(published) if published else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
 
 
@@ -63,7 +76,9 @@ def _gain_over_bc(result: Any, bc: Any) -> tuple[float, float, float | None]:
 
     diff, se = paired_difference(result, bc)
     theirs = _published_row(result.name)
-    return diff, se, None if theirs is None else theirs[0] - lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    if theirs is None or theirs == lmrl_gym.PUBLISHED_TABLE["BC"]:  # BC chosen another way has no published gain
+        return diff, se, None
+    return diff, se, theirs[0] - lmrl_gym.PUBLISHED_TABLE["BC"][0]
 
 
 def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
@@ -104,15 +119,21 @@ def render_online_rounds(rounds: list[dict[str, Any]]) -> str:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    """The ``rlds-lang results --setting lmrl_gym`` command that reproduces a run of ``args`` (its sizes spelled out)."""
+    """The ``rlds-lang results --setting lmrl_gym`` command that reproduces a run of ``args``: its sizes and folders
+    spelled out, folders relative to the current directory when they are inside it."""
     parts = ["rlds-lang results --setting lmrl_gym"]
-    for flag, value in (("--small", args.small), ("--steps", args.steps), ("--games", args.games),
+    decodings = " ".join(args.decodings) if getattr(args, "decodings", None) else None
+    for flag, value in (("--data-dir", relative_path(args.data_dir)), ("--runs", relative_path(args.runs)),
+                        ("--small", args.small), ("--steps", args.steps), ("--games", args.games),
+                        ("--headline-games", getattr(args, "headline_games", None)), ("--decodings", decodings),
                         ("--pbc-rounds", args.pbc_rounds), ("--pbc-games", args.pbc_games),
-                        ("--pbc-steps", args.pbc_steps), ("--calibration-games", args.calibration_games),
+                        ("--pbc-steps", args.pbc_steps), ("--selection-games", getattr(args, "selection_games", None)),
+                        ("--calibration-games", args.calibration_games),
                         ("--beta-games", args.beta_games), ("--beta-grid", args.beta_grid),
                         ("--consistency-games", args.consistency_games),
                         ("--linear-train-games", args.linear_train_games),
-                        ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps)):
+                        ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps),
+                        ("--out", relative_path(args.out))):
         if value is not None:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
@@ -170,59 +191,147 @@ def _committed_betas(rows: tuple[Experiment, ...]) -> str:
     return f"Not chosen in this run (`--beta-games 0`): each row played its committed β ({committed}).\n"
 
 
-def render_document(results: list, by_name: dict, data: dict, scripted_mean: float, calibration: str,
+def ordering_reproduced(outcome: DecodingOutcome) -> bool:
+    """Whether ``outcome`` reproduces LMRL-Gym's ordering: every ``COMPARISONS`` row above its baseline by > 2 SE."""
+    return all(comparison_lines(outcome.by_name)[1])
+
+
+def normalised_gap(outcome: DecodingOutcome, dataset_mean: float, scripted_mean: float) -> float:
+    """The mean absolute difference between our normalised score and LMRL-Gym's over the rows that have a
+    published score (the scripted bound and the ``SAVE_BEST`` rows left out): how close the decoding comes to
+    the published table."""
+    gaps = []
+    for r in outcome.results:
+        theirs = _published_row(r.name)
+        if r.name == SCRIPTED or r.name.endswith(SAVE_BEST.format(name="")) or theirs is None:
+            continue
+        try:
+            ours = lmrl_gym.normalised_score(r.mean_reward, dataset_mean, scripted_mean)
+        except ValueError:
+            continue
+        gaps.append(abs(ours - theirs[1]))
+    return sum(gaps) / len(gaps) if gaps else float("nan")
+
+
+def decoding_status(outcomes: list[DecodingOutcome], data: dict) -> str:
+    """The page's first lines about the decodings: which reproduce the published ordering, or, when none does,
+    that none does with the closest one's figures."""
+    scripted = outcomes[0].by_name[SCRIPTED].mean_reward
+    reproduced = [o.decoding.title for o in outcomes if ordering_reproduced(o)]
+    if reproduced:
+        return ("**The published ordering** (ILQL and MC returns above BC and %BC by more than 2 paired SE) **is "
+                f"reproduced** under: {', '.join(reproduced)}.")
+    closest = max(outcomes, key=lambda o: (sum(comparison_lines(o.by_name)[1]),
+                                           -normalised_gap(o, data["mean_return"], scripted)))
+    lines = comparison_lines(closest.by_name)[0]
+    return ("**No decoding reproduces the published ordering** (ILQL and MC returns above BC and %BC by more than 2 "
+            f"paired SE). Closest: {closest.decoding.title} ({sum(comparison_lines(closest.by_name)[1])} of "
+            f"{len(COMPARISONS)} comparisons met; mean gap to the published normalised scores "
+            f"{normalised_gap(closest, data['mean_return'], scripted):.1f}):\n" + "\n".join(lines))
+
+
+def render_decoding(outcome: DecodingOutcome, data: dict) -> str:
+    """One decoding's section: its table, its verdicts, whether it reproduces the ordering, the ILQL schemes'
+    paired difference and its gap to the published normalised scores."""
+    scripted = outcome.by_name[SCRIPTED].mean_reward
+    lines, _ = comparison_lines(outcome.by_name)
+    schemes = [(a, b) for a, b in SCHEMES if a in outcome.by_name and b in outcome.by_name]
+    scheme_lines = comparison_lines(outcome.by_name, tuple(schemes))[0] if schemes else []
+    verdict = "reproduces" if ordering_reproduced(outcome) else "does not reproduce"
+    return (f"### {outcome.decoding.title} ({outcome.games} games)\n\n"
+            f"{render_table(outcome.results, data['mean_return'], scripted)}\n\n"
+            + "\n".join([*lines, *scheme_lines]) + "\n\n"
+            f"This decoding {verdict} the published ordering; mean gap to the published normalised scores: "
+            f"{normalised_gap(outcome, data['mean_return'], scripted):.1f}.\n")
+
+
+def render_selections(selections: dict[str, Selection]) -> str:
+    """BC's and %BC's kept checkpoints with their held-out losses, the chosen one marked."""
+    if not selections:
+        return "No checkpoints were kept.\n"
+    parts = []
+    for name, selection in selections.items():
+        chosen = "its last" if selection.best.step == selection.last.step else f"step {selection.best.step}"
+        parts.append(f"**{name}** (loss on the first {selection.episodes} games of the `{selection.split}` split; "
+                     f"chosen: {chosen}):\n\n{selection.table()}\n")
+    return "\n".join(parts)
+
+
+def render_document(headline: DecodingOutcome, outcomes: list[DecodingOutcome], data: dict, calibration: str,
                     minutes: dict, steps: dict, curves: list[str], args: argparse.Namespace, seconds: float, *,
                     rows: tuple[Experiment, ...], training: dict[str, Any],
                     consistency: ConsistencyReport | None = None, linear: LinearReport | None = None,
-                    betas: str = "", online_rounds: list[dict[str, Any]] | None = None) -> str:
-    """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments): ``results`` and
-    ``by_name`` the evaluations (``trainers.evaluation.wordle.EvalResult``, the scripted one under ``SCRIPTED``), ``data`` the
-    built dataset's figures, ``rows`` and ``training`` the offline rows and model/optimisation config that were
-    trained (``trainers.experiments.lmrl_gym.run.ROWS`` and ``TRAINING``), ``minutes``/``steps`` per run,
-    ``online_rounds`` online %BC's round summaries."""
+                    online_rounds: list[dict[str, Any]] | None = None,
+                    selections: dict[str, Selection] | None = None) -> str:
+    """The markdown of ``docs/lmrl_gym.md`` (every number and verdict computed from its arguments): ``headline``
+    the headline decoding's evaluations (``trainers.experiments.lmrl_gym.decodings.headline_decoding``, on its own
+    games), ``outcomes`` every decoding's, ``data`` the built dataset's figures, ``rows`` and ``training`` the offline
+    rows and model/optimisation config that were trained (``trainers.experiments.lmrl_gym.run.ROWS`` and
+    ``TRAINING``), ``minutes``/``steps`` per run, ``online_rounds`` online %BC's round summaries, ``selections``
+    BC's and %BC's checkpoints scored by held-out loss."""
+    by_name = headline.by_name
+    scripted_mean = by_name[SCRIPTED].mean_reward
     lines, met = comparison_lines(by_name)
+    scheme_lines = comparison_lines(by_name, tuple((a, b) for a, b in SCHEMES if b in by_name))[0]
     ilql_norm = _normalised(by_name["ILQL"].mean_reward, data["mean_return"], scripted_mean)
     norm_met = ilql_norm != "n/a" and float(ilql_norm) >= TARGET_ILQL_NORMALISED
     missed = [line[2:] for line, ok in zip(lines, met) if not ok]
     if not norm_met:
         missed.append(f"ILQL's normalised score is {ilql_norm} (target ≥ {TARGET_ILQL_NORMALISED:g}).")
-    status = ("**All targets met**: ILQL and MC returns each beat BC and %BC by more than 2 paired standard errors "
-              f"and ILQL's normalised score is {ilql_norm} (≥ {TARGET_ILQL_NORMALISED:g})." if not missed else
-              "**Targets not reached** (measured):\n" + "\n".join(f"- {m}" for m in missed) + "\n\n" +
-              gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear)
+    status = ("**All targets met** under the headline decoding: ILQL and MC returns each beat BC and %BC by more "
+              f"than 2 paired standard errors and ILQL's normalised score is {ilql_norm} (≥ "
+              f"{TARGET_ILQL_NORMALISED:g})." if not missed else
+              "**Targets not reached** under the headline decoding (measured):\n" + "\n".join(f"- {m}" for m in missed)
+              + "\n\n" + gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear)
               + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
+    chosen_on = next(o for o in outcomes if o.decoding.key == headline.decoding.key)
+    bc = chosen_on.by_name["BC"].mean_reward
+    betas = "\n".join(f"### {o.decoding.title}\n\n{render_beta_choices(o.betas, args_held_out(args))}"
+                      for o in outcomes if o.betas) or _committed_betas(rows)
     return f"""# Wordle in LMRL-Gym's setting: our trainers beside the published table
 
-Generated by `{command_line(args)}` on {datetime.date.today().isoformat()} (this invocation: {seconds / 60:.1f} min; finished
-training and evaluations are reused). Setting: `rlds_lang.wordle.lmrl_gym` (431-word list as guesses and answers,
-`ilql` colouring, hidden word redrawn every turn, reward −1 per guess that is not the win, 6 guesses); data:
-`wordle_synthetic/lmrl_gym`; every agent sampled at temperature 1 on the same {args.games} seeded games (seed
-{args.eval_seed}; LMRL-Gym evaluates on {lmrl_gym.PUBLISHED_EVAL_GAMES:,}).
+Generated by `{command_line(args)}` (from the repository's root) at commit {git_commit()} on {datetime.date.today().isoformat()}
+(this invocation: {seconds / 60:.1f} min; finished training and evaluations are reused). Setting:
+`rlds_lang.wordle.lmrl_gym` (431-word list as guesses and answers, `ilql` colouring, hidden word redrawn every turn,
+reward −1 per guess that is not the win, 6 guesses); data: `wordle_synthetic/lmrl_gym`. Every row is played under
+{len(outcomes)} decodings ({", ".join(o.decoding.title for o in outcomes)}) on the same {args.games} seeded games
+(seed {args.eval_seed}). **The headline table is {headline.decoding.title}, chosen because its BC row comes closest to
+LMRL-Gym's BC** ({bc:.3f} on those {chosen_on.games} games against {lmrl_gym.PUBLISHED_TABLE["BC"][0]:.2f}); it is
+played again on {headline.games:,} games (LMRL-Gym evaluates on {lmrl_gym.PUBLISHED_EVAL_GAMES:,}).
+
+{decoding_status(outcomes, data)}
 
 {status}
 
-## The table
+## The table ({headline.decoding.title}, {headline.games:,} games)
 
-{render_table(results, data["mean_return"], scripted_mean)}
+{render_table(headline.results, data["mean_return"], scripted_mean)}
 
 Normalised score (LMRL-Gym's formula): 50 + 50·(R − avg)/(max − avg) at or above the dataset's mean return,
 50·(R − min)/(avg − min) below it, with min = −6, avg = our dataset's mean return ({data["mean_return"]:.3f}) and
 max = our scripted policy's mean return ({scripted_mean:.3f}); LMRL-Gym's columns use its own avg (−4.12) and
-max (−1.94).
+max (−1.94). A row marked *(save_best)* plays its run's checkpoint of lowest held-out loss (LMRL-Gym's `save_best`);
+{ILQL_TARGET_HEADS} is ILQL with the earlier target scheme (lagged target heads on the live trunk, decoding with
+them) and this setting's optimizer.
 
 ## Verdicts (paired differences on the same games)
 
-{chr(10).join(lines)}
+{chr(10).join([*lines, *scheme_lines])}
 
+## Every decoding
+
+{chr(10).join(render_decoding(o, data) for o in outcomes)}
+## Checkpoints chosen by held-out loss (`save_best`)
+
+{render_selections(selections or {})}
 ## Online %BC, round by round
 
 {render_online_rounds(online_rounds or [])}
-## β of MC returns and ILQL, chosen on held-out games
+## β of the value rows, chosen on held-out games for each decoding
 
-{betas or _committed_betas(rows)}
-
+{betas}
 ## The data and the scripted policy
 
 | figure | ours | LMRL-Gym |
@@ -240,7 +349,7 @@ max (−1.94).
 
 Model and optimisation: `trainers.experiments.lmrl_gym.run.TRAINING` ({json.dumps({k: v for k, v in training.items() if k != "steps"})});
 overrides: {"; ".join(f"{e.name}: `{e.algorithm}` {json.dumps(e.overrides) if e.overrides else ''}" for e in rows)};
-MC returns and ILQL decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) (β as in the
+the value rows decode with the finished BC row's policy, unchanged, perturbed by β·(Q − V) (β as in the
 section on β above) of a second
 transformer that starts from BC's and learns only Q and V (`ON_BC_POLICY`), as LMRL-Gym's value-based agents
 decode with its BC model and a separately trained value model;
@@ -256,11 +365,20 @@ initialised GPT-2-architecture transformer trained on 2 CPU cores, whose tokens 
 (letter, colour) cells (`rlds_lang.wordle.board_tokenizer`).
 
 Other choices measured outside this document (word-as-token vs letter-as-token, spelled embeddings, batch and
-learning rate, each read with `python -m trainers.experiments.lmrl_gym --consistency` on held-out games): the README, section
-*LMRL-Gym's Wordle setting*.
+learning rate, each read with `python -m trainers.experiments.lmrl_gym --consistency` on held-out games): the guide
+[LMRL-Gym's Wordle setting](guides/lmrl_gym.md).
 """
+
+
+def args_held_out(args: argparse.Namespace) -> Any:
+    """The held-out games the β choices played (``trainers.experiments.beta_choice.tuning_config``)."""
+    from trainers.experiments.beta_choice import tuning_config
+    from trainers.experiments.lmrl_gym.setting import setting_config
+
+    return tuning_config(setting_config(args.games, args.eval_seed), args.beta_games)
 
 
 __all__ = ["ONLINE", "SCRIPTED", "PUBLISHED_NAME", "COMPARISONS", "TARGET_ILQL_NORMALISED", "FROM_BC",
            "comparison_lines", "command_line", "gains_over_bc", "diagnosis", "render_table", "render_online_rounds",
-           "render_document"]
+           "render_document", "ILQL_TARGET_HEADS", "SCHEMES", "ordering_reproduced", "normalised_gap",
+           "decoding_status", "render_decoding", "render_selections", "args_held_out"]

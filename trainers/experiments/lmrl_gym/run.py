@@ -1,23 +1,23 @@
 """``rlds-lang results --setting lmrl_gym``: our trainers in LMRL-Gym's Wordle setting, beside its published table.
 
 Builds ``wordle_synthetic/lmrl_gym`` (``--small N`` caps each split at N games for smoke runs), trains BC,
-%BC (top 30%), MC returns and ILQL on its ``train`` split with the committed configs (``TRAINING``:
-``trainers.experiments.results.SHARED`` with this setting's batch, learning rate and steps; plus ``ROWS``' overrides;
-resumable; MC returns and ILQL keep the finished BC policy and learn Q and V on a second transformer), runs
-online %BC from the BC model, chooses the β of MC returns and ILQL on held-out games, evaluates every agent
-and the scripted policy on the same seeded games of the setting (sampling at temperature 1), and writes
-``docs/lmrl_gym.md``: one table with our raw mean return ± standard error, our normalised score by
-LMRL-Gym's formula (min -6, our dataset's mean return, our scripted policy's mean return) and LMRL-Gym's
-published raw and normalised numbers beside ours; the computed verdicts (ILQL - BC, ILQL - %BC, MC - BC,
-MC - %BC, each with its paired standard error) and whether the targets are met, at the top; the data
-and scripted figures beside the published ones; V(s_0)/Q calibration of MC and ILQL on the held-out
-``eval`` split; training curves. Nothing in it is typed by hand (the page is ``trainers.experiments.lmrl_gym.document``).
+%BC (top 30%), MC returns, ILQL and ILQL with the earlier target scheme on its ``train`` split with the committed
+configs (``TRAINING``: ``trainers.experiments.results.SHARED`` with this setting's batch, learning rate and steps;
+plus ``ROWS``' overrides; resumable; the value rows keep the finished BC policy and learn Q and V on a second
+transformer), runs online %BC from the BC model, chooses BC's and %BC's checkpoints of lowest held-out loss
+(``save_best``), and plays every row under every decoding (``trainers.experiments.lmrl_gym.decodings``: greedy and
+temperatures 0.3 to 1, the value rows' β chosen on held-out games for each) on the same seeded games of the
+setting, the headline decoding again on 4,096 games. It writes ``docs/lmrl_gym.md``: the headline table (our raw
+mean return ± SE and normalised score by LMRL-Gym's formula beside LMRL-Gym's published numbers), one table per
+decoding with its computed verdicts (does it reproduce the published ordering?), the data and scripted figures,
+V(s_0)/Q calibration of the value rows on the held-out ``eval`` split and the training curves. Nothing in it is
+typed by hand (the page is ``trainers.experiments.lmrl_gym.document``).
 
 Example::
 
     rlds-lang results --setting lmrl_gym                                   # the full reproduction
     rlds-lang results --setting lmrl_gym --small 200 --steps 5 --games 20 --pbc-rounds 1 --pbc-games 20 \\
-        --out /tmp/lmrl_gym.md                                             # a smoke run
+        --out runs/lmrl_gym.md                                             # a smoke run
 """
 
 from __future__ import annotations
@@ -32,22 +32,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from rlds_lang.wordle import lmrl_gym
+from trainers.algorithms.ilql.ilql import LMRL_GYM_ILQL
+from trainers.algorithms.ilql.mc import LMRL_GYM_MC
 from trainers.core.build import REPO, built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
-from trainers.experiments.beta_choice import (
-    BETA_GRID,
-    choose_beta,
-    parse_grid,
-    render_beta_choices,
-    tuning_config,
-)
+from trainers.experiments.beta_choice import BETA_GRID, parse_grid, tuning_config
 from trainers.experiments.common import (
     SHARED,
     Experiment,
-    evaluate_run,
     experiment_config,
     slug,
     training_minutes,
+)
+from trainers.experiments.lmrl_gym.decodings import (
+    TrainedRow,
+    decodings_from_args,
+    headline_decoding,
+    play_rows,
+    save_best_rows,
 )
 from trainers.experiments.lmrl_gym.document import ONLINE, SCRIPTED, render_document
 from trainers.experiments.lmrl_gym.linear import (
@@ -83,20 +85,28 @@ TRAINING: dict[str, Any] = {**SHARED, "tokenizer": "lmrl_gym_board",
 #: change between the two).
 ON_BC_POLICY: dict[str, Any] = {"separate_value_trunk": True, "awac_weight": 0.0, "cql_weight": 0.01,
                                 "head_init_value": -4.4, "steps": 8000}
-#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``.
+#: the name of the ILQL row trained as before LMRL-Gym's scheme: lagged target heads on the live trunk, decoding
+#: with them, and this setting's optimizer (``TRAINING``: lr 1e-3, clipping 1, Adam beta2 0.999).
+ILQL_TARGET_HEADS = "ILQL (target heads, lr 1e-3)"
+#: the offline rows (LMRL-Gym's names) and their overrides of ``TRAINING``. MC returns and ILQL are built as
+#: LMRL-Gym builds them (``LMRL_GYM_MC``, ``LMRL_GYM_ILQL``: its optimizer; ILQL with a Polyak target of the value
+#: trunk and decoding with the live heads); ``ILQL_TARGET_HEADS`` keeps the earlier scheme beside it.
 ROWS: tuple[Experiment, ...] = (
     Experiment("BC", "bc"),
     Experiment("%BC (top 30%)", "bc", {"top_p": lmrl_gym.PCT_BC_FRACTION}),
-    Experiment("MC returns", "mc", ON_BC_POLICY, beta=16.0),
-    Experiment("ILQL", "ilql", ON_BC_POLICY, beta=16.0),
+    Experiment("MC returns", "mc", {**ON_BC_POLICY, **LMRL_GYM_MC}, beta=16.0),
+    Experiment("ILQL", "ilql", {**ON_BC_POLICY, **LMRL_GYM_ILQL}, beta=16.0),
+    Experiment(ILQL_TARGET_HEADS, "ilql", ON_BC_POLICY, beta=16.0),
 )
+#: the rows with value heads (calibrated, ranked at the first move).
+VALUE_ROWS = ("MC returns", "ILQL", ILQL_TARGET_HEADS)
+#: the rows also played from their checkpoint of lowest held-out loss (LMRL-Gym's ``save_best``).
+SAVE_BEST_ROWS = ("BC", "%BC (top 30%)")
 #: the online %BC run's defaults (rounds x games x steps per round), sized for 2 CPU cores.
 PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
 DOC = REPO / "docs" / "lmrl_gym.md"
 #: in each row run that starts from the BC row: the BC checkpoint and step it started from (check_started_from_bc)
 STARTED_FROM_BC = "started_from_bc.json"
-#: the Decoding of every row (LMRL-Gym samples its policies; ``trainers.experiments.results.DECODINGS["sample"]``).
-SAMPLE = "sample"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -125,6 +135,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lmrl_gym: held-out games per β of that choice (0: play each row's committed β)")
     parser.add_argument("--consistency-games", type=int, default=100,
                         help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
+    parser.add_argument("--headline-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES,
+                        help="lmrl_gym: games of the headline decoding's table (LMRL-Gym's count; the other "
+                             "decodings play --games)")
+    parser.add_argument("--selection-games", type=int, default=2000,
+                        help="lmrl_gym: held-out (eval split) games that score BC's and %%BC's kept checkpoints "
+                             "(LMRL-Gym's save_best)")
     parser.add_argument("--calibration-games", type=int, default=1000,
                         help="lmrl_gym: held-out (eval split) games of the value calibration")
     add_linear_arguments(parser)
@@ -226,7 +242,7 @@ def _calibrations(runs: dict[str, Path], dataset: str, games: int, out: Path) ->
     from trainers.evaluation.diagnostics import value_calibration
 
     parts = []
-    for name in ("MC returns", "ILQL"):
+    for name in VALUE_ROWS:
         calibration = value_calibration(load_agent_model(runs[name] / "checkpoint"), dataset, split="eval",
                                         episodes=games)
         plot = calibration.plot(out.with_name(f"{out.stem}-calibration-{slug(name)}.png"), title=name)
@@ -253,7 +269,7 @@ def _rankings(runs: dict[str, Path], dataset: str, games: int) -> str:
     firsts = load(dataset, split="eval").take(games).map(lambda episode: episode["steps"].take(1).get_single_element())
     worse = [a.decode() for a in (step["action"] for step in firsts.as_numpy_iterator()) if a.decode() != better]
     rows = "\n".join(f"| {name} | {ranking_at_start(load_agent_model(runs[name] / 'checkpoint'), better, worse):.3f} |"
-                     for name in ("MC returns", "ILQL"))
+                     for name in VALUE_ROWS)
     return ("### Section-5 ranking at the first move\n\n"
             f"The fraction of the behaviour policy's first guesses (held-out games; {len(worse)} differ from the "
             f"scripted one) that Q values below the scripted policy's first guess `{better}` (the ILQL paper's "
@@ -280,8 +296,8 @@ def train_rows(names: list[str], dataset: str, runs_root: Path, args: argparse.N
 def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     """Builds, trains, evaluates and writes the document (``args.out`` or ``docs/lmrl_gym.md``); returns its path
     (None with ``--train-only``, which stops after training the rows named)."""
+    from trainers.algorithms.registry import load_agent_model
     from trainers.evaluation.wordle import evaluate, save_results
-    from trainers.experiments.common import DECODINGS
     from trainers.experiments.lmrl_gym.setting import setting_config
 
     started = time.perf_counter()
@@ -292,28 +308,28 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
     if args.train_only:
         return train_rows(args.train_only, dataset, runs_root, args)
     eval_config = setting_config(args.games, args.eval_seed)
-    results, runs, minutes, steps = [], {}, {}, {}
+    runs, minutes, steps = {}, {}, {}
     for experiment in ROWS:
         runs[experiment.name], steps[experiment.name], minutes[experiment.name] = _train(
             experiment, dataset, runs_root, args.steps)
     runs[ONLINE], steps[ONLINE], minutes[ONLINE], online_rounds = _online(runs["BC"], runs_root, args)
-    choices, held_out = [], tuning_config(eval_config, args.beta_games)
+    trained = [TrainedRow(e.name, e, runs[e.name], steps[e.name]) for e in (*ROWS, Experiment(ONLINE, "bc"))]
+    best_rows, selections = save_best_rows([t for t in trained if t.name in SAVE_BEST_ROWS], load_agent_model,
+                                           runs_root / "diagnostics", args.selection_games, args.fresh)
+    trained += best_rows
+    held_out = tuning_config(eval_config, args.beta_games)
     grid = parse_grid(args.beta_grid) if args.beta_games > 0 else ()
-    for experiment in (*ROWS, Experiment(ONLINE, "bc")):
-        beta = None
-        if experiment.beta is not None and args.beta_games > 0:
-            choices.append(choose_beta(experiment, runs[experiment.name], steps[experiment.name], held_out,
-                                       DECODINGS[SAMPLE], args.fresh, grid))
-            beta = choices[-1].best
-        result = evaluate_run(experiment, runs[experiment.name], steps[experiment.name], eval_config,
-                               DECODINGS[SAMPLE], args.fresh, beta)
-        results.append(dataclasses.replace(result, name=experiment.name))
-    results.append(evaluate(lmrl_gym.scripted_policy(), eval_config, name=SCRIPTED, progress=False))
-    save_results(results, out.with_suffix(".json"))
-    by_name = {r.name: r for r in results}
+    scripted = evaluate(lmrl_gym.scripted_policy(), eval_config, name=SCRIPTED, progress=False)
+    outcomes = [play_rows(trained, decoding, eval_config, held_out, grid, scripted, args.fresh)
+                for decoding in decodings_from_args(args.decodings)]
+    headline = headline_decoding(outcomes)
+    if args.headline_games != args.games:
+        big = setting_config(args.headline_games, args.eval_seed)
+        headline = play_rows(trained, headline.decoding, big, held_out, grid,
+                             evaluate(lmrl_gym.scripted_policy(), big, name=SCRIPTED, progress=False), args.fresh)
+    save_results(headline.results, out.with_suffix(".json"))
     data = _dataset_figures(dataset)
     consistency, linear = _diagnostics(runs_root, runs["BC"], args)
-    scripted_mean = by_name[SCRIPTED].mean_reward
     curves = []
     for name, run in runs.items():
         source = run / "training_curves.png" if name != ONLINE else None
@@ -321,12 +337,10 @@ def run_lmrl_gym(args: argparse.Namespace) -> Path | None:
             target = out.with_name(f"{out.stem}-curves-{slug(name)}.png")
             shutil.copyfile(source, target)
             curves.append(f"[{name}]({target.name})")
-    document = render_document(results, by_name, data, scripted_mean, _calibrations(runs, dataset,
-                               args.calibration_games, out), minutes, steps, curves, args,
-                               time.perf_counter() - started, rows=ROWS, training=TRAINING,
-                               consistency=consistency, linear=linear,
-                               betas=render_beta_choices(choices, held_out) if choices else "",
-                               online_rounds=online_rounds)
+    document = render_document(headline, outcomes, data, _calibrations(runs, dataset, args.calibration_games, out),
+                               minutes, steps, curves, args, time.perf_counter() - started, rows=ROWS,
+                               training=TRAINING, consistency=consistency, linear=linear,
+                               online_rounds=online_rounds, selections=selections)
     out.write_text(document)
     print(document)
     return out
