@@ -225,15 +225,24 @@ def test_review_keeps_the_newest_list_when_an_older_reply_arrives_late(page, ser
     page.add_init_script("""
       const realFetch = window.fetch;
       window.fetch = async (url, options) => {
-        if (String(url).includes("/api/datasets/chat/episodes")) await new Promise(r => setTimeout(r, 1500));
-        return realFetch(url, options);
+        if (!String(url).includes("/api/datasets/chat/episodes")) return realFetch(url, options);
+        await new Promise(r => setTimeout(r, 1500));
+        const response = await realFetch(url, options);
+        const json = response.json.bind(response);
+        // Marks the page once the late reply has been read and every promise waiting on it has run.
+        response.json = async () => {
+          const data = await json();
+          setTimeout(() => document.body.setAttribute("data-late-reply", "handled"), 0);
+          return data;
+        };
+        return response;
       };""")
     page.goto(server.url + "/review?annotator=erin")
     page.locator("#dataset option").nth(2).wait_for(state="attached")  # the list holds at least 3 datasets
     assert page.input_value("#dataset") == "chat"  # the first list asked for is the slow one
     page.select_option("#dataset", "expert")
     page.wait_for_selector("#episode-title >> text=expert-00000000")
-    page.wait_for_timeout(2500)  # the chat reply has arrived by now
+    page.wait_for_selector("body[data-late-reply='handled']", state="attached")  # the chat reply was handled
     assert page.locator("#episodes li").count() == 3
     assert page.text_content("#episode-title") == "expert-00000000"
     page.evaluate("document.activeElement.blur()")  # the arrow keys go to the page, not the <select>
