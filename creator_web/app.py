@@ -233,7 +233,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         """A new pair of clips to judge (from datasets ``left`` and ``right``, default the server's judge pair)."""
         if human is not None and not (body.left or body.right):
             with session.lock:
-                pair = judging.queued_pair(human, session, human_task, human_wait)
+                pair = judging.queued_pair(human, session, human_task, human_wait, body.view == "text")
             if pair is None:
                 raise HTTPException(503, "the preference pipeline has no pair waiting yet; retry shortly",
                                     headers={"Retry-After": str(max(1, round(human_wait)))})
@@ -245,7 +245,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
                 raise HTTPException(422, f"{side}: choose a dataset (this server has no default judge pair)")
         left, right = dataset_or_404(wanted["left"]), dataset_or_404(wanted["right"])
         with session.lock:
-            pair = judging.next_pair(data, session, left, right)
+            pair = judging.next_pair(data, session, left, right, body.view == "text")
         if pair is None:
             raise HTTPException(404, f"no unjudged pair left between {left!r} and {right!r}")
         return pair

@@ -72,6 +72,7 @@ class PairRequest(Body):
 
     left: DatasetName | None = None
     right: DatasetName | None = None
+    view: Literal["task", "text"] = Field("task", description="``text`` draws both clips as transcripts")
 
 
 class JudgeBody(Body):

@@ -118,14 +118,17 @@ def get_task(name: str) -> WebTask:
 
 
 def transcript_rows(actions: Sequence[str], texts: Sequence[str]) -> list[dict[str, Any]]:
-    """Steps as a transcript: each observation text with the action taken from it."""
-    return [{"observation": str(t), "action": str(a)} for t, a in zip(texts, actions)]
+    """Steps as a transcript: each observation text with the action taken from it, numbered from 0 (the page
+    draws each step as its own block, so a step's boundaries stay visible)."""
+    return [{"step": i, "observation": str(t), "action": str(a)} for i, (t, a) in enumerate(zip(texts, actions))]
 
 
-def render_steps(task_name: str, actions: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
-    """``{"kind", "rows"}`` for the page: the registered task's drawing, or a transcript for any other task."""
+def render_steps(task_name: str, actions: Sequence[str], texts: Sequence[str], as_text: bool = False
+                 ) -> dict[str, Any]:
+    """``{"kind", "rows"}`` for the page: the registered task's drawing, or a transcript for any other task
+    (and for every task when ``as_text``)."""
     task = TASKS.get(task_name)
-    if task is None:
+    if task is None or as_text:
         return {"kind": "text", "rows": transcript_rows(actions, texts)}
     return {"kind": task.kind, "rows": task.render(actions, texts)}
 

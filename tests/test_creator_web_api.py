@@ -299,9 +299,10 @@ def test_judging_runs_out_of_pairs_and_draws_other_tasks_as_transcripts(client, 
     assert response.status_code == 404  # one episode: no pair of distinct clips
     pair = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "expert"}).json()
     assert pair["left"]["kind"] == "text" and pair["right"]["kind"] == "board"
-    assert pair["left"]["rows"] == [{"observation": "hi", "action": "hello"}, {"observation": "bye", "action": ""}]
+    assert pair["left"]["rows"] == [{"step": 0, "observation": "hi", "action": "hello", "reward": 1.0},
+                                    {"step": 1, "observation": "bye", "action": "", "reward": 0.0}]
     shown = client.get("/api/datasets/chat/episode", params={"episode_id": "chat-00000000"}).json()
-    assert shown["kind"] == "text" and shown["rows"][0] == {"observation": "hi", "action": "hello"}
+    assert shown["kind"] == "text" and shown["rows"][0] == {"step": 0, "observation": "hi", "action": "hello"}
 
 
 def test_a_torn_last_game_log_is_reported_lost_and_the_server_still_starts(data_dir):

@@ -298,6 +298,30 @@ def test_a_pipeline_pair_is_judged_by_keyboard_and_the_answer_reaches_the_pipeli
     assert not (tmp_path / "web" / "judgements").exists()
 
 
+def test_clips_judged_as_text_show_each_step_and_the_judgement_is_recorded(page, server, data_dir):
+    page.goto(server.url + "/judge?annotator=tom&view=text")
+    expect(page.locator("#as-text")).to_be_checked()
+    page.select_option("#left-ds", "chat")
+    page.select_option("#right-ds", "expert")
+    page.wait_for_selector("#right-board.transcript .step[data-step='1']")
+    assert page.locator("#right-board .tile").count() == 0  # the Wordle game is a transcript too
+    game = {e["episode_id"]: e for e in read_episodes(data_dir / "expert")}[page.text_content("#right-id")]
+    blocks = page.locator("#right-board .step")
+    assert blocks.count() == len(game["steps"])
+    for i, step in enumerate(game["steps"]):  # what the page shows is exactly the recorded steps
+        block = blocks.nth(i)
+        assert block.locator(".obs").text_content() == step["observation"]["text"]
+        assert block.locator(".step-head").text_content() == f"step {i} · reward {float(step['reward']):g}"
+        acts = block.locator(".act")
+        assert (acts.text_content() if acts.count() else "") == (f"→ {step['action']}" if step["action"] else "")
+    left = page.text_content("#left-id")
+    page.keyboard.press("e")
+    page.wait_for_selector("#message >> text=Recorded “equal”")
+    [judgement] = list(read_judgements(data_dir / "judgements" / session_id(page), "all"))
+    assert (judgement.label.value, judgement.left.source_episode_id, judgement.right.source_episode_id) == \
+        ("equal", left, game["episode_id"])
+
+
 @pytest.mark.parametrize("target", ["javascript:document.title='pwned'", "//evil.example/", "https://evil.example/"])
 def test_the_start_page_goes_on_only_to_the_tools_own_pages(page, server, target):
     from urllib.parse import quote

@@ -98,13 +98,17 @@ function drawSteps(element, view, upto) {
     element.replaceChildren();
     element.classList.add("transcript");
     const rows = view.rows.slice(0, upto === undefined ? view.rows.length : upto + 1);
-    rows.forEach((row, i) => {
+    rows.forEach((row, i) => {  // one block per step: its boundaries stay visible
+      const block = document.createElement("div"); block.className = "step"; block.dataset.step = String(i);
+      const head = document.createElement("div"); head.className = "step-head";
+      head.textContent = `step ${i}` + (typeof row.reward === "number" ? ` · reward ${row.reward}` : "");
       const obs = document.createElement("p"); obs.className = "obs"; obs.textContent = row.observation;
-      element.appendChild(obs);
+      block.append(head, obs);
       if (row.action && (upto === undefined || i < upto)) {
         const act = document.createElement("p"); act.className = "act"; act.textContent = "→ " + row.action;
-        element.appendChild(act);
+        block.appendChild(act);
       }
+      element.appendChild(block);
     });
     return;
   }
