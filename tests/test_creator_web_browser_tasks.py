@@ -6,6 +6,7 @@ Screenshots go to the test's temporary folder and to ``$RLDS_LANG_SCREENSHOTS`` 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -142,3 +143,54 @@ def test_the_visdial_page_shows_the_image_when_the_folder_has_it(page, server):
     src = page.get_attribute("#picture-img", "src")
     assert src and src.startswith("data:image/png;base64,") and page.is_visible("#picture-img")
     assert page.evaluate("document.querySelector('#picture-img').naturalWidth") == 48
+
+
+@pytest.mark.parametrize("task, url, actions", [
+    ("reddit", "&split=train&seed=8", ["Agreed, well put."]),
+    ("visdial", "&mode=10_stop&seed=4", [f"question {k}?" for k in range(10)]),
+])
+def test_review_shows_each_tasks_episode_as_recorded_and_exports_it_with_a_note(page, server, data_dir, task, url,
+                                                                                actions, tmp_path):
+    page.goto(server.url + f"/play?annotator=rev_{task}&task={task}{url}")
+    page.wait_for_selector("#message >> text=Press Enter")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0']")
+    for action in actions:
+        page.keyboard.type(action)
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#transcript .step .act >> text=→ {action}")
+    page.wait_for_selector("#transcript[data-done='true']")
+    sid = session_id(page)
+    [played] = list(read_episodes(data_dir / "web" / "human" / task / sid))
+
+    page.goto(server.url + "/review")
+    page.select_option("#dataset", f"human/{task}")
+    index = page.locator("#episodes li", has_text=played["episode_id"])
+    index.click()
+    shows_title = page.locator("#episode-title")
+    expect(shows_title).to_have_text(played["episode_id"])
+    expect(page.locator("#episode-meta")).to_contain_text(f"annotator rev_{task}")
+    page.click("#next")
+    page.wait_for_selector("#step-label >> text=step 1 of")
+    rows = page.locator("#steps tr")
+    assert rows.count() == len(played["steps"])
+    for i, step in enumerate(played["steps"]):  # the steps table is the recorded episode
+        cells = rows.nth(i).locator("td").all_text_contents()
+        assert cells[1:3] == [step["observation"]["text"], step["action"]]
+        assert float(cells[3]) == float(step["reward"])
+    page.fill("#note-text", f"{task} looks right")
+    page.fill("#note-tags", "checked")
+    page.click("#save-note")
+    page.wait_for_selector(f"#notes >> text={task} looks right")
+    page.locator("#episodes").focus()
+    page.keyboard.press("x")
+    page.fill("#export-name", f"review_{task}")
+    page.click("#export")
+    page.wait_for_selector(f"#message >> text=Exported 1 episode to exports/review_{task}")
+    screenshot(page, f"creator_web_review_{task}.png", tmp_path)
+    [exported] = list(read_episodes(data_dir / "web" / "exports" / f"review_{task}"))
+    [note] = json.loads(exported["annotations"])
+    assert (note["step"], note["text"], note["tags"], note["annotator"]) == (1, f"{task} looks right", ["checked"],
+                                                                             "rev_" + task)
+    assert [s["action"] for s in exported["steps"]] == [s["action"] for s in played["steps"]]
+    assert exported["session_id"] == sid and exported["task_config"] == played["task_config"]
