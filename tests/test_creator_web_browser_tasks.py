@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from creator_web.server import ServerThread
 from creator_web.tasks import TaskSources
 from loggers import read_episodes
-from tests.test_creator_web_browser import ARGS, BROWSER_TIMEOUT_MS, CHROMIUM, screenshot, session_id
+from tests.test_creator_web_browser import CHROMIUM, browser, page, screenshot, session_id  # noqa: F401 - fixtures
 from tests.visdial_web_fixtures import moving_backend, visdial_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,24 +39,6 @@ def server(data_dir):
     sources = TaskSources(reddit_dir=str(PUBLISHED), visdial_dir=str(folder), visdial_answerer=moving_backend(folder))
     with ServerThread(str(data_dir / "web"), task_sources=sources) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture()
-def page(browser):
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    context.set_default_timeout(BROWSER_TIMEOUT_MS)
-    yield context.new_page()
-    context.close()
 
 
 def shown_steps(page) -> list[dict]:
