@@ -176,3 +176,21 @@ def test_review_shows_each_tasks_episode_as_recorded_and_exports_it_with_a_note(
                                                                              "rev_" + task)
     assert [s["action"] for s in exported["steps"]] == [s["action"] for s in played["steps"]]
     assert exported["session_id"] == sid and exported["task_config"] == played["task_config"]
+
+
+def test_the_start_page_opens_a_text_task_session_with_its_own_settings(page, server):
+    page.goto(server.url + "/?next=%2Fplay")
+    page.fill("#annotator", "sam")
+    page.select_option("#task", "visdial")
+    assert page.is_hidden("#rule") and page.is_visible("#visdial-mode")  # only the chosen task's settings
+    page.select_option("#visdial-mode", "10_stop")
+    page.select_option("#visdial-yn", "hard")
+    page.focus("#annotator")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/play")
+    expect(page.locator("#session-bar")).to_have_text("annotator sam · visdial · split val · mode 10_stop · "
+                                                      "reward_kind rank · yn_kind hard")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0'] .obs")
+    expect(page.locator("#talk-context")).to_contain_text("mode 10_stop")
+    assert page.is_hidden("#talk-stop")  # only agent_stops has a Stop button

@@ -92,3 +92,26 @@ def test_reddit_is_offered_only_with_a_folder_and_its_config_is_checked(client, 
         refused = plain.post("/api/sessions", json={"annotator": "rita", "task": "reddit"})
         assert refused.status_code == 422 and "--reddit-dir" in refused.text
     assert not (tmp_path / "plain" / "human").exists()
+
+
+def test_with_an_upvote_model_its_verdict_is_shown_and_can_be_the_recorded_reward(tmp_path):
+    import torch
+
+    from rlds_lang.reddit.rewards import ModelUpvotesReward
+    from rlds_lang.reddit.upvote_model import UpvoteClassifier, UpvoteModelConfig
+
+    torch.manual_seed(0)
+    UpvoteClassifier(UpvoteModelConfig(buckets=1024, dim=8)).save(tmp_path / "upvotes")  # untrained, but a model
+    sources = TaskSources(reddit_dir=str(PUBLISHED), upvote_model=str(tmp_path / "upvotes"))
+    with send_tokens(TestClient(create_app(tmp_path / "web", task_sources=sources), base_url=LOCAL)) as client:
+        sid = open_reddit(client, reward_kind="upvotes_model")
+        client.post(f"/api/sessions/{sid}/play/new")
+        reply = "a thoughtful reply"
+        done = client.post(f"/api/sessions/{sid}/play/act", json={"action": reply}).json()
+    expected = ModelUpvotesReward.load(tmp_path / "upvotes").rewards([reply])[0]
+    table = {row["kind"]: row for row in done["rewards"]}
+    assert (table["upvotes_model"]["raw"], table["upvotes_model"]["reward"], table["upvotes_model"]["recorded"]) == \
+        (expected, expected, True)
+    assert table["toxicity"]["recorded"] is False and "raw" in table["toxicity"]
+    [episode] = list(read_episodes(tmp_path / "web" / "human" / "reddit" / sid))
+    assert float(episode["steps"][0]["reward"]) == expected and episode["reward_kind"] == "upvotes_model"

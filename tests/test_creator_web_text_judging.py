@@ -61,3 +61,31 @@ def test_an_unknown_view_is_refused_naming_the_field(client):
                                                                     "view": "x" * 10_000})
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "view"]
     assert len(response.text) < 1000
+
+
+def test_replies_of_a_built_tfds_dataset_are_judged_as_text_beside_raw_dialogues(client, data_dir, tmp_path):
+    import collections
+
+    from creator_web.export_builder import build_export
+    from rlds_lang.reddit.data import read_folder
+    from rlds_lang.reddit.env import DataReplyPolicy, RedditEnv
+    from rlds_lang.reddit.rewards import make_reward
+
+    published = Path(__file__).resolve().parents[1] / "builders" / "reddit_comments" / "dummy_data" / "published"
+    comments = list(read_folder(published, collections.Counter()))[:3]
+    policy = DataReplyPolicy()
+    policy.reply = "a reply ✓"
+    record(RedditEnv(comments, make_reward("toxicity", cache=False)), policy, episodes=2, data_dir=tmp_path / "logs",
+           run_name="replies", progress=False)
+    build_export(tmp_path / "logs", data_dir / "built")  # a TFDS folder in the data folder
+    sid = client.post("/api/sessions", json={"annotator": "tess"}).json()["session_id"]
+    assert client.get("/api/datasets").json()["datasets"]["built"] == "tfds"
+    pair = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "built", "right": "chat",
+                                                                "view": "text"}).json()
+    logged = {e["episode_id"]: e for e in read_episodes(tmp_path / "logs")}[pair["left"]["episode_id"]]
+    assert pair["left"]["rows"] == [
+        {"step": i, "observation": s["observation"]["text"], "action": s["action"], "reward": float(s["reward"])}
+        for i, s in enumerate(logged["steps"])]
+    assert pair["left"]["rows"][0]["action"] == "a reply ✓"
+    assert client.post(f"/api/sessions/{sid}/judge", json={"pair_id": pair["pair_id"], "label": "left"}).status_code \
+        == 200
