@@ -123,18 +123,31 @@ def _unavailable(sources: TaskSources) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)
+def split_features(folder: str, split: str, expected: int) -> FeatureStore:
+    """The image features of ``split`` (one open store per server, shared by its sessions: rows are read one at a
+    time)."""
+    try:
+        return FeatureStore(os.path.join(folder, FEATURES_FILE), split, expected=expected)
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"config.split: image features of {split!r}: {str(e)[:300]}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def http_answerer(url: str) -> Backend:
+    """One ``HttpBackend`` (one connection pool) per answerer URL, shared by the server's sessions."""
+    from rlds_lang.visdial.http import HttpBackend
+
+    return HttpBackend(url)
+
+
 def _make_env(config: VisDialConfig, sources: TaskSources) -> WebVisDialEnv:
     folder = str(sources.visdial_dir)
     dialogues = split_dialogues(folder, config.split, sources.visdial_version)
     answerer = sources.visdial_answerer
     if isinstance(answerer, str):
-        from rlds_lang.visdial.http import HttpBackend
-
-        answerer = HttpBackend(answerer)
-    try:
-        features = FeatureStore(os.path.join(folder, FEATURES_FILE), config.split, expected=len(dialogues))
-    except (OSError, ValueError, KeyError) as e:
-        raise ValueError(f"config.split: image features of {config.split!r}: {str(e)[:300]}") from None
+        answerer = http_answerer(answerer)
+    features = split_features(folder, config.split, len(dialogues))
     reward = RewardConfig(config.mode, config.reward_kind, config.yn_kind)
     return WebVisDialEnv(dialogues, answerer, reward, features, folder)
 
@@ -187,5 +200,5 @@ def _picture(env: WebVisDialEnv) -> dict[str, Any]:
 register(WebTask("visdial", VisDialConfig, _make_env, _prepare, _check, _view, transcript_rows, kind="text",
                  unavailable=_unavailable, picture=_picture))
 
-__all__ = ["IMAGE_TYPES", "MAX_IMAGE", "MAX_QUESTION", "VisDialConfig", "WebVisDialEnv", "image_files",
-           "split_dialogues"]
+__all__ = ["IMAGE_TYPES", "MAX_IMAGE", "MAX_QUESTION", "VisDialConfig", "WebVisDialEnv", "http_answerer",
+           "image_files", "split_dialogues", "split_features"]

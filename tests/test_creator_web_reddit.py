@@ -115,3 +115,22 @@ def test_with_an_upvote_model_its_verdict_is_shown_and_can_be_the_recorded_rewar
     assert table["toxicity"]["recorded"] is False and "raw" in table["toxicity"]
     [episode] = list(read_episodes(tmp_path / "web" / "human" / "reddit" / sid))
     assert float(episode["steps"][0]["reward"]) == expected and episode["reward_kind"] == "upvotes_model"
+
+
+def test_after_a_restart_a_reply_in_progress_is_reported_lost_and_the_person_carries_on(tmp_path):
+    sources = TaskSources(reddit_dir=str(PUBLISHED))
+    tokens: dict[str, str] = {}
+    with send_tokens(TestClient(create_app(tmp_path / "web", task_sources=sources), base_url=LOCAL), tokens) as first:
+        sid = open_reddit(first, seed=9)
+        first.post(f"/api/sessions/{sid}/play/new")  # the parent is shown; the server stops before the reply
+    with send_tokens(TestClient(create_app(tmp_path / "web", task_sources=sources), base_url=LOCAL), tokens) as again:
+        lost = again.post(f"/api/sessions/{sid}/play/act", json={"action": "late reply"})
+        assert lost.status_code == 409 and f"human-{sid}-00000 was lost" in lost.json()["detail"]
+        again.post(f"/api/sessions/{sid}/play/new")
+        done = again.post(f"/api/sessions/{sid}/play/act", json={"action": "a reply"}).json()
+        assert done["episode_id"] == f"human-{sid}-00001" and done["done"]
+    [episode] = list(read_episodes(tmp_path / "web" / "human" / "reddit" / sid))
+    assert episode["episode_id"] == f"human-{sid}-00001" and episode["steps"][0]["action"] == "a reply"
+    with send_tokens(TestClient(create_app(tmp_path / "web"), base_url=LOCAL), tokens) as without_folder:
+        refused = without_folder.get(f"/api/sessions/{sid}/play")  # not restored: this server offers no reddit
+        assert refused.status_code == 404 and "unknown session" in refused.text
