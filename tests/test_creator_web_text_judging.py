@@ -6,15 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from creator_web.app import create_app
 from loggers import read_episodes, record
 from loggers.preferences_dataset import read_judgements
 from rlds_lang.replay import ReplayEnv, ReplayPolicy, ScriptedEpisode
 from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import OptimalPolicy
-from tests.web_helpers import LOCAL, send_tokens
+from tests.test_creator_web_api import client  # noqa: F401 - the API client fixture, on this module's data_dir
 
 
 @pytest.fixture()
@@ -25,12 +23,6 @@ def data_dir(tmp_path) -> Path:
     record(ReplayEnv(chat), ReplayPolicy(chat), episodes=1, data_dir=tmp_path / "chat", run_name="chat",
            progress=False)
     return tmp_path
-
-
-@pytest.fixture()
-def client(data_dir):
-    with send_tokens(TestClient(create_app(data_dir), base_url=LOCAL)) as c:
-        yield c
 
 
 def test_a_wordle_game_judged_as_text_is_a_transcript_of_its_steps_and_recorded_as_today(client, data_dir):
