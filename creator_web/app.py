@@ -25,14 +25,13 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
 from creator_web import judge as judging
-from creator_web import review
+from creator_web import reddit_task, review, visdial_task  # noqa: F401 - reddit_task, visdial_task register tasks
 from creator_web.access import TOKEN_HEADER, AccessError, SignIn, load_annotators
 from creator_web.bodies import Annotation, ExportBody, Guess, JudgeBody, OpenSession, PairRequest, validation_detail
 from creator_web.guard import LOCAL_HOSTS, MAX_BODY, Guard, shown
 from creator_web.sessions import GameStateError, Session, SessionError, SessionStore
 from creator_web.storage import DamagedDataset, DataDir, UnsafePath
 from creator_web.tasks import TASKS, ServiceError, TaskSources, offered
-from creator_web import reddit_task, visdial_task  # noqa: F401 - they register their tasks
 from rlds_lang.env import InvalidActionError
 from rlds_lang.preferences.labellers import HumanQueueLabeller
 from rlds_lang.preferences.types import Label

@@ -17,10 +17,8 @@ from creator_web.visdial_task import VisDialConfig
 from loggers import read_episodes
 from loggers.tfds_examples import episode_to_example
 from loggers.visdial_recipes import record_dialogues
-from rlds_lang.visdial.data import load_reward_cache, read_split, cache_file
+from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, cache_file, load_reward_cache, read_split
 from rlds_lang.visdial.env import VisDialEnv
-from rlds_lang.visdial.http import HttpBackend
-from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore
 from rlds_lang.visdial.rewards import MODES, REWARD_KINDS, YN_KINDS, RewardConfig
 from rlds_lang.visdial.schema import VISDIAL_SCHEMA
 from rlds_lang.visdial.server import BackendServer

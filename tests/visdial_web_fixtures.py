@@ -7,8 +7,6 @@ import io
 import os
 from pathlib import Path
 
-import numpy as np
-
 from rlds_lang.visdial.backend import LocalBackend, build_local_backend
 from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore
 from rlds_lang.visdial.fixtures import write_fixture
