@@ -1,21 +1,30 @@
-"""Load check of creator_web: N simulated people play Wordle games through the HTTP API at once.
+"""Load check of creator_web: N simulated people play a task's episodes through the HTTP API at once.
 
-Starts ``rlds-lang web`` in a subprocess on 127.0.0.1 (a free port, a temporary data folder), then runs
-``--clients`` threads, each with its own session and answer, playing the optimal policy's game for that
-answer again and again until ``--games`` games per client or ``--seconds`` have passed. Prints games/s
-and request latency (median, p95), then reads every session's logs back and checks that no game is
-lost (each finished game is in its own session's log) and none is mixed (each episode holds exactly its
-client's guesses, policy and session). Each client sends its session's secret token (``X-Session-Token``) as
-the pages do, and one extra request per client checks that another client's token is refused. Exits non-zero
-if any check fails.
+Starts ``rlds-lang web`` in a subprocess on 127.0.0.1 (a free port, a temporary data folder), then, for each
+task of ``--task`` (``wordle``, ``reddit``, ``visdial`` or ``all``, one after another), runs ``--clients``
+threads, each with its own session, playing until ``--games`` episodes per client or ``--seconds`` have passed:
 
-Run: ``PYTHONPATH=. python bench/web_load.py [--clients 8] [--games 20] [--seconds 60]``.
+- ``wordle``: the optimal policy's game for the client's own answer;
+- ``reddit``: one reply per episode (text unique to the client and episode) to a parent drawn from the dummy
+  Reddit data (``builders/reddit_comments/dummy_data/published``);
+- ``visdial``: ten questions per dialogue (mode ``10_stop``) about images of a small generated VisDial folder,
+  answered by a ``LocalBackend`` served over the published protocol from this process (``--visdial-answerer``).
+
+Prints, per task, episodes/s and request latency (median, p95), then reads every session's logs back and
+checks that no episode is lost (each finished one is in its own session's log) and none is mixed (each holds
+exactly its client's actions, policy and session). Each client sends its session's secret token
+(``X-Session-Token``) as the pages do, and one extra request per client checks that another client's token is
+refused. Exits non-zero if any check fails.
+
+Run: ``PYTHONPATH=. python bench/web_load.py [--task all] [--clients 8] [--games 20] [--seconds 60]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -23,6 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import httpx
 import numpy as np
@@ -37,22 +47,58 @@ from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import OptimalPolicy  # noqa: E402
 
 MAX_CLIENTS, MAX_SECONDS = 64, 600
+TASKS = ("wordle", "reddit", "visdial")
+REDDIT_DATA = REPO / "builders" / "reddit_comments" / "dummy_data" / "published"
+#: feature size of the generated VisDial folder (small: the bench measures the tool, not the answerer).
+VISDIAL_DIM = 64
 
 
-def scripts(clients: int) -> list[tuple[str, list[str]]]:
-    """(answer, the optimal policy's guesses) for each client, on distinct answers."""
-    env, policy, out = WordleEnv(), OptimalPolicy(), []
-    for k in range(clients):
-        answer = env.answers.words[(k * 97) % len(env.answers)]
-        env.set_next_answer(answer)
-        out.append((answer, run_episode(env, policy, seed=k).actions))
-    return out
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What client ``k`` plays in one task: its session config and the actions of its episode ``g``."""
+
+    config: dict
+    actions: Callable[[int], list[str]]
+    answer: str | None = None
 
 
-def start_server(data_dir: str) -> tuple[subprocess.Popen, str]:
-    """``rlds-lang web`` on 127.0.0.1 and a free port; returns once it answers."""
+def plans(task: str, clients: int) -> list[Plan]:
+    """Each client's plan: Wordle on distinct answers (the optimal policy's guesses), Reddit replies and VisDial
+    questions that name the client and the episode, so a mixed log shows."""
+    if task == "wordle":
+        env, policy, out = WordleEnv(), OptimalPolicy(), []
+        for k in range(clients):
+            answer = env.answers.words[(k * 97) % len(env.answers)]
+            env.set_next_answer(answer)
+            guesses = run_episode(env, policy, seed=k).actions
+            out.append(Plan({"answer": answer}, lambda g, guesses=guesses: list(guesses), answer))
+        return out
+    if task == "reddit":
+        return [Plan({"split": "train", "seed": k}, lambda g, k=k: [f"reply of client {k}, episode {g} 🙂"])
+                for k in range(clients)]
+    return [Plan({"mode": "10_stop", "split": "val", "seed": k},
+                 lambda g, k=k: [f"client {k} episode {g} question {i}?" for i in range(10)])
+            for k in range(clients)]
+
+
+@contextlib.contextmanager
+def visdial_answerer(folder: str) -> Iterator[str]:
+    """A generated VisDial folder's ``LocalBackend`` served over the published protocol; yields its URL."""
+    from rlds_lang.visdial.backend import build_local_backend
+    from rlds_lang.visdial.fixtures import write_fixture
+    from rlds_lang.visdial.server import BackendServer
+
+    write_fixture(folder, sizes={"train": 8, "val": 8}, dim=VISDIAL_DIM)
+    backend = build_local_backend(folder, lambda caption, history: np.zeros(VISDIAL_DIM, np.float32))
+    with BackendServer(backend) as served:
+        yield served.url
+
+
+def start_server(data_dir: str, extra: list[str]) -> tuple[subprocess.Popen, str]:
+    """``rlds-lang web`` on 127.0.0.1 and a free port (with ``extra`` options); returns once it answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli.main", "web", "--data-dir", data_dir, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "trainers.cli.main", "web", "--data-dir", data_dir, "--port", str(port),
+                             *extra],
                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -68,11 +114,11 @@ def start_server(data_dir: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
-def client(url: str, k: int, answer: str, guesses: list[str], games: int, stop_at: float,
-           latencies: list[float], lock: threading.Lock) -> tuple[str, int]:
-    """Plays up to ``games`` games as annotator ``load-k``; returns (session id, token, games finished)."""
+def client(url: str, task: str, k: int, plan: Plan, games: int, stop_at: float, latencies: list[float],
+           lock: threading.Lock) -> tuple[str, str, int]:
+    """Plays up to ``games`` episodes of ``task`` as annotator ``load-k``; returns (session id, token, finished)."""
     mine: list[float] = []
-    with httpx.Client(base_url=url, timeout=30) as http:
+    with httpx.Client(base_url=url, timeout=60) as http:
         def call(path: str, body: dict | None = None) -> dict:
             started = time.perf_counter()
             response = http.post(path, json=body)
@@ -80,15 +126,15 @@ def client(url: str, k: int, answer: str, guesses: list[str], games: int, stop_a
             response.raise_for_status()
             return response.json()
 
-        opened = call("/api/sessions", {"annotator": f"load-{k}", "config": {"answer": answer}})
+        opened = call("/api/sessions", {"annotator": f"load-{k}", "task": task, "config": plan.config})
         sid, token = opened["session_id"], opened["token"]
         http.headers["X-Session-Token"] = token
         done = 0
         while done < games and time.monotonic() < stop_at:
             call(f"/api/sessions/{sid}/play/new")
-            for guess in guesses:
-                state = call(f"/api/sessions/{sid}/play/act", {"action": guess, "client_ms": 1})
-            assert state["done"] and state["won"], state
+            for action in plan.actions(done):
+                state = call(f"/api/sessions/{sid}/play/act", {"action": action, "client_ms": 1})
+            assert state["done"] and (task != "wordle" or state["won"]), state
             done += 1
     with lock:
         latencies.extend(mine)
@@ -109,61 +155,77 @@ def foreign_token_refused(url: str, sessions: list[tuple[str, str, int]]) -> lis
     return problems
 
 
-def verify(data_dir: str, sessions: list[tuple[str, str, int]],
-           plays: list[tuple[str, list[str]]]) -> tuple[int, list[str]]:
+def verify(data_dir: str, task: str, sessions: list[tuple[str, str, int]], plans_: list[Plan]) -> tuple[int, list[str]]:
     """(episodes read back, problems found: empty when none is lost or mixed)."""
     problems, found = [], 0
     seen_ids: set[str] = set()
-    for k, ((sid, _, finished), (answer, guesses)) in enumerate(zip(sessions, plays)):
-        episodes = list(read_episodes(os.path.join(data_dir, "human", "wordle", sid)))
+    for k, ((sid, _, finished), plan) in enumerate(zip(sessions, plans_)):
+        episodes = list(read_episodes(os.path.join(data_dir, "human", task, sid)))
         found += len(episodes)
         if len(episodes) != finished:
-            problems.append(f"client {k}: {finished} games finished, {len(episodes)} in its log")
+            problems.append(f"{task} client {k}: {finished} episodes finished, {len(episodes)} in its log")
         for ep in episodes:
+            index = int(str(ep["episode_id"]).rsplit("-", 1)[1])
             actions = [s["action"] for s in ep["steps"]][:-1]
-            if actions != guesses or ep["policy"] != f"human:load-{k}" or ep["session_id"] != sid \
-                    or ep["answer"] != answer:
-                problems.append(f"client {k}: episode {ep['episode_id']} is mixed: {actions} by {ep['policy']}")
+            if actions != plan.actions(index) or ep["policy"] != f"human:load-{k}" or ep["session_id"] != sid \
+                    or (plan.answer is not None and ep["answer"] != plan.answer):
+                problems.append(f"{task} client {k}: episode {ep['episode_id']} is mixed: {actions} by {ep['policy']}")
             if ep["episode_id"] in seen_ids:
                 problems.append(f"episode id {ep['episode_id']} recorded twice")
             seen_ids.add(ep["episode_id"])
     return found, problems
 
 
+def run_task(url: str, data_dir: str, task: str, clients: int, games: int, seconds: float) -> list[str]:
+    """Runs one task's load and prints its figures; returns the problems found."""
+    plans_ = plans(task, clients)
+    latencies: list[float] = []
+    lock = threading.Lock()
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        futures = [pool.submit(client, url, task, k, plan, games, started + seconds, latencies, lock)
+                   for k, plan in enumerate(plans_)]
+        sessions = [f.result() for f in futures]
+    elapsed = time.monotonic() - started
+    refused = foreign_token_refused(url, sessions)
+    finished = sum(n for _, _, n in sessions)
+    lat = np.asarray(latencies) * 1000
+    noun = {"wordle": "games", "reddit": "replies", "visdial": "dialogues"}[task]
+    print(f"{task}: {clients} clients, {finished} {noun} ({len(lat)} requests) in {elapsed:.1f} s: "
+          f"{finished / elapsed:.1f} {noun}/s, latency median {np.median(lat):.1f} ms, "
+          f"p95 {np.percentile(lat, 95):.1f} ms")
+    found, problems = verify(data_dir, task, sessions, plans_)
+    print(f"{task} read back: {found} episodes for {finished} {noun} finished; problems (lost or mixed): "
+          f"{len(problems)}")
+    others = len(sessions) if len(sessions) > 1 else 0
+    print(f"{task} other clients' tokens refused: {others - len(refused) if others else 0} of {others}")
+    return problems + refused
+
+
 def main() -> None:
     """Runs the load check and prints its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=[*TASKS, "all"], default="all", help="the task to load (default: all)")
     parser.add_argument("--clients", type=int, default=8, help=f"simultaneous people (at most {MAX_CLIENTS})")
-    parser.add_argument("--games", type=int, default=20, help="games per client")
-    parser.add_argument("--seconds", type=float, default=60.0, help=f"time limit (at most {MAX_SECONDS})")
+    parser.add_argument("--games", type=int, default=20, help="episodes per client and task")
+    parser.add_argument("--seconds", type=float, default=60.0, help=f"time limit per task (at most {MAX_SECONDS})")
     args = parser.parse_args()
     clients = max(1, min(args.clients, MAX_CLIENTS))
     seconds = max(1.0, min(args.seconds, MAX_SECONDS))
-    plays = scripts(clients)
-    with tempfile.TemporaryDirectory(prefix="web_load-") as data_dir:
-        proc, url = start_server(data_dir)
-        latencies: list[float] = []
-        lock = threading.Lock()
+    tasks = TASKS if args.task == "all" else (args.task,)
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="web_load-") as data_dir, contextlib.ExitStack() as stack:
+        extra = ["--reddit-dir", str(REDDIT_DATA)] if "reddit" in tasks else []
+        if "visdial" in tasks:
+            folder = os.path.join(data_dir, "visdial_source")
+            extra += ["--visdial-dir", folder, "--visdial-answerer", stack.enter_context(visdial_answerer(folder))]
+        proc, url = start_server(os.path.join(data_dir, "web"), extra)
         try:
-            started = time.monotonic()
-            with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-                futures = [pool.submit(client, url, k, answer, guesses, args.games, started + seconds, latencies, lock)
-                           for k, (answer, guesses) in enumerate(plays)]
-                sessions = [f.result() for f in futures]
-            elapsed = time.monotonic() - started
-            refused = foreign_token_refused(url, sessions)
+            for task in tasks:
+                problems += run_task(url, os.path.join(data_dir, "web"), task, clients, args.games, seconds)
         finally:
             proc.terminate()
             proc.wait(30)
-        games = sum(n for _, _, n in sessions)
-        lat = np.asarray(latencies) * 1000
-        print(f"{clients} clients, {games} games ({len(lat)} requests) in {elapsed:.1f} s: "
-              f"{games / elapsed:.1f} games/s, latency median {np.median(lat):.1f} ms, p95 {np.percentile(lat, 95):.1f} ms")
-        found, problems = verify(data_dir, sessions, plays)
-        print(f"read back: {found} episodes for {games} games finished; problems (lost or mixed): {len(problems)}")
-        print(f"other clients' tokens refused: {len(sessions) - len(refused) if len(sessions) > 1 else 0} of "
-              f"{len(sessions) if len(sessions) > 1 else 0}")
-        problems += refused
         for problem in problems[:20]:
             print("  " + problem)
     sys.exit(1 if problems else 0)

@@ -9,7 +9,8 @@ and acting in a session need the session's secret token in the ``X-Session-Token
 bodies before any of this runs. Errors: 400 unknown host; 401 no or unknown token; 403 a token or person
 that does not own the session, a cross-origin write; 404 unknown session, dataset, episode or pair; 409 a
 request that does not fit the game state or the stored limits, a damaged dataset; 413 a body too large; 422
-invalid input, with the field and reason in ``detail`` (an invalid guess is answered 422 and never logged).
+invalid input, with the field and reason in ``detail`` (an invalid guess is answered 422 and never logged); 502 a
+service a task relies on failed (the VisDial answerer; nothing recorded).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
 from creator_web import judge as judging
-from creator_web import review
+from creator_web import reddit_task, review, visdial_task  # noqa: F401 - reddit_task, visdial_task register tasks
 from creator_web.access import TOKEN_HEADER, AccessError, SignIn, load_annotators
 from creator_web.bodies import Annotation, ExportBody, Guess, JudgeBody, OpenSession, PairRequest, validation_detail
 from creator_web.guard import LOCAL_HOSTS, MAX_BODY, Guard, shown
 from creator_web.sessions import GameStateError, Session, SessionError, SessionStore
 from creator_web.storage import DamagedDataset, DataDir, UnsafePath
-from creator_web.tasks import TASKS
+from creator_web.tasks import TASKS, ServiceError, TaskSources, offered
 from rlds_lang.env import InvalidActionError
 from rlds_lang.preferences.labellers import HumanQueueLabeller
 from rlds_lang.preferences.types import Label
@@ -64,7 +65,8 @@ def _sign_in(annotators: str | os.PathLike | Mapping[str, str] | None, proxy_hea
 def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = None, human_task: str = "wordle",
                human_wait: float = 2.0, *, allowed_hosts: Iterable[str] = LOCAL_HOSTS,
                annotators: str | os.PathLike | Mapping[str, str] | None = None, proxy_header: str | None = None,
-               judge_pair: tuple[str, str] | None = None, max_body: int = MAX_BODY) -> FastAPI:
+               judge_pair: tuple[str, str] | None = None, max_body: int = MAX_BODY,
+               task_sources: TaskSources | None = None) -> FastAPI:
     """The application serving ``data_dir`` (created if absent).
 
     With ``human``, the judge page shows the pairs that labeller's pipeline asks about (drawn as ``human_task``
@@ -75,9 +77,12 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     ``allowed_hosts``: the host names the server answers to (``Host`` header; see ``creator_web.guard``).
     ``annotators``: a file (``creator_web.access.load_annotators``) or mapping of annotator -> secret; opening a
     session then needs both. ``proxy_header``: the header a trusted reverse proxy names the signed-in person in
-    (only when every request comes through that proxy). ``max_body``: the largest request body in bytes."""
+    (only when every request comes through that proxy). ``max_body``: the largest request body in bytes.
+    ``task_sources``: what the Reddit and VisDial tasks read (``creator_web.tasks.TaskSources``); a task whose
+    source is not given is not offered."""
     data = DataDir(data_dir)
-    sessions = SessionStore(data)
+    sources = task_sources or TaskSources()
+    sessions = SessionStore(data, sources)
     sign_in = _sign_in(annotators, proxy_header)
 
     @contextlib.asynccontextmanager
@@ -149,8 +154,8 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
 
     @app.get("/api/tasks")
     def tasks() -> dict[str, Any]:
-        """The registered tasks and their config schema."""
-        return {name: task.config_model.model_json_schema() for name, task in TASKS.items()}
+        """The tasks this server offers and their config schema."""
+        return {name: task.config_model.model_json_schema() for name, task in offered(sources).items()}
 
     @app.get("/api/server")
     def server_info() -> dict[str, Any]:
@@ -166,6 +171,9 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         annotator = sign_in.annotator(body.annotator, body.secret, request.headers)
         if body.task not in TASKS:
             raise HTTPException(422, f"task: unknown task {shown(body.task)}; known: {sorted(TASKS)}")
+        missing = TASKS[body.task].unavailable(sources)
+        if missing is not None:
+            raise HTTPException(422, f"task: {body.task} is not offered by this server: {missing}")
         try:
             session, token = sessions.open(annotator, body.task, body.config)
         except ValidationError as e:
@@ -182,11 +190,25 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         with session.lock:
             return session.state()
 
+    @app.get("/api/sessions/{session_id}/play/picture")
+    def picture(session: Session = Depends(owner)) -> dict[str, Any]:
+        """The picture of the current game (``image``: a data URL, or ``None`` with the reason in ``note``);
+        404 for a task that shows none."""
+        if session.task.picture is None:
+            raise HTTPException(404, f"task {session.task.name} shows no picture")
+        with session.lock:
+            if session.game is None:
+                raise HTTPException(409, "no game yet: start one first")
+            return session.task.picture(session.env)
+
     @app.post("/api/sessions/{session_id}/play/new")
     def new_game(session: Session = Depends(owner)) -> dict[str, Any]:
         """Starts a new game (recorded when it ends)."""
         with session.lock:
-            return session.new_game()
+            try:
+                return session.new_game()
+            except ServiceError as e:
+                raise HTTPException(502, str(e)) from None
 
     @app.post("/api/sessions/{session_id}/play/act")
     def act(body: Guess, session: Session = Depends(owner)) -> dict[str, Any]:
@@ -198,6 +220,8 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
                 raise HTTPException(422, f"action: {e}") from None
             except GameStateError as e:
                 raise HTTPException(409, str(e)) from None
+            except ServiceError as e:
+                raise HTTPException(502, str(e)) from None
 
     @app.get("/api/judge/source")
     def judge_source() -> dict[str, str]:
@@ -233,7 +257,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         """A new pair of clips to judge (from datasets ``left`` and ``right``, default the server's judge pair)."""
         if human is not None and not (body.left or body.right):
             with session.lock:
-                pair = judging.queued_pair(human, session, human_task, human_wait)
+                pair = judging.queued_pair(human, session, human_task, human_wait, body.view == "text")
             if pair is None:
                 raise HTTPException(503, "the preference pipeline has no pair waiting yet; retry shortly",
                                     headers={"Retry-After": str(max(1, round(human_wait)))})
@@ -245,7 +269,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
                 raise HTTPException(422, f"{side}: choose a dataset (this server has no default judge pair)")
         left, right = dataset_or_404(wanted["left"]), dataset_or_404(wanted["right"])
         with session.lock:
-            pair = judging.next_pair(data, session, left, right)
+            pair = judging.next_pair(data, session, left, right, body.view == "text")
         if pair is None:
             raise HTTPException(404, f"no unjudged pair left between {left!r} and {right!r}")
         return pair

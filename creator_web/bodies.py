@@ -63,7 +63,7 @@ class OpenSession(Body):
 class Guess(Body):
     """Body of POST /api/sessions/{id}/play/act."""
 
-    action: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    action: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
     client_ms: int = Field(0, ge=0, le=86_400_000, description="ms from showing the board to submitting")
 
 
@@ -72,6 +72,7 @@ class PairRequest(Body):
 
     left: DatasetName | None = None
     right: DatasetName | None = None
+    view: Literal["task", "text"] = Field("task", description="``text`` draws both clips as transcripts")
 
 
 class JudgeBody(Body):

@@ -43,14 +43,20 @@ def episode_clip(dataset: str, episode: Mapping[str, Any]) -> Clip:
                 padding=[False] * len(steps))
 
 
-def clip_view(clip: Clip, task_name: str) -> dict[str, Any]:
-    """A clip as the page draws it (Wordle: board rows; a task without a drawing: a transcript)."""
-    return {"clip_id": clip.clip_id, "episode_id": clip.source_episode_id,
-            **render_steps(task_name, [str(a) for a in clip.actions], [str(o) for o in clip.observations])}
+def clip_view(clip: Clip, task_name: str, as_text: bool = False) -> dict[str, Any]:
+    """A clip as the page draws it (Wordle: board rows; a task without a drawing, or any task ``as_text``: a
+    transcript whose rows also carry each step's reward)."""
+    view = render_steps(task_name, [str(a) for a in clip.actions], [str(o) for o in clip.observations], as_text)
+    if view["kind"] == "text":
+        for row, reward in zip(view["rows"], clip.rewards):
+            row["reward"] = float(reward)
+    return {"clip_id": clip.clip_id, "episode_id": clip.source_episode_id, **view}
 
 
-def next_pair(data: DataDir, session: Session, left: str, right: str) -> dict[str, Any] | None:
-    """A new pair (left clip from dataset ``left``, right from ``right``) for ``session``; ``None`` when none is left."""
+def next_pair(data: DataDir, session: Session, left: str, right: str, as_text: bool = False
+              ) -> dict[str, Any] | None:
+    """A new pair (left clip from dataset ``left``, right from ``right``) for ``session``, drawn as transcripts
+    when ``as_text``; ``None`` when none is left."""
     left_eps, right_eps = data.episodes(left), data.episodes(right)
     if not left_eps or not right_eps:
         return None
@@ -66,8 +72,8 @@ def next_pair(data: DataDir, session: Session, left: str, right: str) -> dict[st
             continue
         pair_id = secrets.token_hex(8)
         session.pending = {pair_id: {"left": a, "right": b, "datasets": (left, right)}}
-        return {"pair_id": pair_id, "left": clip_view(a, str(left_eps[i].get("task", ""))),
-                "right": clip_view(b, str(right_eps[j].get("task", ""))),
+        return {"pair_id": pair_id, "left": clip_view(a, str(left_eps[i].get("task", "")), as_text),
+                "right": clip_view(b, str(right_eps[j].get("task", "")), as_text),
                 "datasets": [left, right]}
     return None
 
@@ -90,7 +96,8 @@ def record_judgement(data: DataDir, session: Session, judgement: Judgement, data
     return log_dir
 
 
-def queued_pair(human: HumanQueueLabeller, session: Session, task: str, wait: float) -> dict[str, Any] | None:
+def queued_pair(human: HumanQueueLabeller, session: Session, task: str, wait: float, as_text: bool = False
+                ) -> dict[str, Any] | None:
     """The next pair the pipeline asks about (waiting up to ``wait`` seconds), now pending for ``session``;
     ``None`` when the pipeline has none waiting."""
     query = human.next_query(timeout=wait)
@@ -98,7 +105,8 @@ def queued_pair(human: HumanQueueLabeller, session: Session, task: str, wait: fl
         return None
     pair_id = secrets.token_hex(8)
     session.pending = {pair_id: {"left": query.left, "right": query.right, "query_id": query.query_id}}
-    return {"pair_id": pair_id, "left": clip_view(query.left, task), "right": clip_view(query.right, task),
+    return {"pair_id": pair_id, "left": clip_view(query.left, task, as_text),
+            "right": clip_view(query.right, task, as_text),
             "datasets": ["pipeline", "pipeline"], "source": "pipeline"}
 
 

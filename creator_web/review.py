@@ -5,8 +5,9 @@ is rewritten (``loggers.live.rewrite_episode``) into ``versions/<dataset>/<episo
 annotation so far in the episode metadata field ``annotations`` (JSON list). The review page shows the
 latest version. An episode holds at most ``MAX_NOTES`` annotations of at most ``MAX_NOTES_BYTES`` (as
 stored JSON) in all, so a version never grows without bound. An export writes the latest version of
-each selected episode into a new folder ``exports/<name>/``, which ``tfds build`` reads as a manual
-folder (``wordle_synthetic``, config ``manual_dir``) and which the server itself lists as a dataset.
+each selected episode into a new folder ``exports/<name>/``, which the server itself lists as a dataset and
+``creator_web.export_builder`` builds into a TFDS dataset of the task that keeps the annotations, annotator,
+session, task configuration and client times (``python -m creator_web.export_builder exports/<name> --out DIR``).
 """
 
 from __future__ import annotations

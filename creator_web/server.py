@@ -6,8 +6,9 @@ this machine can reach it); to let others in, bind another interface (``--host 0
 firewall or reverse proxy, or forward the port (``ssh -L 8765:127.0.0.1:8765 host``). The server answers
 only the host names it was started for (this machine's, the bound address, and ``--allow-host`` names).
 ``add_server_arguments`` / ``app_options`` give a command line the access options (``--allow-host``,
-``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``); ``python -m creator_web.server`` takes them
-all (see docs/guides/browser_access.md).
+``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``) and the task sources (``--reddit-dir``,
+``--upvote-model``, ``--visdial-dir``, ``--visdial-answerer``); ``python -m creator_web.server`` takes them
+all (see docs/guides/browser_access.md and docs/guides/browser.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import uvicorn
 
 from creator_web.app import create_app
 from creator_web.guard import allowed_hosts_for
+from creator_web.tasks import TaskSources
 
 EXPOSE_HINT = ("Serving on {url} (this machine only). To let other people in: forward the port "
                "(ssh -L {port}:127.0.0.1:{port} <this host>) or run with --host 0.0.0.0 behind a firewall / "
@@ -106,12 +108,27 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                              "X-Remote-User); only when every request comes through that proxy")
     parser.add_argument("--judge-pair", type=_pair, metavar="LEFT,RIGHT",
                         help="the two datasets the judge page starts on (else the person chooses)")
+    parser.add_argument("--reddit-dir", metavar="DIR",
+                        help="Reddit comments folder (published CSVs or dumps) to draw parents from: offers the "
+                             "reddit task")
+    parser.add_argument("--upvote-model", metavar="DIR",
+                        help="upvote model folder (rlds-lang reddit upvotes) for the upvotes_model reward")
+    parser.add_argument("--visdial-dir", metavar="DIR",
+                        help="VisDial manual folder (dialogue files, data_img.h5, optional images/): with "
+                             "--visdial-answerer, offers the visdial task")
+    parser.add_argument("--visdial-answerer", metavar="URL",
+                        help="base URL of a VisDial answerer server of the published protocol (e.g. rlds-lang "
+                             "visdial serve)")
+    parser.add_argument("--visdial-version", default="0.5", choices=["0.5", "1.0"],
+                        help="VisDial version of the dialogue files (default 0.5)")
 
 
 def app_options(args: argparse.Namespace) -> dict[str, Any]:
     """``serve``'s keyword options from arguments added by ``add_server_arguments``."""
+    sources = TaskSources(reddit_dir=args.reddit_dir, upvote_model=args.upvote_model, visdial_dir=args.visdial_dir,
+                          visdial_answerer=args.visdial_answerer, visdial_version=args.visdial_version)
     return {"allow_hosts": args.allow_host, "annotators": args.annotators, "proxy_header": args.proxy_user_header,
-            "judge_pair": args.judge_pair}
+            "judge_pair": args.judge_pair, "task_sources": sources}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

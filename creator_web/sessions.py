@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from creator_web.access import TOKEN_HEADER, new_token, token_hash
 from creator_web.storage import DataDir, next_index
-from creator_web.tasks import WebTask, get_task, parse_config
+from creator_web.tasks import TaskSources, WebTask, get_task, parse_config
 from loggers.live import LiveEpisode
 from loggers.reader import read_log_dir
 from rlds_lang.env import LanguageEnv, as_text
@@ -87,7 +87,12 @@ class Session:
                             "task_config": self.config_json()},
             dataset_metadata={"task": self.task.name, "source": "creator_web"}, step_keys=STEP_KEYS)
         self.games_started += 1
-        self.game.reset()
+        try:
+            self.game.reset()
+        except Exception:  # e.g. a service the task needs failed: no game is left half-started
+            self.game.close()
+            self.game = None
+            raise
         return self.state()
 
     def act(self, action: str, client_ms: int) -> dict[str, Any]:
@@ -120,8 +125,9 @@ class Session:
 class SessionStore:
     """Every open session of a server, by id."""
 
-    def __init__(self, data: DataDir):
+    def __init__(self, data: DataDir, sources: TaskSources | None = None):
         self.data = data
+        self.sources = sources or TaskSources()
         self._sessions: dict[str, Session] = {}
         self._by_token: dict[str, Session] = {}
         self._lock = threading.Lock()
@@ -131,9 +137,13 @@ class SessionStore:
     def _make(self, session_id: str, annotator: str, task_name: str, config: dict[str, Any] | None,
               token_sha256: str) -> Session:
         task = get_task(task_name)
+        missing = task.unavailable(self.sources)
+        if missing is not None:
+            raise ValueError(f"task: {task.name} is not offered by this server: {missing}")
         parsed = parse_config(task, config)
         folder = self.data.path("human", task.name, session_id)
-        session = Session(session_id, annotator, task, parsed, task.make_env(parsed), folder, token_sha256)
+        session = Session(session_id, annotator, task, parsed, task.make_env(parsed, self.sources), folder,
+                          token_sha256)
         session.games_started = next_index(folder, "game_")
         return session
 

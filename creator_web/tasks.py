@@ -2,8 +2,11 @@
 
 A ``WebTask`` names a task, validates its session config (a pydantic model), makes a configured
 ``LanguageEnv`` for each game, checks an action before it reaches the logger, and turns steps into
-the JSON the page draws (for Wordle: board rows of letters and colours). Wordle is registered;
-dialogue tasks (VisDial, Reddit) register a ``WebTask`` of their own with ``register``.
+the JSON the page draws (for Wordle: board rows of letters and colours; for text tasks: a transcript).
+Wordle is registered here; the text tasks register themselves in ``creator_web.reddit_task`` and
+``creator_web.visdial_task``. What a task reads besides its config (a Reddit comments folder, a VisDial
+folder and answerer) is given by whoever starts the server, as ``TaskSources``; a task whose source was
+not given is not offered (``WebTask.unavailable``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def _word_list(name: str) -> WordList:
     return resolve_word_list(name)
 
 
-def _wordle_env(config: WordleConfig) -> WordleEnv:
+def _wordle_env(config: WordleConfig, sources: TaskSources) -> WordleEnv:
     env = WordleEnv(answers=_word_list("official_answers"), guesses=_word_list("official_guesses"),
                     rule=config.rule, mode=config.mode)
     if config.answer is not None and config.answer not in env.answers:
@@ -75,28 +78,63 @@ def _wordle_view(env: WordleEnv) -> dict[str, Any]:
 
 
 @dataclasses.dataclass(frozen=True)
+class TaskSources:
+    """What the server's operator gives the tasks to read (never a path taken from a request).
+
+    Attributes:
+      reddit_dir: a Reddit comments folder in either layout ``builders/reddit_comments`` reads (published CSVs
+        and index files, or comment dumps); parents are drawn from its comments.
+      upvote_model: a folder of a model trained by ``rlds-lang reddit upvotes`` (the ``upvotes_model`` reward).
+      visdial_dir: a VisDial manual folder (dialogue files, ``data_img.h5``; image files under ``images/``).
+      visdial_answerer: the VisDial answerer: the URL of a server of the published protocol (``HttpBackend``)
+        or a ``rlds_lang.visdial.backend.Backend`` object (e.g. a ``LocalBackend``).
+      visdial_version: the VisDial version of the dialogue files.
+    """
+
+    reddit_dir: str | None = None
+    upvote_model: str | None = None
+    visdial_dir: str | None = None
+    visdial_answerer: Any = None
+    visdial_version: str = "0.5"
+
+
+class ServiceError(RuntimeError):
+    """A service a task relies on (e.g. the VisDial answerer) failed; nothing was recorded (the server answers 502)."""
+
+
+def _always(sources: TaskSources) -> str | None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
 class WebTask:
     """One playable task.
 
     Attributes:
       name: the task id (as ``LanguageEnv.task_name``).
       config_model: pydantic model of the session config.
-      make_env: a new environment for a session (config validated).
+      make_env: a new environment for a session, from its validated config and the server's ``TaskSources``
+        (``ValueError`` naming the field when they do not fit).
       prepare: called with the env before each game (e.g. fix the answer).
       check_action: raises ``InvalidActionError`` (shown to the person, never logged) for a bad action.
       view: the live game as JSON for the page.
       render: recorded steps (actions, observation texts) as JSON rows for the page.
       kind: how the page draws the rows: ``board`` (Wordle tiles) or ``text`` (a transcript).
+      unavailable: why this server cannot offer the task with these sources (``None``: it can).
+      picture: the picture of the current game for the page (``{"image": data URL or None, "note": why not}``),
+        for tasks that show one.
     """
 
     name: str
     config_model: type[BaseModel]
-    make_env: Callable[[Any], LanguageEnv]
+    make_env: Callable[[Any, TaskSources], LanguageEnv]
     prepare: Callable[[Any, Any], None]
     check_action: Callable[[Any, str], None]
     view: Callable[[Any], dict[str, Any]]
     render: Callable[[Sequence[str], Sequence[str]], list[dict[str, Any]]]
     kind: str = "board"
+    unavailable: Callable[[TaskSources], str | None] = _always
+    picture: Callable[[Any], dict[str, Any]] | None = None
 
 
 TASKS: dict[str, WebTask] = {}
@@ -118,14 +156,17 @@ def get_task(name: str) -> WebTask:
 
 
 def transcript_rows(actions: Sequence[str], texts: Sequence[str]) -> list[dict[str, Any]]:
-    """Steps as a transcript: each observation text with the action taken from it."""
-    return [{"observation": str(t), "action": str(a)} for t, a in zip(texts, actions)]
+    """Steps as a transcript: each observation text with the action taken from it, numbered from 0 (the page
+    draws each step as its own block, so a step's boundaries stay visible)."""
+    return [{"step": i, "observation": str(t), "action": str(a)} for i, (t, a) in enumerate(zip(texts, actions))]
 
 
-def render_steps(task_name: str, actions: Sequence[str], texts: Sequence[str]) -> dict[str, Any]:
-    """``{"kind", "rows"}`` for the page: the registered task's drawing, or a transcript for any other task."""
+def render_steps(task_name: str, actions: Sequence[str], texts: Sequence[str], as_text: bool = False
+                 ) -> dict[str, Any]:
+    """``{"kind", "rows"}`` for the page: the registered task's drawing, or a transcript for any other task
+    (and for every task when ``as_text``)."""
     task = TASKS.get(task_name)
-    if task is None:
+    if task is None or as_text:
         return {"kind": "text", "rows": transcript_rows(actions, texts)}
     return {"kind": task.kind, "rows": task.render(actions, texts)}
 
@@ -135,7 +176,12 @@ def parse_config(task: WebTask, config: Mapping[str, Any] | None) -> BaseModel:
     return task.config_model.model_validate(dict(config or {}))
 
 
+def offered(sources: TaskSources) -> dict[str, WebTask]:
+    """The registered tasks this server can offer with ``sources``."""
+    return {name: task for name, task in TASKS.items() if task.unavailable(sources) is None}
+
+
 register(WebTask("wordle", WordleConfig, _wordle_env, _wordle_prepare, _wordle_check, _wordle_view, board_rows))
 
-__all__ = ["SQUARE_COLOURS", "TASKS", "WebTask", "WordleConfig", "board_rows", "get_task", "parse_config",
-           "register", "render_steps", "transcript_rows"]
+__all__ = ["SQUARE_COLOURS", "ServiceError", "TASKS", "TaskSources", "WebTask", "WordleConfig", "board_rows", "get_task", "offered",
+           "parse_config", "register", "render_steps", "transcript_rows"]

@@ -69,13 +69,19 @@ def test_the_server_command_line_takes_the_documented_options(tmp_path):
     from pathlib import Path
 
     from creator_web.server import add_server_arguments, app_options
+    from creator_web.tasks import TaskSources
 
     parser = argparse.ArgumentParser()
     add_server_arguments(parser)
     args = parser.parse_args(["--allow-host", "annotate.lab.example.org", "--annotators", "a.txt",
                               "--judge-pair", "expert,human/wordle"])
     assert app_options(args) == {"allow_hosts": ["annotate.lab.example.org"], "annotators": "a.txt",
-                                 "proxy_header": None, "judge_pair": ("expert", "human/wordle")}
+                                 "proxy_header": None, "judge_pair": ("expert", "human/wordle"),
+                                 "task_sources": TaskSources()}
+    sources = app_options(parser.parse_args(["--reddit-dir", "r", "--upvote-model", "m", "--visdial-dir", "v",
+                                             "--visdial-answerer", "http://127.0.0.1:9000"]))["task_sources"]
+    assert sources == TaskSources(reddit_dir="r", upvote_model="m", visdial_dir="v",
+                                  visdial_answerer="http://127.0.0.1:9000")
     assert app_options(parser.parse_args(["--proxy-user-header", "X-Remote-User"]))["proxy_header"] == "X-Remote-User"
     with pytest.raises(SystemExit):
         parser.parse_args(["--judge-pair", "only-one"])

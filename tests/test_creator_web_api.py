@@ -272,13 +272,16 @@ def test_a_killed_server_loses_at_most_the_game_in_progress(data_dir):
     assert len(list(read_episodes(data_dir / "human" / "wordle" / sid))) == 3
 
 
-def test_the_load_check_plays_concurrent_games_and_finds_none_lost_or_mixed():
+def test_the_load_check_plays_every_task_concurrently_and_finds_none_lost_or_mixed():
     out = subprocess.run([sys.executable, "bench/web_load.py", "--clients", "3", "--games", "2", "--seconds", "60"],
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                         timeout=180)
+                         timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
-    assert "3 clients, 6 games" in out.stdout and "games/s" in out.stdout and "p95" in out.stdout
-    assert "read back: 6 episodes for 6 games finished; problems (lost or mixed): 0" in out.stdout
+    for task, noun in [("wordle", "games"), ("reddit", "replies"), ("visdial", "dialogues")]:
+        assert f"{task}: 3 clients, 6 {noun}" in out.stdout and f"{noun}/s" in out.stdout
+        assert f"{task} read back: 6 episodes for 6 {noun} finished; problems (lost or mixed): 0" in out.stdout
+        assert f"{task} other clients' tokens refused: 3 of 3" in out.stdout
+    assert out.stdout.count("p95") == 3
 
 
 def test_judging_runs_out_of_pairs_and_draws_other_tasks_as_transcripts(client, data_dir):
@@ -299,9 +302,10 @@ def test_judging_runs_out_of_pairs_and_draws_other_tasks_as_transcripts(client, 
     assert response.status_code == 404  # one episode: no pair of distinct clips
     pair = client.post(f"/api/sessions/{sid}/judge/next", json={"left": "chat", "right": "expert"}).json()
     assert pair["left"]["kind"] == "text" and pair["right"]["kind"] == "board"
-    assert pair["left"]["rows"] == [{"observation": "hi", "action": "hello"}, {"observation": "bye", "action": ""}]
+    assert pair["left"]["rows"] == [{"step": 0, "observation": "hi", "action": "hello", "reward": 1.0},
+                                    {"step": 1, "observation": "bye", "action": "", "reward": 0.0}]
     shown = client.get("/api/datasets/chat/episode", params={"episode_id": "chat-00000000"}).json()
-    assert shown["kind"] == "text" and shown["rows"][0] == {"observation": "hi", "action": "hello"}
+    assert shown["kind"] == "text" and shown["rows"][0] == {"step": 0, "observation": "hi", "action": "hello"}
 
 
 def test_a_torn_last_game_log_is_reported_lost_and_the_server_still_starts(data_dir):

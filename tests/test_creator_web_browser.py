@@ -225,15 +225,24 @@ def test_review_keeps_the_newest_list_when_an_older_reply_arrives_late(page, ser
     page.add_init_script("""
       const realFetch = window.fetch;
       window.fetch = async (url, options) => {
-        if (String(url).includes("/api/datasets/chat/episodes")) await new Promise(r => setTimeout(r, 1500));
-        return realFetch(url, options);
+        if (!String(url).includes("/api/datasets/chat/episodes")) return realFetch(url, options);
+        await new Promise(r => setTimeout(r, 1500));
+        const response = await realFetch(url, options);
+        const json = response.json.bind(response);
+        // Marks the page once the late reply has been read and every promise waiting on it has run.
+        response.json = async () => {
+          const data = await json();
+          setTimeout(() => document.body.setAttribute("data-late-reply", "handled"), 0);
+          return data;
+        };
+        return response;
       };""")
     page.goto(server.url + "/review?annotator=erin")
     page.locator("#dataset option").nth(2).wait_for(state="attached")  # the list holds at least 3 datasets
     assert page.input_value("#dataset") == "chat"  # the first list asked for is the slow one
     page.select_option("#dataset", "expert")
     page.wait_for_selector("#episode-title >> text=expert-00000000")
-    page.wait_for_timeout(2500)  # the chat reply has arrived by now
+    page.wait_for_selector("body[data-late-reply='handled']", state="attached")  # the chat reply was handled
     assert page.locator("#episodes li").count() == 3
     assert page.text_content("#episode-title") == "expert-00000000"
     page.evaluate("document.activeElement.blur()")  # the arrow keys go to the page, not the <select>
@@ -287,6 +296,30 @@ def test_a_pipeline_pair_is_judged_by_keyboard_and_the_answer_reaches_the_pipeli
     assert judgement.label.value == "left" and judgement.labeller == "human:carol" and judgement.seconds > 0
     assert (judgement.left.clip_id, judgement.right.clip_id) == (clips[0].clip_id, clips[1].clip_id)
     assert not (tmp_path / "web" / "judgements").exists()
+
+
+def test_clips_judged_as_text_show_each_step_and_the_judgement_is_recorded(page, server, data_dir):
+    page.goto(server.url + "/judge?annotator=tom&view=text")
+    expect(page.locator("#as-text")).to_be_checked()
+    page.select_option("#left-ds", "chat")
+    page.select_option("#right-ds", "expert")
+    page.wait_for_selector("#right-board.transcript .step[data-step='1']")
+    assert page.locator("#right-board .tile").count() == 0  # the Wordle game is a transcript too
+    game = {e["episode_id"]: e for e in read_episodes(data_dir / "expert")}[page.text_content("#right-id")]
+    blocks = page.locator("#right-board .step")
+    assert blocks.count() == len(game["steps"])
+    for i, step in enumerate(game["steps"]):  # what the page shows is exactly the recorded steps
+        block = blocks.nth(i)
+        assert block.locator(".obs").text_content() == step["observation"]["text"]
+        assert block.locator(".step-head").text_content() == f"step {i} · reward {float(step['reward']):g}"
+        acts = block.locator(".act")
+        assert (acts.text_content() if acts.count() else "") == (f"→ {step['action']}" if step["action"] else "")
+    left = page.text_content("#left-id")
+    page.keyboard.press("e")
+    page.wait_for_selector("#message >> text=Recorded “equal”")
+    [judgement] = list(read_judgements(data_dir / "judgements" / session_id(page), "all"))
+    assert (judgement.label.value, judgement.left.source_episode_id, judgement.right.source_episode_id) == \
+        ("equal", left, game["episode_id"])
 
 
 @pytest.mark.parametrize("target", ["javascript:document.title='pwned'", "//evil.example/", "https://evil.example/"])

@@ -41,20 +41,31 @@ function currentSession() {
   try { return JSON.parse(sessionStorage.getItem(KEY)); } catch (e) { return null; }
 }
 
-// Opens a session from the URL (?annotator=&rule=&mode=&answer=&seed=) or reuses this tab's session.
+// The session config keys a URL may set, per task (anything else in the URL is not config).
+const URL_CONFIG = {wordle: ["rule", "mode", "answer", "seed"], reddit: ["split", "reward_kind", "seed"],
+                    visdial: ["split", "mode", "reward_kind", "yn_kind", "seed"]};
+
+// A session's config in a few words for the session bar (Wordle: its rule; other tasks: their settings).
+function describeConfig(session) {
+  if (session.task === "wordle") return `rule ${session.config.rule}`;
+  return Object.entries(session.config).filter(([k, v]) => v !== null && k !== "seed").map(([k, v]) => `${k} ${v}`)
+    .join(" · ");
+}
+
+// Opens a session from the URL (?annotator=&task=&<config keys>, e.g. rule, seed) or reuses this tab's session.
 async function ensureSession() {
   const params = new URLSearchParams(location.search);
   let session = currentSession();
   if (params.get("annotator")) {
-    const config = {};
-    for (const key of ["rule", "mode", "answer"]) if (params.get(key)) config[key] = params.get(key);
-    if (params.get("seed")) config.seed = Number(params.get("seed"));
-    session = await api("POST", "/api/sessions", {annotator: params.get("annotator"), task: "wordle", config});
+    const task = params.get("task") || "wordle", config = {};
+    for (const key of URL_CONFIG[task] || []) if (params.get(key)) config[key] = params.get(key);
+    if (config.seed) config.seed = Number(config.seed);
+    session = await api("POST", "/api/sessions", {annotator: params.get("annotator"), task, config});
     sessionStorage.setItem(KEY, JSON.stringify(session));
     history.replaceState(null, "", location.pathname);
   }
   const bar = document.getElementById("session-bar");
-  if (bar) bar.textContent = session ? `annotator ${session.annotator} · ${session.task} · rule ${session.config.rule}`
+  if (bar) bar.textContent = session ? `annotator ${session.annotator} · ${session.task} · ${describeConfig(session)}`
                                      : "no session";
   if (!session) {
     location.href = "/?next=" + encodeURIComponent(location.pathname);
@@ -98,13 +109,17 @@ function drawSteps(element, view, upto) {
     element.replaceChildren();
     element.classList.add("transcript");
     const rows = view.rows.slice(0, upto === undefined ? view.rows.length : upto + 1);
-    rows.forEach((row, i) => {
+    rows.forEach((row, i) => {  // one block per step: its boundaries stay visible
+      const block = document.createElement("div"); block.className = "step"; block.dataset.step = String(i);
+      const head = document.createElement("div"); head.className = "step-head";
+      head.textContent = `step ${i}` + (typeof row.reward === "number" ? ` · reward ${row.reward}` : "");
       const obs = document.createElement("p"); obs.className = "obs"; obs.textContent = row.observation;
-      element.appendChild(obs);
+      block.append(head, obs);
       if (row.action && (upto === undefined || i < upto)) {
         const act = document.createElement("p"); act.className = "act"; act.textContent = "→ " + row.action;
-        element.appendChild(act);
+        block.appendChild(act);
       }
+      element.appendChild(block);
     });
     return;
   }

@@ -7,22 +7,31 @@
   const select = document.getElementById("task"), annotator = document.getElementById("annotator");
   const loaded = Promise.all([api("GET", "/api/tasks"), api("GET", "/api/server")]).then(([tasks, server]) => {
     for (const name of Object.keys(tasks)) select.add(new Option(name, name));
+    showTask();
     document.getElementById("secret-row").hidden = server.sign_in !== "annotators";
     if (server.sign_in === "proxy") {  // the proxy names the person
       annotator.required = false;
       annotator.closest(".form-row").hidden = true;
     }
   });
+  // Only the chosen task's settings are shown and sent.
+  function showTask() {
+    for (const part of document.querySelectorAll("[data-task]")) part.hidden = part.dataset.task !== select.value;
+  }
+  select.addEventListener("change", showTask);
   const s = currentSession();
   document.getElementById("session-bar").textContent = s ? `annotator ${s.annotator} · ${s.task}` : "no session";
   document.getElementById("start").addEventListener("submit", async event => {
     event.preventDefault();
-    const config = {rule: document.getElementById("rule").value};
-    const seed = document.getElementById("seed").value, answer = document.getElementById("answer").value;
-    if (seed) config.seed = Number(seed);
-    if (answer) config.answer = answer.toLowerCase();
     try {
       await loaded;
+      const config = {};
+      for (const field of document.querySelectorAll(`[data-task="${select.value}"] [data-config]`)) {
+        config[field.dataset.config] = field.value;
+      }
+      const seed = document.getElementById("seed").value, answer = document.getElementById("answer").value;
+      if (seed) config.seed = Number(seed);
+      if (answer && select.value === "wordle") config.answer = answer.toLowerCase();
       const body = {task: select.value, config};
       if (annotator.value) body.annotator = annotator.value;
       const secret = document.getElementById("secret").value;

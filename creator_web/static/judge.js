@@ -1,9 +1,13 @@
 // The judge page: two clips side by side; L / R / E / Space (or the buttons) record a judgement.
 "use strict";
 (async () => {
+  const wantText = new URLSearchParams(location.search).get("view") === "text";  // read before the URL is tidied
   const session = await ensureSession();
   const base = `/api/sessions/${session.session_id}/judge`;
   const leftSelect = document.getElementById("left-ds"), rightSelect = document.getElementById("right-ds");
+  // "Show as text" (or ?view=text) draws every clip as a transcript, step by step, whatever its task.
+  const asText = document.getElementById("as-text");
+  asText.checked = wantText;
   let pair = null, shownAt = 0, judged = 0, busy = false;
 
   // A server attached to a preference pipeline shows the pipeline's pairs: no datasets to pick then. Otherwise
@@ -47,6 +51,7 @@
     }
     try {
       const wanted = fromPipeline ? {} : {left: leftSelect.value || null, right: rightSelect.value || null};
+      wanted.view = asText.checked ? "text" : "task";
       pair = await api("POST", base + "/next", wanted);
       shownAt = performance.now();
       say("");
@@ -77,10 +82,11 @@
     button.addEventListener("click", () => choose(button.dataset.label));
   }
   document.addEventListener("keydown", event => {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.target.tagName === "SELECT") return;
+    if (event.ctrlKey || event.metaKey || event.altKey || ["SELECT", "INPUT"].includes(event.target.tagName)) return;
     const label = {l: "left", r: "right", e: "equal", " ": "skip"}[event.key.toLowerCase()];
     if (label) { event.preventDefault(); choose(label); }
   });
+  asText.addEventListener("change", load);
   leftSelect.addEventListener("change", load);
   rightSelect.addEventListener("change", load);
   await load();

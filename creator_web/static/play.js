@@ -1,7 +1,9 @@
 // The play page: a Wordle board, physical and on-screen keyboards; every guess goes to the server.
+// Text tasks (Reddit, VisDial) are played in a transcript instead (talk.js).
 "use strict";
 (async () => {
   const session = await ensureSession();
+  if (session.task !== "wordle") { startTalk(session); return; }
   const base = `/api/sessions/${session.session_id}/play`;
   const board = document.getElementById("board");
   let state = await api("GET", base);

@@ -56,6 +56,9 @@
 
   function render() {
     document.getElementById("episode-title").textContent = detail ? detail.metadata.episode_id : "No episode";
+    const meta = detail ? detail.metadata : {};
+    document.getElementById("episode-meta").textContent = ["task", "policy", "annotator", "task_config"]
+      .filter(k => meta[k] !== undefined && meta[k] !== "").map(k => `${k} ${meta[k]}`).join(" · ");
     const steps = detail ? detail.steps : [];
     document.getElementById("step-label").textContent = detail ? `step ${step} of ${steps.length - 1}` : "";
     drawSteps(document.getElementById("board"), detail, step);
@@ -102,7 +105,8 @@
     try {
       const out = await api("POST", `/api/sessions/${session.session_id}/export`, {dataset,
         episode_ids: [...selected], name: document.getElementById("export-name").value});
-      say(`Exported ${out.episodes} episode${out.episodes === 1 ? "" : "s"} to ${out.export}.`);
+      say(`Exported ${out.episodes} episode${out.episodes === 1 ? "" : "s"} to ${out.export}. Build it for tfds.load ` +
+          `with: python -m creator_web.export_builder DATA/${out.export} --out DIR`);
     } catch (e) { say(e.message, true); }
   }
 

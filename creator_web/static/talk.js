@@ -1,0 +1,111 @@
+// The play page of text tasks (Reddit replies, VisDial questions): the episode so far as a transcript, a text box,
+// Enter to send (Shift+Enter for a new line), a Stop button where the person may end the dialogue, the picture
+// when the task shows one and, once a reply is sent, the value of every reward config.
+"use strict";
+
+async function startTalk(session) {
+  const base = `/api/sessions/${session.session_id}/play`;
+  for (const id of ["wordle", "keyboard"]) document.getElementById(id).hidden = true;
+  document.getElementById("talk").hidden = false;
+  document.getElementById("play-hint").textContent =
+    "Enter sends, Shift+Enter starts a new line; Enter after the episode ends starts the next one. Every episode is recorded.";
+  const input = document.getElementById("talk-input"), transcript = document.getElementById("transcript");
+  const stop = document.getElementById("talk-stop"), rewards = document.getElementById("rewards");
+  let state = await api("GET", base), shownAt = performance.now(), busy = false;
+
+  function rewardTable() {
+    rewards.hidden = !state.rewards;
+    const body = rewards.querySelector("tbody");
+    body.replaceChildren(...(state.rewards || []).map(row => {
+      const tr = document.createElement("tr");
+      tr.dataset.kind = row.kind;
+      const cells = row.note ? [row.kind, "—", row.note, row.recorded ? "yes" : ""]
+                             : [row.kind, String(row.raw), String(row.reward), row.recorded ? "yes" : ""];
+      tr.replaceChildren(...cells.map(text => { const td = document.createElement("td"); td.textContent = text; return td; }));
+      return tr;
+    }));
+  }
+
+  async function showPicture() {
+    const figure = document.getElementById("picture");
+    figure.hidden = !state.has_picture;
+    if (!state.has_picture) return;
+    const img = document.getElementById("picture-img"), note = document.getElementById("picture-note");
+    try {
+      const picture = await api("GET", base + "/picture");
+      img.hidden = !picture.image;
+      if (picture.image) img.src = picture.image; else img.removeAttribute("src");
+      note.textContent = picture.note;
+    } catch (e) { img.hidden = true; note.textContent = e.message; }
+  }
+
+  function render() {
+    const live = Boolean(state.episode_id) && !state.done;
+    drawSteps(transcript, {kind: "text", rows: state.rows || []});
+    transcript.dataset.episode = state.episode_id || "";
+    transcript.dataset.done = String(Boolean(state.done));
+    document.getElementById("talk-prompt").textContent = state.prompt || "Your text";
+    const context = state.context || {};
+    document.getElementById("talk-context").textContent =
+      Object.entries(context).map(([k, v]) => `${k} ${v}`).join(" · ");
+    input.disabled = !live;
+    input.maxLength = state.max_length || 2000;
+    document.getElementById("talk-send").disabled = !live;
+    stop.hidden = !state.can_stop;
+    document.getElementById("talk-rounds").textContent =
+      state.max_rounds ? `${state.rounds} of ${state.max_rounds} questions` : "";
+    rewardTable();
+    if (!state.episode_id && state.lost) say(`The server restarted: episode ${state.lost} was lost (it stays unfinished ` +
+                                             "in its log). Press Enter or “New game” to start a new one.", true);
+    else if (!state.episode_id) say("Press Enter or “New game” to start.");
+    else if (state.done) say("Recorded" + (typeof state.return === "number" ? ` (return ${state.return})` : "") +
+                             ". Enter starts the next one.");
+    if (live) input.focus();
+  }
+
+  async function newEpisode() {
+    busy = true;
+    try { state = await api("POST", base + "/new"); shownAt = performance.now(); input.value = ""; say(""); }
+    catch (e) { say(e.message, true); }
+    busy = false;
+    render();
+    await showPicture();
+  }
+
+  async function send(action) {
+    if (busy) return;
+    busy = true;
+    try {
+      state = await api("POST", base + "/act", {action, client_ms: Math.round(performance.now() - shownAt)});
+      shownAt = performance.now(); input.value = ""; say("");
+    } catch (e) {
+      if (e.status === 409) state = await api("GET", base).catch(() => state);
+      busy = false;
+      render();
+      say(e.status === 422 ? `Not accepted: ${e.message}` : e.message, true);
+      return;
+    }
+    busy = false;
+    render();
+  }
+
+  document.getElementById("talk-form").addEventListener("submit", event => {
+    event.preventDefault();
+    if (!input.value.trim()) { say("Type something first.", true); return; }
+    send(input.value);
+  });
+  stop.addEventListener("click", () => send(state.stop_action));
+  input.addEventListener("keydown", event => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      document.getElementById("talk-form").requestSubmit();
+    }
+  });
+  document.addEventListener("keydown", event => {
+    if (event.key !== "Enter" || event.target === input || event.target.tagName === "BUTTON") return;
+    if (!busy && (!state.episode_id || state.done)) { event.preventDefault(); newEpisode(); }
+  });
+  document.getElementById("new-game").addEventListener("click", newEpisode);
+  render();
+  if (state.episode_id) await showPicture();
+}

@@ -1,0 +1,196 @@
+"""The text tasks of creator_web in a real browser (Playwright + Debian's Chromium): a person writes a Reddit reply
+and asks a VisDial dialogue by keyboard; each recorded episode is read back and compared with what the page showed.
+
+Screenshots go to the test's temporary folder and to ``$RLDS_LANG_SCREENSHOTS`` when set (as in
+``tests/test_creator_web_browser.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from creator_web.server import ServerThread
+from creator_web.tasks import TaskSources
+from loggers import read_episodes
+from tests.test_creator_web_browser import CHROMIUM, browser, page, screenshot, session_id  # noqa: F401 - fixtures
+from tests.visdial_web_fixtures import moving_backend, visdial_folder
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "builders" / "reddit_comments" / "dummy_data" / "published"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "
+                                       "Playwright cannot download its own browser here")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("creator_web_tasks")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir):
+    folder = visdial_folder(data_dir.parent / "visdial_source", with_image_of=0)
+    sources = TaskSources(reddit_dir=str(PUBLISHED), visdial_dir=str(folder), visdial_answerer=moving_backend(folder))
+    with ServerThread(str(data_dir / "web"), task_sources=sources) as running:
+        yield running
+
+
+def shown_steps(page) -> list[dict]:
+    """The transcript as the page shows it: each step's observation, action (without the arrow) and head line."""
+    steps = []
+    blocks = page.locator("#transcript .step")
+    for i in range(blocks.count()):
+        block = blocks.nth(i)
+        acts = block.locator(".act")
+        steps.append({"observation": block.locator(".obs").text_content(),
+                      "action": acts.text_content()[2:] if acts.count() else "",
+                      "head": block.locator(".step-head").text_content()})
+    return steps
+
+
+def shown_reward(head: str, step: int) -> float:
+    """The reward a step's head line shows (the page prints the number in full)."""
+    prefix = f"step {step} · reward "
+    assert head.startswith(prefix), head
+    return float(head[len(prefix):])
+
+
+def test_a_person_writes_a_reddit_reply_and_sees_every_reward(page, server, data_dir, tmp_path):
+    page.goto(server.url + "/play?annotator=rob&task=reddit&split=eval&seed=4")
+    page.wait_for_selector("#message >> text=Press Enter")
+    expect(page.locator("#session-bar")).to_have_text(re.compile("reddit · split eval · reward_kind toxicity"))
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0'] .obs")
+    page.keyboard.type("Thanks, that helps!")
+    page.keyboard.press("Shift+Enter")  # a new line, not a submission
+    page.keyboard.type("Second line 🙂")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='true']")
+    page.wait_for_selector("#rewards tr[data-kind='toxicity']")
+    screenshot(page, "creator_web_reddit.png", tmp_path)
+    [episode] = list(read_episodes(data_dir / "web" / "human" / "reddit" / session_id(page)))
+    steps = episode["steps"]
+    reply = "Thanks, that helps!\nSecond line 🙂"
+    assert [s["action"] for s in steps] == [reply, ""]
+    [row] = shown_steps(page)
+    assert (row["observation"], row["action"]) == (steps[0]["observation"]["text"], reply)
+    assert shown_reward(row["head"], 0) == float(steps[0]["reward"])
+    cells = page.locator("#rewards tr[data-kind='toxicity'] td").all_text_contents()
+    assert cells[0] == "toxicity" and float(cells[2]) == float(steps[0]["reward"]) and cells[3] == "yes"
+    assert "no Reddit score" in page.text_content("#rewards tr[data-kind='upvotes_real']")
+    assert (episode["split"], episode["annotator"], episode["seed"]) == ("eval", "rob", 4)
+    assert steps[1]["client_ms"] > 0
+
+
+def test_a_person_asks_a_visdial_dialogue_and_stops_it(page, server, data_dir, tmp_path):
+    page.goto(server.url + "/play?annotator=val&task=visdial&mode=agent_stops&seed=1")
+    page.wait_for_selector("#message >> text=Press Enter")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0'] .obs")
+    expect(page.locator("#picture-note")).not_to_be_empty()  # no image file for this one: the page says so
+    assert page.is_hidden("#picture-img")
+    for k, question in enumerate(["is there a dog?", "what colour is it?"], 1):
+        page.keyboard.type(question)
+        page.keyboard.press("Enter")
+        expect(page.locator("#talk-rounds")).to_have_text(f"{k} of 10 questions")
+    page.click("#talk-stop")
+    page.wait_for_selector("#transcript[data-done='true']")
+    assert page.is_hidden("#talk-stop")
+    screenshot(page, "creator_web_visdial.png", tmp_path)
+    [episode] = list(read_episodes(data_dir / "web" / "human" / "visdial" / session_id(page)))
+    steps = episode["steps"]
+    assert [s["action"] for s in steps] == ["is there a dog?", "what colour is it?", "<stop>", ""]
+    shown = shown_steps(page)
+    assert [(r["observation"], r["action"]) for r in shown] == \
+        [(s["observation"]["text"], s["action"]) for s in steps]
+    assert [shown_reward(r["head"], i) for i, r in enumerate(shown)] == [float(s["reward"]) for s in steps]
+    assert episode["mode"] == "agent_stops" and episode["annotator"] == "val"
+
+
+def test_the_visdial_page_shows_the_image_when_the_folder_has_it(page, server):
+    page.goto(server.url + "/play?annotator=ivo&task=visdial")
+    page.wait_for_selector("#message >> text=Press Enter")
+    for _ in range(12):  # new dialogues until one is about the image that has a file
+        page.click("#new-game")
+        page.wait_for_selector("#transcript[data-done='false']")
+        expect(page.locator("#picture-note")).not_to_be_empty() if page.is_hidden("#picture-img") else None
+        if page.get_attribute("#picture-img", "src"):
+            break
+    src = page.get_attribute("#picture-img", "src")
+    assert src and src.startswith("data:image/png;base64,") and page.is_visible("#picture-img")
+    assert page.evaluate("document.querySelector('#picture-img').naturalWidth") == 48
+
+
+@pytest.mark.parametrize("task, url, actions", [
+    ("reddit", "&split=train&seed=8", ["Agreed, well put."]),
+    ("visdial", "&mode=10_stop&seed=4", [f"question {k}?" for k in range(10)]),
+])
+def test_review_shows_each_tasks_episode_as_recorded_and_exports_it_with_a_note(page, server, data_dir, task, url,
+                                                                                actions, tmp_path):
+    page.goto(server.url + f"/play?annotator=rev_{task}&task={task}{url}")
+    page.wait_for_selector("#message >> text=Press Enter")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0']")
+    for action in actions:
+        page.keyboard.type(action)
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#transcript .step .act >> text=→ {action}")
+    page.wait_for_selector("#transcript[data-done='true']")
+    sid = session_id(page)
+    [played] = list(read_episodes(data_dir / "web" / "human" / task / sid))
+
+    page.goto(server.url + "/review")
+    page.select_option("#dataset", f"human/{task}")
+    index = page.locator("#episodes li", has_text=played["episode_id"])
+    index.click()
+    shows_title = page.locator("#episode-title")
+    expect(shows_title).to_have_text(played["episode_id"])
+    expect(page.locator("#episode-meta")).to_contain_text(f"annotator rev_{task}")
+    page.click("#next")
+    page.wait_for_selector("#step-label >> text=step 1 of")
+    rows = page.locator("#steps tr")
+    assert rows.count() == len(played["steps"])
+    for i, step in enumerate(played["steps"]):  # the steps table is the recorded episode
+        cells = rows.nth(i).locator("td").all_text_contents()
+        assert cells[1:3] == [step["observation"]["text"], step["action"]]
+        assert float(cells[3]) == float(step["reward"])
+    page.fill("#note-text", f"{task} looks right")
+    page.fill("#note-tags", "checked")
+    page.click("#save-note")
+    page.wait_for_selector(f"#notes >> text={task} looks right")
+    page.locator("#episodes").focus()
+    page.keyboard.press("x")
+    page.fill("#export-name", f"review_{task}")
+    page.click("#export")
+    page.wait_for_selector(f"#message >> text=Exported 1 episode to exports/review_{task}")
+    screenshot(page, f"creator_web_review_{task}.png", tmp_path)
+    [exported] = list(read_episodes(data_dir / "web" / "exports" / f"review_{task}"))
+    [note] = json.loads(exported["annotations"])
+    assert (note["step"], note["text"], note["tags"], note["annotator"]) == (1, f"{task} looks right", ["checked"],
+                                                                             "rev_" + task)
+    assert [s["action"] for s in exported["steps"]] == [s["action"] for s in played["steps"]]
+    assert exported["session_id"] == sid and exported["task_config"] == played["task_config"]
+
+
+def test_the_start_page_opens_a_text_task_session_with_its_own_settings(page, server):
+    page.goto(server.url + "/?next=%2Fplay")
+    page.fill("#annotator", "sam")
+    page.select_option("#task", "visdial")
+    assert page.is_hidden("#rule") and page.is_visible("#visdial-mode")  # only the chosen task's settings
+    page.select_option("#visdial-mode", "10_stop")
+    page.select_option("#visdial-yn", "hard")
+    page.focus("#annotator")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/play")
+    expect(page.locator("#session-bar")).to_have_text("annotator sam · visdial · split val · mode 10_stop · "
+                                                      "reward_kind rank · yn_kind hard")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0'] .obs")
+    expect(page.locator("#talk-context")).to_contain_text("mode 10_stop")
+    assert page.is_hidden("#talk-stop")  # only agent_stops has a Stop button
