@@ -38,13 +38,12 @@ import os
 from typing import Any, Iterable, Iterator, Mapping
 
 import dm_env
-import envlogger
 import numpy as np
 from envlogger import step_data
 from envlogger.converters import codec
 from envlogger.proto import storage_pb2
 
-from loggers.reader import log_dirs, read_log_dir
+from loggers.reader import dataset_metadata, log_dirs, read_log_dir
 from loggers.writer import DurableRiegeliWriter
 from rlds_lang.preferences.types import Clip, Judgement, Label
 from rlds_lang.schema import map_nested, text_leaf
@@ -275,9 +274,8 @@ def _logs_of(root: str | os.PathLike, task: str) -> list[str]:
     """The log directories under ``root`` whose dataset metadata says ``task`` (any folder layout)."""
     found = []
     for path in log_dirs(root):
-        with envlogger.Reader(data_directory=path) as reader:
-            if (reader.metadata() or {}).get("task") == task:
-                found.append(path)
+        if dataset_metadata(path).get("task") == task:
+            found.append(path)
     return found
 
 
