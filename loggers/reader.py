@@ -5,6 +5,10 @@ re-aligns them: step i holds observation o_i, the action a_i taken from it, and 
 that action earned; the last step holds the final observation with the neutral action ``""`` and reward
 and discount 0.0 (``is_terminal`` when the environment terminated). Text comes back as ``str``,
 whatever container Riegeli decoded it into.
+
+The files of a closed log directory are checked before they are read (``loggers.riegeli_files``) and must
+agree with what EnvLogger's reader returns: a damaged one is a ``DamagedLogError`` naming the directory and
+the file, never a shorter read (``docs/guides/damaged_input.md``).
 """
 
 from __future__ import annotations
