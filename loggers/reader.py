@@ -76,7 +76,8 @@ def _rlds_steps(raw: list[Any]) -> list[dict[str, Any]]:
 
 def _riegeli_episodes(path: str, killed: bool) -> tuple[list[list[Any]], list[Any]]:
     """The indexed episodes of a log directory's Riegeli files and their metadata. Those of a killed recorder
-    (``killed``: its journal is still there) that EnvLogger's reader cannot open count as empty, with a warning.
+    (``killed``: its journal is still there) that EnvLogger's reader cannot open because a file is cut short
+    count as empty, with a warning naming the file; a file with wrong bytes is a ``DamagedLogError`` there too.
     A closed directory's files must be whole and agree (``_check_steps``, ``_check_episodes``); a damaged one is
     a ``DamagedLogError`` naming the file."""
     files = None if killed else check_shards(path)
@@ -94,10 +95,11 @@ def _riegeli_episodes(path: str, killed: bool) -> tuple[list[list[Any]], list[An
     except DamagedLogError:
         raise
     except (RuntimeError, ValueError, OSError, TypeError) as error:  # a damaged file, or one torn by a kill
-        if not killed:
-            raise find_damage(path, error) from error
+        damage = find_damage(path, error)
+        if not killed or not damage.cut:  # a kill leaves files short, never wrong
+            raise damage from error
         logging.warning("%s: EnvLogger's files of this killed recorder cannot be read (%s); reading its journal "
-                        "only", path, str(error)[:200])
+                        "only", path, damage)
         return [], []
     return indexed, metadata
 

@@ -39,7 +39,13 @@ _SIGNATURE, _RECORD_CHUNKS, _OTHER_CHUNKS = ord("s"), {ord("r"), ord("t")}, {ord
 
 
 class DamagedLogError(ValueError):
-    """A log directory whose files are damaged: the message names the directory, the file and what is wrong."""
+    """A log directory whose files are damaged: the message names the directory, the file and what is wrong.
+    ``cut`` says the file is only shorter than it should be (missing, empty, truncated: what a killed writer can
+    leave), not wrong (bytes a checksum refuses, a file that is not Riegeli)."""
+
+    def __init__(self, message: str, cut: bool = False):
+        super().__init__(message)
+        self.cut = cut
 
 
 def _after(chunk_begin: int, length: int) -> int:
@@ -90,16 +96,16 @@ def count_records(path: str | os.PathLike, verify_data: bool = False, where: str
     try:
         size = os.path.getsize(path)
     except FileNotFoundError:
-        raise DamagedLogError(f"{where}: missing") from None
+        raise DamagedLogError(f"{where}: missing", cut=True) from None
     if size == 0:
-        raise DamagedLogError(f"{where}: empty (0 bytes)")
+        raise DamagedLogError(f"{where}: empty (0 bytes)", cut=True)
     records, pos = 0, 0
     with open(path, "rb") as f:
         while pos < size:
             header = _content(f, pos, _CHUNK_HEADER.size, verify_data, where)
             if len(header) < _CHUNK_HEADER.size:
                 raise DamagedLogError(f"{where}: truncated: the file ends at byte {size:,}, inside the header of the "
-                                      f"chunk at byte {pos:,}")
+                                      f"chunk at byte {pos:,}", cut=True)
             stored, data_size, data_hash, kind, _ = _CHUNK_HEADER.unpack(header)
             if riegeli_hash(header[8:]) != stored:
                 raise DamagedLogError(f"{where}: not a Riegeli file (no signature at byte 0)" if pos == 0 else
@@ -111,7 +117,7 @@ def count_records(path: str | os.PathLike, verify_data: bool = False, where: str
             end = _chunk_end(pos, data_size, chunk_records)
             if end > size:
                 raise DamagedLogError(f"{where}: truncated: the chunk at byte {pos:,} ends at byte {end:,}, the file "
-                                      f"at byte {size:,}")
+                                      f"at byte {size:,}", cut=True)
             if verify_data and data_size:
                 data = _content(f, pos, _CHUNK_HEADER.size + data_size, True, where)[_CHUNK_HEADER.size:]
                 if riegeli_hash(data) != data_hash:

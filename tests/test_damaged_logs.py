@@ -243,3 +243,20 @@ def test_a_damaged_chunk_header_is_named_by_its_checksum(wordle_logs, tmp_path):
         f.write(bytes([byte[0] ^ 0x01]))
     with pytest.raises(DamagedLogError, match=r"steps\.riegeli: damaged chunk header at byte 64 \(checksum mismatch\)"):
         list(read_episodes(root))
+
+
+def test_a_killed_recorders_cut_files_are_skipped_with_a_warning_and_wrong_bytes_refused(wordle_logs, tmp_path,
+                                                                                        caplog):
+    """A journal still there marks a recorder that was killed: files cut short are what a kill leaves, so the
+    journal's episodes are read and the warning names the file; bytes a checksum refuses are no kill's doing."""
+    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+    open(os.path.join(log_dir, "episodes.journal"), "wb").close()
+    _damage(os.path.join(shard, "step_offsets.riegeli"), "last_bytes_cut")
+    assert list(read_episodes(root)) == []
+    assert "step_offsets.riegeli: truncated" in caplog.text
+    shutil.rmtree(root)
+    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+    open(os.path.join(log_dir, "episodes.journal"), "wb").close()
+    _damage(os.path.join(shard, "steps.riegeli"), "garbage")
+    with pytest.raises(DamagedLogError, match=r"steps\.riegeli: damaged data in the chunk at byte 64"):
+        list(read_episodes(root))
