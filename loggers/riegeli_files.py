@@ -11,7 +11,7 @@ NoneType found`` or ``INTERNAL: Failed to parse riegeli record``, naming no file
 opened by a 24-byte block header; chunks of a 40-byte header and their data), checking every chunk
 header's checksum and that each chunk ends inside the file, and returns the number of records; with
 ``verify_data`` it also checks block headers and every chunk's data against their checksums
-(HighwayHash, ``loggers.highway_hash``; about 2 MB/s, so readers do it only to find which file broke a
+(HighwayHash, ``loggers.highway_hash``; about 1.5 MB/s, so readers do it only to find which file broke a
 failed read). ``check_shards`` does so for every file of a log directory; ``find_damage`` names the first
 damaged one. Every problem is a ``DamagedLogError`` naming the log directory, the file and the byte.
 """
