@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import struct
 
 import dm_env
 import envlogger
@@ -17,7 +18,7 @@ import pytest
 from dm_env import specs
 
 from loggers import DamagedLogError, dataset_metadata, read_episodes, record
-from loggers.highway_hash import highway_hash64
+from loggers.highway_hash import highway_hash64, riegeli_hash
 from loggers.preferences import read_preference_logs, record_judgements
 from loggers.preferences_dataset import read_judgements
 from loggers.riegeli_files import SHARD_FILES, check_shards, count_records, find_damage
@@ -260,3 +261,24 @@ def test_a_killed_recorders_cut_files_are_skipped_with_a_warning_and_wrong_bytes
     _damage(os.path.join(shard, "steps.riegeli"), "garbage")
     with pytest.raises(DamagedLogError, match=r"steps\.riegeli: damaged data in the chunk at byte 64"):
         list(read_episodes(root))
+
+
+def _chunk_header(chunk_type: bytes, records: int, data: bytes = b"") -> bytes:
+    rest = struct.pack("<QQQQ", len(data), riegeli_hash(data), chunk_type[0] | records << 8, 0)
+    return struct.pack("<Q", riegeli_hash(rest)) + rest
+
+
+def test_a_chunk_of_many_records_ends_past_the_block_header_it_reaches(tmp_path):
+    """A chunk takes at least one byte per record, and no chunk begins inside or right after a block header: a
+    chunk at byte 64 of 65,477 records reaches byte 65,541, inside the block header at 65,536, so the next
+    chunk begins at 65,561 (the format's rule, on a file built here)."""
+    block_header = struct.pack("<QQ", 65_536 - 64, 65_561 - 65_536)
+    block_header = struct.pack("<Q", riegeli_hash(block_header)) + block_header
+    signature = _chunk_header(b"s", 0)
+    first_block = struct.pack("<Q", riegeli_hash(struct.pack("<QQ", 0, 64))) + struct.pack("<QQ", 0, 64)
+    data = first_block + signature + _chunk_header(b"r", 65_477)
+    data += bytes(65_536 - len(data)) + block_header + bytes(1) + _chunk_header(b"p", 0)
+    assert len(data) == 65_561 + 40
+    path = tmp_path / "many.riegeli"
+    path.write_bytes(data)
+    assert count_records(path, verify_data=True) == 65_477
