@@ -4,12 +4,14 @@
 ``read_episodes`` turns what it wrote into RLDS episodes (SAR alignment, neutral last step);
 ``record_and_read`` does both through a temporary folder (how builders generate episodes). ``Durability``
 (``PER_EPISODE`` by default, or group commit) chooses what a killed recording may lose (docs/guides/durability.md).
+A damaged log file is a ``DamagedLogError`` naming it (docs/guides/damaged_input.md).
 """
 
 from loggers.durability import PER_EPISODE, Durability
-from loggers.reader import log_dirs, read_episodes, read_log_dir
+from loggers.reader import dataset_metadata, log_dirs, read_episodes, read_log_dir
 from loggers.record import RecordResult, record
+from loggers.riegeli_files import DamagedLogError
 from loggers.roundtrip import record_and_read
 
-__all__ = ["PER_EPISODE", "Durability", "RecordResult", "log_dirs", "read_episodes", "read_log_dir", "record",
-           "record_and_read"]
+__all__ = ["DamagedLogError", "PER_EPISODE", "Durability", "RecordResult", "dataset_metadata", "log_dirs",
+           "read_episodes", "read_log_dir", "record", "record_and_read"]

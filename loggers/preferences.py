@@ -38,19 +38,21 @@ import os
 from typing import Any, Iterable, Iterator, Mapping
 
 import dm_env
-import envlogger
 import numpy as np
 from envlogger import step_data
 from envlogger.converters import codec
 from envlogger.proto import storage_pb2
 
-from loggers.reader import log_dirs, read_log_dir
+from loggers.reader import dataset_metadata, log_dirs, read_log_dir
 from loggers.writer import DurableRiegeliWriter
+from rlds_lang.preferences.database import STRADDLING, TRAIN, VALIDATION, EpisodeSplit
 from rlds_lang.preferences.types import Clip, Judgement, Label
 from rlds_lang.schema import map_nested, text_leaf
 
 SEGMENTS_DIR = "segments"
 SESSIONS_DIR = "sessions"
+#: the splits of the judgements (``judgement_examples``): by episode, and those straddling the two sides.
+JUDGEMENT_SPLITS = (TRAIN, VALIDATION, STRADDLING)
 #: the ``task`` of the recorded episodes.
 SEGMENT_TASK, SESSION_TASK = "preference_segment", "preference_session"
 #: characters of a rendered text step kept in a rendering.
@@ -275,9 +277,8 @@ def _logs_of(root: str | os.PathLike, task: str) -> list[str]:
     """The log directories under ``root`` whose dataset metadata says ``task`` (any folder layout)."""
     found = []
     for path in log_dirs(root):
-        with envlogger.Reader(data_directory=path) as reader:
-            if (reader.metadata() or {}).get("task") == task:
-                found.append(path)
+        if dataset_metadata(path).get("task") == task:
+            found.append(path)
     return found
 
 
@@ -336,17 +337,33 @@ def clip_example(clip: Clip) -> dict[str, Any]:
             "steps": [encode_value({"observation": o, "action": a}) for o, a in zip(clip.observations, clip.actions)]}
 
 
+def _episode_split(val_fraction: float | None) -> EpisodeSplit:
+    return EpisodeSplit() if val_fraction is None else EpisodeSplit(val_fraction)
+
+
+def judgement_split_counts(root: str | os.PathLike, val_fraction: float | None = None) -> dict[str, int]:
+    """Judgements recorded under ``root`` per side of ``rlds_lang.preferences.database.EpisodeSplit``:
+    ``{"train": n, "validation": n, "straddling": n}`` (the splits ``judgement_examples`` gives)."""
+    splitter = _episode_split(val_fraction)
+    counts = dict.fromkeys(JUDGEMENT_SPLITS, 0)
+    for judgement, _ in _with_sessions(root):
+        counts[splitter.split(judgement)] += 1
+    return counts
+
+
 def judgement_examples(root: str | os.PathLike, split: str | None = None,
                        val_fraction: float | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(key, example)`` of every judgement recorded under ``root`` (``read_preference_logs``), keyed
-    ``{session}:{index}``; with ``split`` (``train``/``validation``) only those the router sends there."""
-    from rlds_lang.preferences.database import ValidationRouter
-
-    router = ValidationRouter() if val_fraction is None else ValidationRouter(val_fraction)
+    ``{session}:{index}``; with ``split`` only those of that side of the episode split (``JUDGEMENT_SPLITS``:
+    ``train`` and ``validation`` hold the judgements whose two clips both come from training, or both from
+    validation episodes, so no validation clip is in a training judgement; ``straddling`` the rest)."""
+    if split is not None and split not in JUDGEMENT_SPLITS:
+        raise ValueError(f"split {split!r}: expected one of {JUDGEMENT_SPLITS}")
+    splitter = _episode_split(val_fraction)
     counts: dict[str, int] = {}
     for judgement, session_id in _with_sessions(root):
         index = counts[session_id] = counts.get(session_id, -1) + 1
-        if split is not None and router.split(judgement) != split:
+        if split is not None and splitter.split(judgement) != split:
             continue
         yield f"{session_id}:{index}", {
             "judgement_id": f"{session_id}:{index}", "session_id": session_id, "label": judgement.label.value,
@@ -355,6 +372,7 @@ def judgement_examples(root: str | os.PathLike, split: str | None = None,
             "left": clip_example(judgement.left), "right": clip_example(judgement.right)}
 
 
-__all__ = ["ClipWriter", "PreferenceRecorder", "SEGMENTS_DIR", "SESSIONS_DIR", "SessionWriter", "clip_example",
-           "clip_from_episode", "decode_value", "encode_value", "judgement_examples", "read_clips", "read_preference_logs", "read_sessions",
+__all__ = ["ClipWriter", "JUDGEMENT_SPLITS", "PreferenceRecorder", "SEGMENTS_DIR", "SESSIONS_DIR", "SessionWriter",
+           "clip_example", "clip_from_episode", "decode_value", "encode_value", "judgement_examples",
+           "judgement_split_counts", "read_clips", "read_preference_logs", "read_sessions",
            "record_judgements", "render_clip"]

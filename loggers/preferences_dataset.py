@@ -7,9 +7,9 @@ one reader of both, beside the writer in ``loggers.preferences``: a built exampl
   or its version folder -- any folder holding one ``dataset_info.json`` below it; ``split`` is a TFDS split
   (``train``, ``validation``, ``train[:50%]``...);
 - raw logs written by ``loggers.preferences`` (any folder above them, e.g. one with ``segments/`` and
-  ``sessions/``); ``split`` is
-  ``train`` or ``validation`` (by ``rlds_lang.preferences.database.ValidationRouter``, as the builder splits)
-  or ``all``.
+  ``sessions/``); ``split`` is ``train``, ``validation`` or ``straddling`` (by episode,
+  ``rlds_lang.preferences.database.EpisodeSplit``, as the builder splits: no validation clip is in a training
+  judgement, and a judgement with a clip on each side is ``straddling``) or ``all``.
 
 Either way the clips come back whole: text byte-for-byte, arrays with their dtype and shape (the builder
 stores each step serialised with EnvLogger's codec, decoded here by ``loggers.preferences.decode_value``).
@@ -27,11 +27,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from loggers.preferences import decode_value, read_preference_logs
-from rlds_lang.preferences.database import ValidationRouter
+from loggers.preferences import JUDGEMENT_SPLITS, decode_value, read_preference_logs
+from rlds_lang.preferences.database import EpisodeSplit
 from rlds_lang.preferences.types import Clip, Judgement, Label
 
-RAW_SPLITS = ("train", "validation", "all")
+#: the splits of raw preference logs: the builder's, and all of them.
+RAW_SPLITS = JUDGEMENT_SPLITS + ("all",)
 
 
 def _text(value: Any) -> str:
@@ -81,9 +82,9 @@ def read_judgements(dataset: str | os.PathLike, split: str = "train") -> Iterato
                          "logs (no EnvLogger log directory)")
     if split not in RAW_SPLITS:
         raise ValueError(f"split {split!r} of raw preference logs {path}: expected one of {RAW_SPLITS}")
-    router = ValidationRouter()
+    splitter = EpisodeSplit()
     for judgement in read_preference_logs(path):
-        if split == "all" or router.split(judgement) == split:
+        if split == "all" or splitter.split(judgement) == split:
             yield judgement
 
 

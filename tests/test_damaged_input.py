@@ -656,5 +656,7 @@ def test_wordle_tweets_build_names_a_damaged_word_list_answer_table_or_empty_twe
 
 def test_every_reader_error_class_is_a_value_error():
     """Callers catch one family: every reader's error is a ``ValueError`` with the location in its message."""
-    for cls in (RedditDataError, VisDialDataError, WordListError, AnswerTableError, TweetsCsvError):
+    from loggers import DamagedLogError
+
+    for cls in (RedditDataError, VisDialDataError, WordListError, AnswerTableError, TweetsCsvError, DamagedLogError):
         assert issubclass(cls, ValueError)

@@ -19,7 +19,7 @@ from loggers.preferences import (
     read_preference_logs,
     record_judgements,
 )
-from loggers.preferences_dataset import read_judgements
+from loggers.preferences_dataset import RAW_SPLITS, read_judgements
 from rlds_lang.preferences.labellers import SyntheticLabeller, judge
 from rlds_lang.preferences.segments import Segmenter
 from rlds_lang.preferences.types import Clip, Judgement, Label
@@ -97,6 +97,60 @@ def test_judgements_and_clips_round_trip_losslessly_through_the_raw_logs(tmp_pat
         list(read_judgements(tmp_path / "logs", "test"))
 
 
+def test_judgements_whose_games_overlap_split_by_game_so_no_validation_clip_is_trained_on(tmp_path):
+    """Every pair among the clips of 8 games, so each game's clips are in many pairs: a split by pair would put
+    every game on both sides. The raw-log reader and the builder's rows split by game (episode)."""
+    from loggers.preferences import judgement_examples
+
+    clips = []
+    for e in range(8):
+        segmenter = Segmenter(segment_length=2)
+        clips += segmenter.start_episode(f"s{e}", f"game{e}")
+        for t in range(3):
+            clips += segmenter.step(f"a{t}", float(t), f"o{t}", last=t == 2)
+    labeller = SyntheticLabeller(seed=0)
+    want = [judge(labeller, a, b, "random") for i, a in enumerate(clips) for b in clips[i + 1:]]
+    record_judgements(tmp_path / "logs", want, session_id="s")
+    splits = {split: list(read_judgements(tmp_path / "logs", split)) for split in RAW_SPLITS[:-1]}
+    assert sum(map(len, splits.values())) == len(want)
+    games = {split: [{j.left.source_episode_id, j.right.source_episode_id} for j in got] for split, got in splits.items()}
+    train, val = set().union(*games["train"]), set().union(*games["validation"])
+    assert train and val and not train & val  # no validation clip is in a training judgement
+    assert all(len(pair) == 2 and len(pair & val) == 1 for pair in games["straddling"])
+    rows = {split: sorted(ex["judgement_id"] for _, ex in judgement_examples(tmp_path / "logs", split))
+            for split in RAW_SPLITS[:-1]}
+    ids = {j.pair_key: i for i, j in enumerate(want)}  # the session's judgements are numbered in order
+    assert rows == {split: sorted(f"s:{ids[j.pair_key]}" for j in got) for split, got in splits.items()}
+
+
+def test_the_builder_leaves_out_empty_splits_and_stops_without_training_judgements(tmp_path):
+    """TFDS cannot build an empty split: pairs within one side (as the pipeline's labeller makes) have no
+    straddling split, and judgements all about validation games give no training split, which is an error."""
+    import types
+
+    from builders.preferences.preferences_dataset_builder import Builder
+    from rlds_lang.preferences.database import EpisodeSplit
+
+    clips = []
+    for e in range(8):
+        segmenter = Segmenter(segment_length=2)
+        clips += segmenter.start_episode(f"s{e}", f"game{e}")
+        clips += segmenter.step("a", 1.0, "o", last=True)
+    sides = EpisodeSplit()
+    labeller = SyntheticLabeller(seed=0)
+    same_side = [judge(labeller, a, b, "random") for i, a in enumerate(clips) for b in clips[i + 1:]
+                 if sides.side(a) == sides.side(b)]
+    record_judgements(tmp_path / "same", same_side, session_id="s")
+    builder = Builder(data_dir=str(tmp_path / "data"))
+    generators = builder._split_generators(types.SimpleNamespace(manual_dir=tmp_path / "same"))
+    assert sorted(generators) == ["train", "validation"]
+    only_validation = [j for j in same_side if sides.side(j.left) == "validation"]
+    record_judgements(tmp_path / "val", only_validation, session_id="s")
+    with pytest.raises(ValueError, match=rf"no training judgement .*'train': 0, 'validation': {len(only_validation)}, "
+                                         r"'straddling': 0"):
+        builder._split_generators(types.SimpleNamespace(manual_dir=tmp_path / "val"))
+
+
 def test_a_killed_session_keeps_every_judgement_it_wrote(tmp_path):
     """A recorder killed (os._exit, no close) after its judgements still yields all of them, the last label too."""
     script = ("import os, sys; sys.path.insert(0, 'tests')\n"
@@ -120,7 +174,7 @@ def test_missing_clip_is_a_clear_error(tmp_path):
         list(read_preference_logs(tmp_path / "logs"))
 
 
-def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp_path):
+def test_built_dataset_gives_the_episode_splits_back_and_trains_a_reward_model(tmp_path):
     import tensorflow_datasets as tfds
     import torch
 
@@ -148,25 +202,27 @@ def test_built_dataset_gives_the_routed_pairs_back_and_trains_a_reward_model(tmp
 
     builder = Builder(data_dir=str(tmp_path / "data"))
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(tmp_path / "logs")))
-    train, val = list(read_judgements(tmp_path / "data", "train")), list(read_judgements(tmp_path / "data",
-                                                                                         "validation"))
-    assert len(train) + len(val) == len(want) and 0.1 < len(val) / len(want) < 0.3
-    raw_val = list(read_judgements(tmp_path / "logs", "validation"))  # the same router on raw logs
-    assert sorted(j.pair_key for j in raw_val) == sorted(j.pair_key for j in val)
+    built = {split: list(read_judgements(tmp_path / "data", split)) for split in RAW_SPLITS[:-1]}
+    assert sum(map(len, built.values())) == len(want) and all(built.values())
+    for split, got in built.items():  # the same episode split on raw logs
+        assert sorted(j.pair_key for j in read_judgements(tmp_path / "logs", split)) == sorted(j.pair_key for j in got)
     by_key = {j.pair_key: j for j in want}
-    for got in train + val:
+    for got in sum(built.values(), []):
         assert_same_judgements([got], [by_key[got.pair_key]])
 
-    # the built validation split is made by pair: its clips are all in training pairs, so none is held out
-    by_pair = RewardModelConfig(dataset=str(tmp_path / "data"), val_split="validation", out=str(tmp_path / "r0"))
-    with pytest.raises(ValueError, match=f"{len(val)} overlapping validation judgements were dropped"):
-        train_reward(by_pair, progress=False)
+    # the built validation split holds out whole episodes: given as --val_split, none of it is dropped
+    config = RewardModelConfig(dataset=str(tmp_path / "data"), val_split="validation", out=str(tmp_path / "r0"),
+                               steps=2, members=1, model=ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32))
+    train_reward(config, progress=False)
+    metrics = json.loads((tmp_path / "r0" / "metrics.json").read_text())
+    assert (metrics["val_labels"], metrics["val_overlapping_dropped"]) == (len(built["validation"]), 0)
     config = RewardModelConfig(dataset=str(tmp_path / "data"), split="train+validation", val_fraction=0.3,
                                out=str(tmp_path / "reward"), steps=30, members=2, lr=3e-3, log_every=10,
                                model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
     result = train_reward(config, progress=False)  # validation holds out whole episodes
     metrics = json.loads((tmp_path / "reward" / "metrics.json").read_text())
-    assert metrics["train_labels"] + metrics["val_labels"] + metrics["val_straddling_dropped"] == len(want)
+    assert metrics["train_labels"] + metrics["val_labels"] + metrics["val_straddling_dropped"] == len(
+        built["train"]) + len(built["validation"])
     assert metrics["val_labels"] > 0 and metrics["val_overlapping_dropped"] == 0
     assert metrics["val_accuracy"] == result.metrics["val_accuracy"] and metrics["val_accuracy"] > 0.6
 

@@ -11,7 +11,6 @@ from rlds_lang.preferences import defaults
 from rlds_lang.preferences.database import (
     PreferenceDatabase,
     RoutedDatabases,
-    ValidationRouter,
 )
 from rlds_lang.preferences.selection import PairSelector, QuerySchedule, pair_key
 from rlds_lang.preferences.types import Clip, Judgement, Label
@@ -75,19 +74,11 @@ def _judgement(a: str, b: str) -> Judgement:
     return Judgement(left, right, Label.RIGHT, "synthetic")
 
 
-def test_circular_database_keeps_the_latest_and_router_is_deterministic_by_pair():
+def test_circular_database_keeps_the_latest():
     db = PreferenceDatabase(capacity=3)
     db.extend(_judgement(f"a{i}:0", f"b{i}:0") for i in range(5))
     assert len(db) == 3 and db.evicted == 2 and [j.left.clip_id for j in db.judgements()] == ["a2:0", "a3:0", "a4:0"]
     assert PreferenceDatabase().capacity == defaults.DATABASE_CAPACITY == 10_000
-
-    router = ValidationRouter()
-    splits = [router.split(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(5000)]
-    assert splits.count("validation") / len(splits) == pytest.approx(0.2, abs=0.02)
-    assert all(router.is_validation(f"l{i}:0", f"r{i}:0") == router.is_validation(f"r{i}:0", f"l{i}:0")
-               for i in range(200))
-    assert splits == [ValidationRouter(0.2).split(_judgement(f"l{i}:0", f"r{i}:0")) for i in range(5000)]
-
 
 
 def test_routed_databases_hold_out_whole_episodes_and_count_straddling_pairs():

@@ -1,6 +1,6 @@
 """Writes ``dummy_data/`` for the preferences builder test: 16 synthetic judgements about clips of recorded
 Wordle games (``loggers.record_and_read``, the optimal and a random-mixture policy, 4 games each), recorded by
-``loggers.preferences.record_judgements``. ``EXPECTED`` (judgements per split, by the router) is checked by the
+``loggers.preferences.record_judgements``. ``EXPECTED`` (judgements per split, by episode) is checked by the
 test.
 
 Run from the repository root: ``.venv/bin/python -m builders.preferences.make_dummy_data``.
@@ -14,8 +14,7 @@ import shutil
 import numpy as np
 
 from loggers import record_and_read
-from loggers.preferences import record_judgements
-from rlds_lang.preferences.database import ValidationRouter
+from loggers.preferences import judgement_split_counts, record_judgements
 from rlds_lang.preferences.labellers import SyntheticLabeller, judge
 from rlds_lang.preferences.segments import clips_from_episode
 from rlds_lang.preferences.selection import PairSelector
@@ -24,7 +23,7 @@ from rlds_lang.wordle.policies import make_policy
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dummy_data")
 #: judgements per split of the dummy data.
-EXPECTED = {"train": 13, "validation": 3}
+EXPECTED = {"train": 6, "validation": 1, "straddling": 9}
 
 
 def make_judgements(n: int = 16, seed: int = 0) -> list:
@@ -44,10 +43,7 @@ def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     judgements = make_judgements()
     record_judgements(OUT, judgements, session_id="dummy-session", labeller="synthetic")
-    router = ValidationRouter()
-    counts = {"train": 0, "validation": 0}
-    for judgement in judgements:
-        counts[router.split(judgement)] += 1
+    counts = judgement_split_counts(OUT)
     assert counts == EXPECTED, counts
     print(f"wrote {len(judgements)} judgements {counts} -> {OUT}; labels "
           f"{dict(zip(*np.unique([j.label.value for j in judgements], return_counts=True)))}")

@@ -5,8 +5,12 @@ took, how the pair was selected and the reward-model ensemble's disagreement on 
 source episode and step range, the rendering the labeller was shown, the true rewards, the padding flags,
 and every step's observation and action serialised losslessly with EnvLogger's codec --
 ``loggers.preferences.decode_value``, or ``loggers.preferences_dataset.read_judgements`` to get ``Judgement``
-objects back). Splits ``train``/``validation`` follow ``rlds_lang.preferences.database.ValidationRouter``
-(20% to validation, by a hash of the pair, so a pair is always in the same split).
+objects back). Splits hold out whole episodes (``rlds_lang.preferences.database.EpisodeSplit``: 20% of the
+source episodes, by a hash of the episode id): ``train`` and ``validation`` hold the judgements whose two clips
+come from training, or from validation, episodes, so no validation clip is in a training judgement;
+``straddling`` holds those with one clip on each side (use them for neither, or for training only when
+validation is not needed). A split with no judgement is left out (TFDS cannot build an empty split); the
+counts are logged and a build with no training judgement stops with them.
 
 Build: ``PYTHONPATH=. tfds build builders/preferences --manual_dir LOGS`` where ``LOGS`` holds ``segments/``
 and ``sessions/`` as ``loggers.preferences.PreferenceRecorder`` writes them.
@@ -14,11 +18,13 @@ and ``sessions/`` as ``loggers.preferences.PreferenceRecorder`` writes them.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import tensorflow_datasets as tfds
 
 from loggers import tfds_examples as common
-from loggers.preferences import judgement_examples
+from loggers.preferences import judgement_examples, judgement_split_counts
 
 _DESCRIPTION = ("Preference judgements about pairs of clips (segments of RLDS episodes) recorded as RLDS through "
                 "EnvLogger; each example is one judgement with both clips.")
@@ -44,10 +50,12 @@ def _clip_features() -> tfds.features.FeaturesDict:
 class Builder(tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for preferences (see the module docstring)."""
 
-    VERSION = tfds.core.Version("1.1.0")
+    VERSION = tfds.core.Version("1.2.0")
     RELEASE_NOTES = {"1.0.0": "Initial release.",
                      "1.1.0": "seconds, disagreement and rewards stored as float64 bytes: 1.0.0 rounded them to "
-                              "float32."}
+                              "float32.",
+                     "1.2.0": "train/validation hold out whole episodes, and judgements across them are the "
+                              "straddling split: 1.1.0 split by pair, so validation clips were in training pairs."}
     MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the folders written by loggers.preferences.PreferenceRecorder "
                                     "(segments/ and sessions/) under the manual folder (--manual_dir).")
 
@@ -64,7 +72,11 @@ class Builder(tfds.core.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         root = dl_manager.manual_dir
-        return {split: self._generate_examples(root, split) for split in ("train", "validation")}
+        counts = judgement_split_counts(root)
+        logging.info("%s: judgements per split (by episode): %s", root, counts)
+        if not counts["train"]:
+            raise ValueError(f"{root}: no training judgement (judgements per split, by episode: {counts})")
+        return {split: self._generate_examples(root, split) for split, count in counts.items() if count}
 
     def _generate_examples(self, root, split: str):
         return judgement_examples(root, split)

@@ -3,22 +3,17 @@
 ``PreferenceDatabase`` keeps the latest ``capacity`` judgements (default: the anchor's 10,000); older ones
 are evicted first and counted in ``evicted`` (they stay in the RLDS logs: nothing recorded is lost).
 
-Two splits exist, for two purposes:
-
-- ``EpisodeSplit`` holds out **episodes**: an episode goes to validation with probability ``val_fraction``
-  (default 20%), decided by a hash of its id (SHA-256, the same across processes and runs), and every clip
-  of it goes with it. A judgement is a validation judgement when both of its clips are validation clips, a
-  training one when both are training clips, and *straddling* otherwise. Straddling judgements are used
-  for neither (they would train on a validation clip) and are counted. This is what the reward model
-  validates on -- no validation clip is ever trained on, so its validation figure is a held-out one (a
-  split by pair puts the same clips on both sides: with 2,000 random pairs over 500 Wordle games every
-  validation pair had both clips in training pairs, and read 0.982 where unseen games gave 0.961;
-  ``docs/guides/preference_pipeline.md``).
-  The pipeline's labeller pairs clips of the same side only, so it produces no straddling judgement.
-- ``ValidationRouter`` sends a share of the *pairs* to validation by a hash of the pair key (order-free);
-  it is the split the ``builders/preferences`` dataset and ``loggers`` readers use for their ``train`` /
-  ``validation`` splits. Its validation pairs share clips with its training pairs: the reward trainer drops
-  those (``trainers.algorithms.reward.trainer.held_out``) before it validates on them.
+``EpisodeSplit`` holds out **episodes**: an episode goes to validation with probability ``val_fraction``
+(default 20%), decided by a hash of its id (SHA-256, the same across processes and runs), and every clip of
+it goes with it. A judgement is a validation judgement when both of its clips are validation clips, a
+training one when both are training clips, and *straddling* otherwise. Straddling judgements are used for
+neither (they would train on a validation clip) and are counted. This is what the reward model validates
+on -- no validation clip is ever trained on, so its validation figure is a held-out one (a split by pair
+puts the same clips on both sides: with 2,000 random pairs over 500 Wordle games every validation pair had
+both clips in training pairs, and read 0.982 where unseen games gave 0.961;
+``docs/guides/preference_pipeline.md``). The pipeline's labeller pairs clips of the same side only, so it
+produces no straddling judgement. The ``builders/preferences`` dataset and the ``loggers`` readers split
+by it too (``train``, ``validation`` and ``straddling``).
 
 ``RoutedDatabases`` holds a training and a validation database and routes each new judgement by
 ``EpisodeSplit``. The anchor's defaults live in ``rlds_lang.preferences.defaults`` (re-exported here).
@@ -38,7 +33,6 @@ from typing import Iterable
 
 from rlds_lang.preferences.defaults import (DATABASE_CAPACITY, INITIAL_PREFERENCES, VALIDATION_EVERY,
                                             VALIDATION_FRACTION)
-from rlds_lang.preferences.selection import pair_key
 from rlds_lang.preferences.types import Clip, Judgement
 
 
@@ -78,24 +72,6 @@ class PreferenceDatabase:
 def _unit_hash(text: str) -> float:
     """A number in [0, 1) fixed by ``text`` (the first 8 bytes of its SHA-256)."""
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") / 2.0 ** 64
-
-
-class ValidationRouter:
-    """Deterministic train/validation split by pair key (module docstring)."""
-
-    def __init__(self, val_fraction: float = VALIDATION_FRACTION):
-        if not 0.0 <= val_fraction <= 1.0:
-            raise ValueError(f"val_fraction must be in [0, 1], got {val_fraction}")
-        self.val_fraction = float(val_fraction)
-
-    def is_validation(self, left_id: str, right_id: str) -> bool:
-        """Whether the pair of clip ids (either order) belongs to validation."""
-        a, b = pair_key(left_id, right_id)
-        return _unit_hash(f"{a}\x00{b}") < self.val_fraction
-
-    def split(self, judgement: Judgement) -> str:
-        """``"validation"`` or ``"train"`` for ``judgement``."""
-        return "validation" if self.is_validation(judgement.left.clip_id, judgement.right.clip_id) else "train"
 
 
 #: the sides of ``EpisodeSplit`` and what a judgement across them is called.
@@ -173,4 +149,4 @@ class RoutedDatabases:
 
 
 __all__ = ["DATABASE_CAPACITY", "EpisodeSplit", "INITIAL_PREFERENCES", "PreferenceDatabase", "RoutedDatabases",
-           "STRADDLING", "TRAIN", "VALIDATION", "VALIDATION_EVERY", "VALIDATION_FRACTION", "ValidationRouter"]
+           "STRADDLING", "TRAIN", "VALIDATION", "VALIDATION_EVERY", "VALIDATION_FRACTION"]
