@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from rlds_lang.wordle import lmrl_gym
-from trainers.core.build import REPO, built_dataset_dir, tfds_build
+from trainers.core.build import built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import (
     BETA_GRID,
@@ -91,7 +91,8 @@ ROWS: tuple[Experiment, ...] = (
 )
 #: the online %BC run's defaults (rounds x games x steps per round), sized for 2 CPU cores.
 PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
-DOC = REPO / "docs" / "lmrl_gym.md"
+#: the document, relative to the current directory (the results commands run from the repository).
+DOC = Path("docs") / "lmrl_gym.md"
 #: in each row run that starts from the BC row: the BC checkpoint and step it started from (check_started_from_bc)
 STARTED_FROM_BC = "started_from_bc.json"
 #: the Decoding of every row (LMRL-Gym samples its policies; ``trainers.experiments.results.DECODINGS["sample"]``).
