@@ -133,7 +133,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     serve(args.data_dir, args.host, args.port, **app_options(args))
 
 
-__all__ = ["EXPOSE_HINT", "ServerThread", "add_data_dir_argument", "add_server_arguments", "app_options", "free_port", "main", "serve"]
+__all__ = ["EXPOSE_HINT", "ServerThread", "add_data_dir_argument", "add_server_arguments", "app_options", "free_port",
+           "main", "serve"]
 
 
 if __name__ == "__main__":
