@@ -11,7 +11,7 @@ import pytest
 
 import rlds_lang
 from rlds_lang import paths
-from rlds_lang.continuation.corpus import DATA_DIR, corpus_examples
+from rlds_lang.continuation.corpus import CORPUS_FILES, DATA_DIR, corpus_examples
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("rlds_lang", "loggers", "transforms", "trainers", "creator_web")
@@ -65,8 +65,16 @@ def test_no_default_reaches_outside_its_package():
     assert not found, "\n".join(found)
 
 
-def test_the_corpus_is_read_through_importlib_resources():
+def test_the_corpus_reads_through_importlib_resources_from_a_zip(tmp_path):
+    """``DATA_DIR`` is the package's resource folder, and the corpus reads from any ``importlib.resources``
+    traversable, not only from a folder on disk (a zipped install)."""
     import importlib.resources
+    import zipfile
 
     assert DATA_DIR == importlib.resources.files("rlds_lang.continuation") / "data"
-    assert len(corpus_examples("train")) > 100
+    archive = tmp_path / "corpus.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name in CORPUS_FILES:
+            zipped.writestr(f"data/{name}", (DATA_DIR / name).read_bytes())
+    from_zip = corpus_examples("train", data_dir=zipfile.Path(archive, "data/"))
+    assert len(from_zip) > 100 and from_zip == corpus_examples("train")
