@@ -16,12 +16,14 @@ service a task relies on failed (the VisDial answerer; nothing recorded).
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
+import mimetypes
 import os
 from typing import Any, Iterable, Mapping
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 
 from creator_web import judge as judging
@@ -36,7 +38,8 @@ from rlds_lang.env import InvalidActionError
 from rlds_lang.preferences.labellers import HumanQueueLabeller
 from rlds_lang.preferences.types import Label
 
-STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+#: the pages and their assets, read through ``importlib.resources`` (package data of the installed package).
+STATIC = importlib.resources.files("creator_web") / "static"
 #: route -> (page body file, title); every page is ``layout.html`` around its body.
 PAGES = {"/": ("index.html", "Start"), "/play": ("play.html", "Play"), "/judge": ("judge.html", "Judge"),
          "/review": ("review.html", "Review")}
@@ -47,8 +50,7 @@ SessionId = Path(..., pattern=_ID, description="the public session id returned b
 def render_page(file: str, title: str) -> str:
     """The page ``file`` (a body in ``static/``) inside ``layout.html``, its own tab marked in the nav."""
     def read(name: str) -> str:
-        with open(os.path.join(STATIC, name), encoding="utf-8") as f:
-            return f.read()
+        return (STATIC / name).read_text(encoding="utf-8")
 
     current = ' aria-current="page"'
     nav = "".join(f'<a href="{route}"{current if name == title else ""}>{name}</a>'
@@ -146,11 +148,12 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         app.get(route, include_in_schema=False)(page(render_page(file, title)))
 
     @app.get("/static/{name}", include_in_schema=False)
-    def static(name: str) -> FileResponse:
-        files = {f for f in os.listdir(STATIC) if not f.startswith(".")}
+    def static(name: str) -> Response:
+        files = {f.name for f in STATIC.iterdir() if f.is_file() and not f.name.startswith(".")}
         if name not in files:
             raise HTTPException(404, f"no static file {shown(name)}")
-        return FileResponse(os.path.join(STATIC, name))
+        return Response((STATIC / name).read_bytes(),
+                        media_type=mimetypes.guess_type(name)[0] or "application/octet-stream")
 
     @app.get("/api/tasks")
     def tasks() -> dict[str, Any]:

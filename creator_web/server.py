@@ -24,6 +24,7 @@ import uvicorn
 from creator_web.app import create_app
 from creator_web.guard import allowed_hosts_for
 from creator_web.tasks import TaskSources
+from rlds_lang.paths import web_data_dir
 
 EXPOSE_HINT = ("Serving on {url} (this machine only). To let other people in: forward the port "
                "(ssh -L {port}:127.0.0.1:{port} <this host>) or run with --host 0.0.0.0 behind a firewall / "
@@ -94,6 +95,13 @@ def _pair(text: str) -> tuple[str, str]:
     return parts[0].strip(), parts[1].strip()
 
 
+def add_data_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """Adds ``--data-dir``, the folder the server records into: ``rlds_lang.paths.web_data_dir()`` unless given."""
+    parser.add_argument("--data-dir", default=str(web_data_dir()),
+                        help="folder of recorded data (created if absent; default: $RLDS_LANG_WEB_DATA or 'web' in "
+                             "the user data directory)")
+
+
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the access options of the server to a command line (``rlds-lang web`` passes them through
     ``app_options``): ``--allow-host``, ``--annotators``, ``--proxy-user-header``, ``--judge-pair``."""
@@ -134,7 +142,7 @@ def app_options(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m creator_web.server --data-dir DIR [--host] [--port] [access options]``."""
     parser = argparse.ArgumentParser(description="Serves the creator_web browser tool.")
-    parser.add_argument("--data-dir", required=True, help="folder of recorded data (created if absent)")
+    add_data_dir_argument(parser)
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     parser.add_argument("--port", type=int, default=8765)
     add_server_arguments(parser)
@@ -142,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     serve(args.data_dir, args.host, args.port, **app_options(args))
 
 
-__all__ = ["EXPOSE_HINT", "ServerThread", "add_server_arguments", "app_options", "free_port", "main", "serve"]
+__all__ = ["EXPOSE_HINT", "ServerThread", "add_data_dir_argument", "add_server_arguments", "app_options", "free_port",
+           "main", "serve"]
 
 
 if __name__ == "__main__":

@@ -4,4 +4,4 @@ Nothing here imports the layers above it (``loggers``, ``transforms``, ``builder
 """
 
 #: the project's version, in this one place (``setup.cfg`` reads it; ``rlds-lang --version`` prints it).
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.resources
 import re
-from pathlib import Path
+from importlib.resources.abc import Traversable
 from typing import Sequence
 
 from rlds_lang.char_tokenizer import CharTokenizer
@@ -29,7 +30,8 @@ from rlds_lang.char_tokenizer import CharTokenizer
 ALPHABET = "abcdefghijklmnopqrstuvwxyz .,!?'-"
 #: the shipped corpus files (``data/<name>``), fortunes separated by lines holding ``%``.
 CORPUS_FILES = ("fortunes", "literature", "riddles")
-DATA_DIR = Path(__file__).parent / "data"
+#: the corpus folder, read through ``importlib.resources`` (package data of the installed package).
+DATA_DIR = importlib.resources.files("rlds_lang.continuation") / "data"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +59,7 @@ def normalise(text: str) -> str:
     return re.sub(" +", " ", "".join(c for c in lowered if c in ALPHABET)).strip()
 
 
-def read_fortunes(path: Path) -> list[str]:
+def read_fortunes(path: Traversable) -> list[str]:
     """The fortunes of a fortune file, attribution lines dropped; an unreadable file is an error naming it."""
     try:
         raw = path.read_text(encoding="utf-8", errors="replace")
@@ -104,14 +106,14 @@ def make_example(sentence: str, prompt_words: int, max_chars: int, source: str =
 
 
 def corpus_examples(split: str | None = None, prompt_words: int = 4, max_chars: int = 23,
-                    files: Sequence[str] = CORPUS_FILES, data_dir: Path = DATA_DIR) -> list[Example]:
+                    files: Sequence[str] = CORPUS_FILES, data_dir: Traversable = DATA_DIR) -> list[Example]:
     """The examples of the shipped corpus (of ``split`` when given), in file order, duplicates dropped."""
     if split not in (None, "train", "test"):
         raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
     seen: set[str] = set()
     out: list[Example] = []
     for name in files:
-        for fortune in read_fortunes(Path(data_dir) / name):
+        for fortune in read_fortunes(data_dir / name):
             for sentence in sentences(fortune):
                 example = make_example(sentence, prompt_words, max_chars, name)
                 if example is None or sentence in seen or (split and example.split != split):

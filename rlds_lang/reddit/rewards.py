@@ -20,8 +20,8 @@ The environment's reward is ``raw * reward_scale + reward_shift``; the published
 (``DEFAULT_SCALE``) are scale -5, shift 0 for the toxicity kinds (a very toxic reply costs 10) and
 scale 1, shift 0 for the upvote kinds.
 
-``CachedReward`` keeps raw rewards per comment text in an SQLite file under ``$RLDS_LANG_CACHE``
-(default ``~/.cache/rlds_lang``) in ``reddit_rewards/<kind>-<fingerprint>.sqlite``; the fingerprint
+``CachedReward`` keeps raw rewards per comment text in an SQLite file under ``rlds_lang.paths.cache_dir()``
+(``$RLDS_LANG_CACHE`` or the user cache directory) in ``reddit_rewards/<kind>-<fingerprint>.sqlite``; the fingerprint
 covers everything the value depends on (thresholds, seed, model weights). No network is used anywhere.
 """
 
@@ -31,6 +31,8 @@ import hashlib
 import os
 import sqlite3
 from typing import Iterable, Mapping, Protocol, Sequence
+
+from rlds_lang import paths
 
 REWARD_KINDS = ("toxicity", "toxicity_noised", "upvotes_real", "upvotes_model")
 #: profanity-check probability from which a comment is moderately toxic (label 1).
@@ -177,9 +179,8 @@ class PrecomputedReward:
 
 
 def cache_dir() -> str:
-    """``$RLDS_LANG_CACHE/reddit_rewards`` (default ``~/.cache/rlds_lang/reddit_rewards``)."""
-    root = os.environ.get("RLDS_LANG_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "rlds_lang")
-    return os.path.join(root, "reddit_rewards")
+    """``reddit_rewards`` in ``rlds_lang.paths.cache_dir()`` (``$RLDS_LANG_CACHE`` or the user cache directory)."""
+    return os.path.join(paths.cache_dir(), "reddit_rewards")
 
 
 class CachedReward:

@@ -2,7 +2,7 @@
 
 ``FeedbackMatrix.build(guesses, answers, rule)`` computes ``M[g, a] = pattern_id(colour(guesses[g],
 answers[a]))`` with numpy, a block of guesses at a time, and caches it on disk keyed by both lists'
-hashes and the rule (``$RLDS_LANG_CACHE`` or ``~/.cache/rlds_lang``). The policies, the environment in
+hashes and the rule (``rlds_lang.paths.cache_dir()``: ``$RLDS_LANG_CACHE`` or the user cache directory). The policies, the environment in
 ``adversarial_resample`` mode and the tweet retrofits all read this matrix instead of looping in Python.
 """
 
@@ -16,15 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rlds_lang.paths import cache_dir
 from rlds_lang.wordle.game import NUM_PATTERNS, Rule, as_rule
 from rlds_lang.wordle.words import WORD_LENGTH, WordList
 
 _POW3 = (3 ** np.arange(WORD_LENGTH)).astype(np.uint8)
-
-
-def cache_dir() -> Path:
-    """Where derived artefacts (feedback matrices) are cached: ``$RLDS_LANG_CACHE`` or ``~/.cache/rlds_lang``."""
-    return Path(os.environ.get("RLDS_LANG_CACHE") or Path.home() / ".cache" / "rlds_lang")
 
 
 def encode_words(words: tuple[str, ...] | list[str]) -> np.ndarray:

@@ -27,9 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rlds_lang.paths import runs_dir
 from trainers.algorithms.registry import parse_agent
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def cmd_record(args: argparse.Namespace) -> Path:
@@ -164,8 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"recording processes (default: {DEMO.workers})")
     demo.add_argument("--seed", type=int, default=DEMO.seed,
                       help=f"seed of training and of the evaluation games (default: {DEMO.seed})")
-    demo.add_argument("--workdir", default=os.environ.get("RLDS_LANG_RUNS", str(REPO / "runs")),
-                      help="a new timestamped folder under this one holds the run (default: $RLDS_LANG_RUNS or runs/)")
+    demo.add_argument("--workdir", default=str(runs_dir()),
+                      help="a new timestamped folder under this one holds the run (default: $RLDS_LANG_RUNS or "
+                           "'runs' in the user data directory)")
     demo.add_argument("--doc", default=None, metavar="PATH",
                       help="also write the report as a markdown guide to PATH, with its plot beside it as <stem>.png "
                            "(docs/demo.md is made by: rlds-lang demo --doc docs/demo.md)")
@@ -261,11 +261,11 @@ def _add_task_groups(sub: Any) -> None:
 
 def _add_web_parser(sub) -> None:
     web = sub.add_parser("web", help="the browser tool (creator_web): play tasks, judge clip pairs, review episodes")
-    web.add_argument("--data-dir", required=True, help="folder of recorded data (created if absent)")
     web.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     web.add_argument("--port", type=int, default=8765)
-    from creator_web.server import add_server_arguments
+    from creator_web.server import add_data_dir_argument, add_server_arguments
 
+    add_data_dir_argument(web)
     add_server_arguments(web)
     web.set_defaults(func=cmd_web)
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainers.core.build import REPO
+from rlds_lang.paths import cache_dir, runs_dir
 from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
@@ -50,7 +50,7 @@ def cmd_results(args: argparse.Namespace) -> Path:
 
         return run_section5(args)
     started = time.perf_counter()
-    out = Path(args.out or REPO / "docs" / "results.md")
+    out = Path(args.out or "docs/results.md")
     out.parent.mkdir(parents=True, exist_ok=True)
     sections, summary = [], []
     config = None
@@ -77,8 +77,12 @@ def add_results_parser(sub) -> None:
     parser = sub.add_parser("results", help="reproduce docs/results.md (BC, %%BC, ILQL on wordle_synthetic/branch)")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="which settings to run (default: all)")
-    parser.add_argument("--data-dir", default=str(REPO / ".cache" / "results" / "tfds"))
-    parser.add_argument("--runs", default=str(REPO / "runs" / "results"), help="training output folders")
+    parser.add_argument("--data-dir", default=str(cache_dir() / "results" / "tfds"),
+                        help="where the datasets are built (default: results/tfds in $RLDS_LANG_CACHE or the user "
+                             "cache directory)")
+    parser.add_argument("--runs", default=str(runs_dir() / "results"),
+                        help="training output folders (default: results in $RLDS_LANG_RUNS or 'runs' in the user "
+                             "data directory)")
     parser.add_argument("--steps", type=int, default=None, help="override the committed optimizer steps")
     parser.add_argument("--games", type=int, default=2000,
                         help="evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
@@ -89,7 +93,8 @@ def add_results_parser(sub) -> None:
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
     parser.add_argument("--out", default=None, help="the document (default: docs/results.md, or docs/lmrl_gym.md "
-                                                    "with --setting lmrl_gym)")
+                                                    "with --setting lmrl_gym, relative to the current directory: "
+                                                    "run from the repository)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     from trainers.experiments.lmrl_gym.run import add_arguments
     from trainers.experiments.section5 import add_arguments as add_section5_arguments
@@ -129,8 +134,12 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
 def add_malt_results_parser(sub: Any) -> None:
     """Adds ``rlds-lang malt-results``."""
     parser = sub.add_parser("malt-results", help="reproduce docs/malt.md (BC, EI and MALT on Wordle)")
-    parser.add_argument("--out", default=str(REPO / "docs" / "malt.md"))
-    parser.add_argument("--workdir", default=str(REPO / "runs" / "malt_results"))
+    parser.add_argument("--out", default="docs/malt.md",
+                        help="the document (default: docs/malt.md relative to the current directory: run from the "
+                             "repository)")
+    parser.add_argument("--workdir", default=str(runs_dir() / "malt_results"),
+                        help="training output folders (default: malt_results in $RLDS_LANG_RUNS or 'runs' in the "
+                             "user data directory)")
     parser.add_argument("--agent", action="append", default=[], help="NAME=CHECKPOINT to add a row (e.g. ilql, ppo)")
     parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
@@ -140,9 +149,12 @@ def add_malt_results_parser(sub: Any) -> None:
 def add_ppo_results_parser(sub) -> None:
     """Adds ``rlds-lang ppo-results`` to the CLI's subcommands."""
     parser = sub.add_parser("ppo-results", help="reproduce docs/ppo.md (online PPO on Wordle from a BC checkpoint)")
-    parser.add_argument("--bc", default=str(REPO / "runs" / "results" / "official" / "bc" / "checkpoint"),
-                        help="the BC checkpoint PPO starts from and is compared with")
-    parser.add_argument("--runs", default=str(REPO / "runs" / "ppo-results"), help="PPO's output folder's parent")
+    parser.add_argument("--bc", default=str(runs_dir() / "results" / "official" / "bc" / "checkpoint"),
+                        help="the BC checkpoint PPO starts from and is compared with (default: the one `rlds-lang "
+                             "results` trains under its default --runs)")
+    parser.add_argument("--runs", default=str(runs_dir() / "ppo-results"),
+                        help="PPO's output folder's parent (default: ppo-results in $RLDS_LANG_RUNS or 'runs' in the "
+                             "user data directory)")
     parser.add_argument("--updates", type=int, default=None, help="override the committed PPO updates")
     parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent (>= 2,000 for the claim)")
     parser.add_argument("--eval-seed", type=int, default=0)
@@ -154,6 +166,8 @@ def add_ppo_results_parser(sub) -> None:
                             default=None, help=f"result 3: {field.name} (default {field.default})")
     parser.add_argument("--section", choices=("all", "3"), default="all",
                         help="3: rerun only result 3 and replace section 3 of --out (sections 1-2 kept)")
-    parser.add_argument("--out", default=str(REPO / "docs" / "ppo.md"))
+    parser.add_argument("--out", default="docs/ppo.md",
+                        help="the document (default: docs/ppo.md relative to the current directory: run from the "
+                             "repository)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.set_defaults(func=run)

@@ -1,4 +1,4 @@
-"""Building datasets from the command line's side: ``tfds build`` of a builder folder, and finding the result.
+"""Building datasets from the command line's side: ``tfds build`` of a builder by name, and finding the result.
 
 The CLI's demo, the results script (``trainers.experiments.results``) and the benchmarks build datasets exactly as a
 user would, with the ``tfds`` command line of the running interpreter's environment.
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-REPO = Path(__file__).resolve().parents[2]
-BUILDERS = REPO / "builders"
+#: the module whose import registers every builder with TFDS (``builders/``, installed as ``rlds_lang_datasets``).
+DATASETS_MODULE = "rlds_lang_datasets"
 
 
 def built_dataset_dir(data_dir: str | os.PathLike, name: str = "", config: str = "") -> str | None:
@@ -68,9 +68,11 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
                small: int | None = None, quiet: bool = False,
                beam_options: str = "runner=DirectRunner,direct_num_workers=1",
                shard_cache: str | os.PathLike | None = None, expected: Mapping[str, int] | None = None) -> str:
-    """Runs ``tfds build builders/<name> --config <config>`` into ``data_dir`` (unless already built) and
-    returns the built version's folder. ``small`` caps every recipe (``RLDS_LANG_SMALL``); ``shard_cache`` keeps
-    the generated shards there (``RLDS_LANG_SHARD_CACHE``) so that an interrupted build resumes.
+    """Runs ``tfds build <name> --imports rlds_lang_datasets --config <config>`` into ``data_dir`` (unless already
+    built) and returns the built version's folder. The builder is found by name wherever the package is installed
+    (the child process needs ``rlds_lang_datasets`` importable: installed, or the checkout on ``PYTHONPATH``).
+    ``small`` caps every recipe (``RLDS_LANG_SMALL``); ``shard_cache`` keeps the generated shards there
+    (``RLDS_LANG_SHARD_CACHE``) so that an interrupted build resumes.
 
     ``beam_options`` go to ``--beam_pipeline_options``: Beam's local DirectRunner by default (Beam 2.77
     otherwise tries to download its Prism runner first); e.g. ``runner=DirectRunner,direct_num_workers=2,
@@ -83,13 +85,13 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     if existing:
         check_split_sizes(existing, expected or {})
         return existing
-    command = [str(Path(sys.executable).with_name("tfds")), "build", str(BUILDERS / name), "--config", config,
-               "--data_dir", str(data_dir)]
+    command = [str(Path(sys.executable).with_name("tfds")), "build", name, "--imports", DATASETS_MODULE,
+               "--config", config, "--data_dir", str(data_dir)]
     if beam_options:
         command.append(f"--beam_pipeline_options={beam_options}")
     if manual_dir is not None:
         command += ["--manual_dir", str(manual_dir)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = dict(os.environ)
     if small is not None:
         env["RLDS_LANG_SMALL"] = str(small)
     if shard_cache is not None:
@@ -105,4 +107,4 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     return folder
 
 
-__all__ = ["IncompleteBuildError", "built_dataset_dir", "check_split_sizes", "split_sizes", "tfds_build"]
+__all__ = ["DATASETS_MODULE", "IncompleteBuildError", "built_dataset_dir", "check_split_sizes", "split_sizes", "tfds_build"]

@@ -411,7 +411,7 @@ def run_demo(settings: DemoSettings, workdir: str | Path, say: Callable[[str], N
     say(f"[1/5] recording {settings.episodes} expert and {settings.episodes} random-mixture games of Wordle on the "
         f"{WORDS} list into {logs}")
     recorded = record_games(settings, logs)
-    say(f"[2/5] tfds build builders/wordle_synthetic --config manual_dir --manual_dir {logs}")
+    say(f"[2/5] tfds build wordle_synthetic --imports rlds_lang_datasets --config manual_dir --manual_dir {logs}")
     dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs)
     say(f"[3/5] tfds.load {dataset_dir}: statistics and one game")
     show_dataset(dataset_dir, say)

@@ -30,7 +30,7 @@ import numpy as np
 
 from rlds_lang.env import as_text
 from rlds_lang.wordle import ilql_adversarial
-from trainers.core.build import REPO, tfds_build
+from trainers.core.build import tfds_build
 from trainers.experiments.common import (
     SHARED,
     Experiment,
@@ -64,7 +64,8 @@ ROW_TAU: dict[str, float] = {e.name: e.overrides.get("tau", 0.5) for e in ROWS}
 PUBLISHED_ILQL, PUBLISHED_SINGLE_STEP = 1.0, 0.0
 #: ILQL reached the paper's result when its initial-state fraction is at least this.
 TARGET_FRACTION = 0.9
-DOC = REPO / "docs" / "section5.md"
+#: the document, relative to the current directory (the results commands run from the repository).
+DOC = Path("docs") / "section5.md"
 
 
 @dataclasses.dataclass

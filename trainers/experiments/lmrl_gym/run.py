@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from rlds_lang.wordle import lmrl_gym
 from trainers.algorithms.ilql.ilql import LMRL_GYM_ILQL
 from trainers.algorithms.ilql.mc import LMRL_GYM_MC
-from trainers.core.build import REPO, built_dataset_dir, tfds_build
+from trainers.core.build import built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import BETA_GRID, parse_grid, tuning_config
 from trainers.experiments.common import (
@@ -104,7 +104,8 @@ VALUE_ROWS = ("MC returns", "ILQL", ILQL_TARGET_HEADS)
 SAVE_BEST_ROWS = ("BC", "%BC (top 30%)")
 #: the online %BC run's defaults (rounds x games x steps per round), sized for 2 CPU cores.
 PBC_ROUNDS, PBC_GAMES, PBC_STEPS = 10, 1000, 300
-DOC = REPO / "docs" / "lmrl_gym.md"
+#: the document, relative to the current directory (the results commands run from the repository).
+DOC = Path("docs") / "lmrl_gym.md"
 #: in each row run that starts from the BC row: the BC checkpoint and step it started from (check_started_from_bc)
 STARTED_FROM_BC = "started_from_bc.json"
 
