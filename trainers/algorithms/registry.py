@@ -20,12 +20,18 @@ from typing import Any
 import torch
 
 from trainers.algorithms.bc import BCConfig, BCModel
+from trainers.algorithms.cql.config import CQLConfig
+from trainers.algorithms.cql.model import CQLModel
 from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel
 from trainers.algorithms.dpo.trainer import train_dpo
+from trainers.algorithms.dt.config import DTConfig
+from trainers.algorithms.dt.model import DTModel
 from trainers.algorithms.ilql.ilql import ILQLConfig, ILQLModel
 from trainers.algorithms.ilql.mc import MCConfig, MCModel
 from trainers.algorithms.ppo.config import PPOConfig
 from trainers.algorithms.ppo.networks import PPOModel
+from trainers.algorithms.psi.config import PsiConfig
+from trainers.algorithms.psi.model import PsiModel
 from trainers.core import loop
 from trainers.core.checkpoint import (
     LoadedModel,
@@ -54,6 +60,11 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     # online: trained by trainers.algorithms.ppo.trainer.train_ppo (its own `train ppo` parser), listed so checkpoints load
     "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
     "mc": AlgorithmSpec("mc", MCConfig, MCModel, "ILQL's heads regressed onto Monte-Carlo returns (no TD)"),
+    "cql": AlgorithmSpec("cql", CQLConfig, CQLModel, "token-level conservative Q-learning (max TD target + CE of Q)"),
+    "psi": AlgorithmSpec("psi", PsiConfig, PsiModel, "psi-learning (Huber TD towards r/r_scale + log pi_beta + "
+                         "gamma logsumexp Q)"),
+    "dt": AlgorithmSpec("dt", DTConfig, DTModel, "Decision Transformer (BC given a return prefix; "
+                        "--agent NAME=DIR,target_return=R)"),
 }
 
 
@@ -87,17 +98,24 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
 
 def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
                 beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0,
-                max_action_tokens: int = 16):
+                max_action_tokens: int = 16, target_return: float | None = None):
     """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``).
 
     ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0).
     ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
     ``max_action_tokens``: longest free-text action (e.g. a Visual Dialogue question).
+    ``target_return``: the return a return-conditioned agent (``dt``) plays for; None: its checkpoint's own.
     """
     from rlds_lang.wordle.words import WordList, resolve_word_list
     from trainers.core.policy import LanguageModelPolicy
 
     loaded = load_agent_model(path)
+    conditioned = hasattr(loaded.lm, "target_return")
+    if target_return is not None:
+        if not conditioned:
+            raise ValueError(f"{path}: target_return is a setting of return-conditioned agents (dt), "
+                             f"not of {loaded.algorithm}")
+        loaded.lm.target_return = float(target_return)
     if beta is None:
         beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     if isinstance(allowed_actions, (str, WordList)):
@@ -106,6 +124,8 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
                                  seed=seed, max_action_tokens=max_action_tokens)
     policy.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+    if conditioned:
+        policy.info["target_return"] = loaded.lm.target_return
     return policy
 
 
@@ -118,9 +138,9 @@ def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
     parsed = {}
     for option in options:
         key, sep, value = option.partition("=")
-        if not sep or key not in ("beta", "greedy", "temperature"):
+        if not sep or key not in ("beta", "greedy", "temperature", "target_return"):
             raise argparse.ArgumentTypeError(f"--agent {spec!r}: unknown option {option!r} "
-                                             f"(known: beta=, greedy=, temperature=)")
+                                             f"(known: beta=, greedy=, temperature=, target_return=)")
         parsed[key] = value
     return name, path, parsed
 

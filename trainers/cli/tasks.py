@@ -228,7 +228,9 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
                     policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
                                      greedy=parse_bool(options.get("greedy", "false")),
                                      temperature=float(options.get("temperature", 1.0)), seed=args.seed,
-                                     max_action_tokens=args.question_tokens)
+                                     max_action_tokens=args.question_tokens,
+                                     target_return=float(options["target_return"]) if "target_return" in options
+                                     else None)
             returns, yes_no, curves[name] = evaluate_questioner(policy, env, args.episodes, args.seed)
             mean, se = mean_and_se(returns)
             results[name] = {"mean": mean, "se": se, "episodes": len(returns), "yes_no_answers": yes_no}
