@@ -12,7 +12,7 @@ import torch
 from tests.test_trainers import config, metrics
 from trainers.core.model import ModelConfig
 from tests.toy_data import build_dataset, wordle_like
-from trainers.algorithms.registry import algorithm_by_name, load_agent_model, load_policy, train
+from trainers.algorithms.registry import algorithm_by_name, load_agent_model, load_policy, parse_agent, train
 
 BASELINES = ["cql", "psi", "dt"]
 #: room for a whole six-guess game when the agent plays (the trainers' tests' model has 64 positions).
@@ -68,6 +68,7 @@ def test_value_baselines_decode_with_their_heads_and_dt_with_its_target_return(w
     assert load_policy(tmp_path / "dt" / "checkpoint").lm.target_return == -5.7  # the checkpoint's own
     with pytest.raises(ValueError, match="target_return is a setting of return-conditioned agents"):
         load_policy(tmp_path / "cql" / "checkpoint", target_return=0.0)
+    assert parse_agent("dt=runs/dt/checkpoint,target_return=-3") == ("dt", "runs/dt/checkpoint", {"target_return": "-3"})
     # the saved lm/ is the plain GPT-2; the return embedding lives in model.pt
     assert json.loads((tmp_path / "dt" / "checkpoint" / "lm" / "config.json").read_text())["model_type"] == "gpt2"
     assert any(k.startswith("lm.return_embedding.") for k in load_agent_model(tmp_path / "dt" / "checkpoint")

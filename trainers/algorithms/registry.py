@@ -112,10 +112,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     loaded = load_agent_model(path)
     conditioned = hasattr(loaded.lm, "target_return")
     if target_return is not None:
-        if not conditioned:
-            raise ValueError(f"{path}: target_return is a setting of return-conditioned agents (dt), "
-                             f"not of {loaded.algorithm}")
-        loaded.lm.target_return = float(target_return)
+        set_target_return(loaded, target_return, path)
     if beta is None:
         beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     if isinstance(allowed_actions, (str, WordList)):
@@ -127,6 +124,15 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     if conditioned:
         policy.info["target_return"] = loaded.lm.target_return
     return policy
+
+
+def set_target_return(loaded: LoadedModel, target_return: float, path: str | os.PathLike = "") -> None:
+    """Makes a return-conditioned agent (``dt``) play for ``target_return``; an error naming the checkpoint and
+    its algorithm for any other."""
+    if not hasattr(loaded.lm, "target_return"):
+        raise ValueError(f"{path}: target_return is a setting of return-conditioned agents (dt), "
+                         f"not of {loaded.algorithm}")
+    loaded.lm.target_return = float(target_return)
 
 
 def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -146,4 +152,4 @@ def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
 
 
 __all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "load_policy",
-           "parse_agent"]
+           "set_target_return", "parse_agent"]

@@ -109,7 +109,7 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """``eval --task reddit``: mean ± SE of each agent's replies (see the module docstring)."""
     import torch
 
-    from trainers.algorithms.registry import load_agent_model
+    from trainers.algorithms.registry import load_agent_model, set_target_return
     from trainers.core.config import parse_bool
     from trainers.core.policy import LanguageModelPolicy
 
@@ -130,6 +130,8 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
           f"(scale {env.reward_scale:g}, shift {env.reward_shift:g}), seed {args.seed}")
     for name, path, options in args.agent:
         loaded = load_agent_model(path)
+        if "target_return" in options:
+            set_target_return(loaded, float(options["target_return"]), path)
         beta = float(options.get("beta", getattr(loaded.config, "beta", 0.0) if loaded.heads is not None else 0.0))
         policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta,
                                      temperature=float(options.get("temperature", 1.0)),
