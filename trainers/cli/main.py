@@ -216,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_preferences_parser(sub)
     _add_task_groups(sub)
+    from trainers.cli.diagnose import add_top_advantage_parser as add_top_advantage_parser
+
+    add_top_advantage_parser(sub)
     return parser
 
 
