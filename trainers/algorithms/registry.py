@@ -32,6 +32,8 @@ from trainers.algorithms.ppo.config import PPOConfig
 from trainers.algorithms.ppo.networks import PPOModel
 from trainers.algorithms.psi.config import PsiConfig
 from trainers.algorithms.psi.model import PsiModel
+from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
+from trainers.algorithms.utterance_ilql.model import UtteranceILQLModel
 from trainers.core import loop
 from trainers.core.checkpoint import (
     LoadedModel,
@@ -65,6 +67,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                          "gamma logsumexp Q)"),
     "dt": AlgorithmSpec("dt", DTConfig, DTModel, "Decision Transformer (BC given a return prefix; "
                         "--agent NAME=DIR,target_return=R)"),
+    "utterance_ilql": AlgorithmSpec("utterance_ilql", UtteranceILQLConfig, UtteranceILQLModel,
+                                    "utterance-level ILQL (one Q and V per utterance; acts by the best of N BC samples)"),
 }
 
 
@@ -113,10 +117,21 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     conditioned = hasattr(loaded.lm, "target_return")
     if target_return is not None:
         set_target_return(loaded, target_return, path)
-    if beta is None:
-        beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     if isinstance(allowed_actions, (str, WordList)):
         allowed_actions = resolve_word_list(allowed_actions).words
+    if hasattr(loaded.model, "utterance_heads"):  # utterance-level values: the best of N sampled utterances
+        from trainers.algorithms.utterance_ilql.policy import BestOfSamplesPolicy
+
+        if beta is not None or greedy:
+            raise ValueError(f"{path}: beta and greedy are settings of token-level agents, not of {loaded.algorithm} "
+                             f"(it samples its candidates)")
+        agent = BestOfSamplesPolicy(loaded, loaded.config.samples, allowed_actions=allowed_actions,
+                                    name=name or loaded.algorithm, seed=seed, temperature=temperature,
+                                    max_action_tokens=max_action_tokens)
+        agent.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+        return agent
+    if beta is None:
+        beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
                                  seed=seed, max_action_tokens=max_action_tokens)

@@ -109,9 +109,8 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """``eval --task reddit``: mean ± SE of each agent's replies (see the module docstring)."""
     import torch
 
-    from trainers.algorithms.registry import load_agent_model, set_target_return
+    from trainers.algorithms.registry import load_policy
     from trainers.core.config import parse_bool
-    from trainers.core.policy import LanguageModelPolicy
 
     torch.set_num_threads(1)
     if args.reward == "upvotes_real":
@@ -129,14 +128,11 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     print(f"{args.episodes} episodes on the {args.split} split of {args.data}, reward {args.reward} "
           f"(scale {env.reward_scale:g}, shift {env.reward_shift:g}), seed {args.seed}")
     for name, path, options in args.agent:
-        loaded = load_agent_model(path)
-        if "target_return" in options:
-            set_target_return(loaded, float(options["target_return"]), path)
-        beta = float(options.get("beta", getattr(loaded.config, "beta", 0.0) if loaded.heads is not None else 0.0))
-        policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta,
-                                     temperature=float(options.get("temperature", 1.0)),
-                                     greedy=parse_bool(options.get("greedy", "false")),
-                                     max_action_tokens=args.max_tokens, name=name, seed=args.seed)
+        policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
+                             temperature=float(options.get("temperature", 1.0)),
+                             greedy=parse_bool(options.get("greedy", "false")), max_action_tokens=args.max_tokens,
+                             seed=args.seed, target_return=float(options["target_return"])
+                             if "target_return" in options else None)
         rewards = evaluate_agent(policy, env, args.episodes, args.seed)
         mean, se = mean_and_se(rewards)
         results[name] = {"mean": mean, "se": se, "episodes": len(rewards)}
