@@ -9,18 +9,16 @@ import doctest
 import pytest
 import torch
 
-from tests.rare_action import first_letter_odds, train_on_rare_action
-from tests.test_ilql_targets import TINY, TOKENIZER, hand_batch, set_output
+from tests.baseline_helpers import TOKENIZER, first_letter_odds, tiny_model, train_on_rare_action
+from tests.test_ilql_targets import hand_batch, set_output
 from trainers.algorithms.cql import losses as cql_losses
 from trainers.algorithms.cql.config import CQLConfig
-from trainers.algorithms.cql.model import CQLModel
 
 VOCAB = TOKENIZER.vocab_size
 
 
-def model(**overrides) -> CQLModel:
-    torch.manual_seed(0)
-    return CQLModel(CQLConfig(dataset="unused", model=TINY, **overrides), TOKENIZER)
+def model(**overrides):
+    return tiny_model("cql", **overrides)
 
 
 def test_docstring_examples_run():

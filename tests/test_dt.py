@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.rare_action import first_letter_odds, train_on_rare_action
+from tests.baseline_helpers import first_letter_odds, train_on_rare_action
 from tests.test_ilql_targets import TINY, TOKENIZER, hand_batch
 from trainers.algorithms.dt import losses as dt_losses
 from trainers.algorithms.dt.config import DTConfig

@@ -9,18 +9,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.rare_action import first_letter_odds, train_on_rare_action
-from tests.test_ilql_targets import TINY, TOKENIZER, hand_batch, set_output
+from tests.baseline_helpers import TOKENIZER, first_letter_odds, tiny_model, train_on_rare_action
+from tests.test_ilql_targets import hand_batch, set_output
 from trainers.algorithms.psi import losses as psi_losses
 from trainers.algorithms.psi.config import PsiConfig
-from trainers.algorithms.psi.model import PsiModel
 
 VOCAB = TOKENIZER.vocab_size
 
 
-def model(**overrides) -> PsiModel:
-    torch.manual_seed(0)
-    return PsiModel(PsiConfig(dataset="unused", model=TINY, **overrides), TOKENIZER)
+def model(**overrides):
+    return tiny_model("psi", **overrides)
 
 
 def test_docstring_examples_run():

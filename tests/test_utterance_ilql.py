@@ -9,7 +9,7 @@ import doctest
 import pytest
 import torch
 
-from tests.rare_action import train_on_rare_action
+from tests.baseline_helpers import train_on_rare_action
 from tests.test_ilql_targets import TINY, TOKENIZER, set_output
 from trainers.algorithms.utterance_ilql import losses as utterance_losses
 from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig

@@ -1,9 +1,11 @@
-"""A shared check of the baselines' tests: on one-turn data where the rare action ``ab`` earns 0 and the common
-``ba`` earns -1 (``tests.toy_data.rare_best_action``), how likely an agent's first token is ``a``."""
+"""Shared pieces of the baselines' tests: a tiny model of an algorithm for hand computations, and on one-turn data
+where the rare action ``ab`` earns 0 and the common ``ba`` earns -1 (``tests.toy_data.rare_best_action``), how
+likely an agent's first token is ``a``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -12,6 +14,20 @@ from tests.test_trainers import config
 from tests.toy_data import build_dataset, rare_best_action
 from trainers.algorithms.registry import load_agent_model, train
 from trainers.core.checkpoint import LoadedModel
+from trainers.core.model import ModelConfig
+
+#: the model of the hand computations (as tests/test_ilql_targets.py's).
+TINY = ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32)
+TOKENIZER = make_tokenizer("wordle")
+
+
+def tiny_model(algorithm: str, **overrides: Any) -> torch.nn.Module:
+    """``algorithm``'s module on ``TINY``, seeded, with config ``overrides``."""
+    from trainers.algorithms.registry import algorithm_by_name
+
+    spec = algorithm_by_name(algorithm)
+    torch.manual_seed(0)
+    return spec.model_class(spec.config_class(dataset="unused", model=TINY, **overrides), TOKENIZER)
 
 
 def train_on_rare_action(algorithm: str, root: Path, steps: int = 150, **overrides) -> LoadedModel:
