@@ -14,7 +14,7 @@ from trainers.core.model import ModelConfig
 from tests.toy_data import build_dataset, wordle_like
 from trainers.algorithms.registry import algorithm_by_name, load_agent_model, load_policy, parse_agent, train
 
-BASELINES = ["cql", "psi", "dt", "utterance_ilql"]
+BASELINES = ["cql", "psi", "dt", "utterance_ilql", "chai"]
 #: room for a whole six-guess game when the agent plays (the trainers' tests' model has 64 positions).
 PLAYING = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=128)
 

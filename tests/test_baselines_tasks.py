@@ -12,7 +12,7 @@ from builders.visdial import visdial_dataset_builder as vdb
 from tests.test_reddit_train_eval import PUBLISHED, main_eval
 from trainers.cli.main import build_parser, main
 
-BASELINES = ("cql", "psi", "dt", "utterance_ilql")
+BASELINES = ("cql", "psi", "dt", "utterance_ilql", "chai")
 TINY = ["--model.n_layer", "1", "--model.n_embd", "32", "--model.n_head", "2", "--batch_size", "2", "--no-progress",
         "--steps", "2"]
 
@@ -37,7 +37,7 @@ def test_baselines_play_visual_dialogue(tmp_path, capsys, monkeypatch):
           "--buckets", "128", "--dim", "8", "--hidden", "16"])
     agents = train_baselines(str(builder.data_dir), str(tok), tmp_path, 256)
     capsys.readouterr()
-    specs = [agents["cql"], agents["psi"], agents["dt"] + ",target_return=-1", agents["utterance_ilql"]]
+    specs = [agents["cql"], agents["psi"], agents["dt"] + ",target_return=-1", agents["utterance_ilql"], agents["chai"]]
     args = build_parser().parse_args(["eval", "--task", "visdial", "--data", visdial_dummy.OUT, "--guesser", str(guesser),
                                       "--episodes", "2", "--question-tokens", "6",
                                       *[x for spec in specs for x in ("--agent", spec)]])
@@ -54,7 +54,7 @@ def test_baselines_play_reddit(tmp_path, capsys, monkeypatch):
     main(["reddit", "tokenizer", "--data", PUBLISHED, "--out", str(tok), "--vocab-size", "400"])
     agents = train_baselines(str(builder.data_dir), str(tok), tmp_path, 128)
     capsys.readouterr()
-    specs = [agents["cql"], agents["psi"], agents["dt"] + ",target_return=0", agents["utterance_ilql"]]
+    specs = [agents["cql"], agents["psi"], agents["dt"] + ",target_return=0", agents["utterance_ilql"], agents["chai"]]
     results = main_eval([x for spec in specs for x in ("--agent", spec)] + ["--episodes", "3", "--max-tokens", "8"])
     for algorithm in BASELINES:
         assert results[algorithm]["episodes"] == 3 and -10.0 <= results[algorithm]["mean"] <= 0.0

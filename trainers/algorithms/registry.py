@@ -20,6 +20,8 @@ from typing import Any
 import torch
 
 from trainers.algorithms.bc import BCConfig, BCModel
+from trainers.algorithms.chai.config import ChaiConfig
+from trainers.algorithms.chai.model import ChaiModel
 from trainers.algorithms.cql.config import CQLConfig
 from trainers.algorithms.cql.model import CQLModel
 from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel
@@ -69,6 +71,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
                         "--agent NAME=DIR,target_return=R)"),
     "utterance_ilql": AlgorithmSpec("utterance_ilql", UtteranceILQLConfig, UtteranceILQLModel,
                                     "utterance-level ILQL (one Q and V per utterance; acts by the best of N BC samples)"),
+    "chai": AlgorithmSpec("chai", ChaiConfig, ChaiModel, "CHAI: utterance-level double Q over a frozen LM "
+                          "(--model.checkpoint BC_LM), target = max over K sampled next utterances"),
 }
 
 

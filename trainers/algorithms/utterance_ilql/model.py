@@ -26,22 +26,36 @@ from trainers.core.objective import LossOutput, masked_mean
 
 
 class UtteranceHeads(nn.Module):
-    """Twin utterance Q heads, their target copies and a V head, each one scalar per position."""
+    """Twin utterance Q heads, their target copies and (``with_value``) a V head, each one scalar per position."""
 
-    def __init__(self, hidden_size: int):
+    def __init__(self, hidden_size: int, with_value: bool = True):
         super().__init__()
-        self.q1, self.q2, self.v = mlp_head(hidden_size, 1), mlp_head(hidden_size, 1), mlp_head(hidden_size, 1)
+        self.q1, self.q2 = mlp_head(hidden_size, 1), mlp_head(hidden_size, 1)
+        self.v = mlp_head(hidden_size, 1) if with_value else None
         self.target_q1 = copy.deepcopy(self.q1).requires_grad_(False)
         self.target_q2 = copy.deepcopy(self.q2).requires_grad_(False)
 
-    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(Q1, Q2, V)`` at every position: ``[batch, time]`` each."""
-        return self.q1(hidden).squeeze(-1), self.q2(hidden).squeeze(-1), self.v(hidden).squeeze(-1)
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(Q1, Q2, V)`` at every position: ``[batch, time]`` each (V None without a V head)."""
+        v = self.v(hidden).squeeze(-1) if self.v is not None else None
+        return self.q1(hidden).squeeze(-1), self.q2(hidden).squeeze(-1), v
 
     @torch.no_grad()
     def target_q(self, hidden: torch.Tensor) -> torch.Tensor:
         """``min(target Q1, target Q2)`` at every position, without gradient: ``[batch, time]``."""
         return torch.minimum(self.target_q1(hidden), self.target_q2(hidden)).squeeze(-1)
+
+
+def hidden_after(lm: nn.Module, rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    """The LM's last hidden state after each row of token ids (rows right-padded into one batch): ``[rows, n_embd]``;
+    what an utterance head reads at the ``[EOA]`` that ends a row."""
+    width = max(len(row) for row in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
+    hidden = lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
+    return hidden[torch.arange(len(rows)), mask.sum(1) - 1]
 
 
 class UtteranceILQLModel(nn.Module):
@@ -80,4 +94,4 @@ class UtteranceILQLModel(nn.Module):
         polyak_update(self.utterance_heads.target_q2, self.utterance_heads.q2, self.config.alpha)
 
 
-__all__ = ["UtteranceHeads", "UtteranceILQLModel"]
+__all__ = ["UtteranceHeads", "hidden_after", "UtteranceILQLModel"]

@@ -1,4 +1,5 @@
-"""The utterance-level agent: sample N utterances from the BC policy, say the one whose utterance Q is highest.
+"""The utterance-level agent (of ``utterance_ilql`` and ``chai``): sample N utterances from the LM, say the one whose
+utterance Q is highest.
 
 ``BestOfSamplesPolicy`` draws its candidates with a ``trainers.core.policy.LanguageModelPolicy`` on the trained LM
 (``beta = 0``: the behaviour policy, constrained to the allowed actions when given), then scores each candidate by
@@ -20,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from trainers.algorithms.utterance_ilql.model import hidden_after
 from trainers.core.checkpoint import LoadedModel
 from trainers.core.policy import History, LanguageModelPolicy, observation_text
 
@@ -66,14 +68,7 @@ class BestOfSamplesPolicy:
         tokenizer = self.loaded.tokenizer
         rows = [tokenizer.encode_prompt([observation_text(o) for o in observations], list(actions))
                 + tokenizer.encode(text) + [tokenizer.eoa_id] for (observations, actions), text in zip(histories, candidates)]
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), tokenizer.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
-        hidden = self.loaded.lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
-        last = hidden[torch.arange(len(rows)), mask.sum(1) - 1]
-        return self.loaded.model.utterance_heads.target_q(last)
+        return self.loaded.model.utterance_heads.target_q(hidden_after(self.loaded.lm, rows, tokenizer.pad_id))
 
     def act_batch(self, histories: Sequence[History], seeds: Sequence[int] | None = None) -> list[str]:
         """The next action of several games: the highest-Q of each game's ``samples`` candidates (first on ties)."""
