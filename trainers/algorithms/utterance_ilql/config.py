@@ -22,38 +22,50 @@ from trainers.core.config import TrainConfig
 
 
 @dataclasses.dataclass
-class UtteranceILQLConfig(TrainConfig):
-    """Utterance-level ILQL hyperparameters on top of ``TrainConfig``.
+class UtteranceAgentConfig(TrainConfig):
+    """What the utterance-level agents (``utterance_ilql``, ``trainers.algorithms.chai``) share on top of
+    ``TrainConfig``: the discount per utterance, the Polyak rate of their target Q heads and how many candidates
+    their agent samples. ``gamma=0.99`` and ``alpha=0.005`` are ILQL's (``trainers.algorithms.ilql.ilql``) and the
+    authors'."""
 
-    ``gamma=0.99`` (per utterance here), ``alpha=0.005``, twin Q heads whose ``min`` is the target, and the BC
-    term at weight 1 are ILQL's (``trainers.algorithms.ilql.ilql``) and the authors'. The learning rate stays
-    ``TrainConfig``'s (the authors fine-tune a pretrained GPT-2; ours trains a small model from random weights).
+    #: discount per utterance.
+    gamma: float = 0.99
+    #: Polyak rate of the target Q heads after every optimizer step.
+    alpha: float = 0.005
+    #: candidates the agent samples from its LM per turn, saying the one with the highest Q.
+    samples: int = 4
+
+    def __post_init__(self) -> None:
+        """Rejects fewer than one candidate, naming the field."""
+        if self.samples < 1:
+            raise ValueError(f"{type(self).__name__}.samples: must be >= 1, got {self.samples}")
+
+
+@dataclasses.dataclass
+class UtteranceILQLConfig(UtteranceAgentConfig):
+    """Utterance-level ILQL hyperparameters: ``UtteranceAgentConfig``'s plus V's expectile and the loss weights.
+
+    Twin Q heads whose ``min`` is the target and the BC term at weight 1 are ILQL's and the authors'; ``samples``
+    stays 4, the authors'. The learning rate stays ``TrainConfig``'s (the authors fine-tune a pretrained GPT-2;
+    ours trains a small model from random weights).
     """
 
     #: output folder.
     out: str = "runs/utterance_ilql"
-    #: discount per utterance.
-    gamma: float = 0.99
     #: V's expectile over the dataset's utterances at a state (0.9: the authors' utterance-level setting).
     tau: float = 0.9
-    #: Polyak rate of the target Q heads after every optimizer step (0.005, ILQL's).
-    alpha: float = 0.005
     #: weight of the Q heads' TD loss.
     q_weight: float = 1.0
     #: weight of V's expectile loss.
     v_weight: float = 1.0
     #: weight of the BC term that trains the LM the agent samples its candidates from.
     awac_weight: float = 1.0
-    #: candidates the agent samples from the BC policy per turn, saying the one with the highest Q (4: the
-    #: authors'; ``--agent NAME=DIR,samples=N`` is not offered, set it here).
-    samples: int = 4
 
     def __post_init__(self) -> None:
-        """Rejects fewer than one candidate and a ``tau`` outside (0, 1), naming the field."""
-        if self.samples < 1:
-            raise ValueError(f"UtteranceILQLConfig.samples: must be >= 1, got {self.samples}")
+        """Also rejects a ``tau`` outside (0, 1), naming the field."""
+        super().__post_init__()
         if not 0 < self.tau < 1:
             raise ValueError(f"UtteranceILQLConfig.tau: must be in (0, 1), got {self.tau}")
 
 
-__all__ = ["UtteranceILQLConfig"]
+__all__ = ["UtteranceAgentConfig", "UtteranceILQLConfig"]
