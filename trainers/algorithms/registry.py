@@ -20,12 +20,22 @@ from typing import Any
 import torch
 
 from trainers.algorithms.bc import BCConfig, BCModel
+from trainers.algorithms.chai.config import ChaiConfig
+from trainers.algorithms.chai.model import ChaiModel
+from trainers.algorithms.cql.config import CQLConfig
+from trainers.algorithms.cql.model import CQLModel
 from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel
 from trainers.algorithms.dpo.trainer import train_dpo
+from trainers.algorithms.dt.config import DTConfig
+from trainers.algorithms.dt.model import DTModel
 from trainers.algorithms.ilql.ilql import ILQLConfig, ILQLModel
 from trainers.algorithms.ilql.mc import MCConfig, MCModel
 from trainers.algorithms.ppo.config import PPOConfig
 from trainers.algorithms.ppo.networks import PPOModel
+from trainers.algorithms.psi.config import PsiConfig
+from trainers.algorithms.psi.model import PsiModel
+from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
+from trainers.algorithms.utterance_ilql.model import UtteranceILQLModel
 from trainers.core import loop
 from trainers.core.checkpoint import (
     LoadedModel,
@@ -54,6 +64,15 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     # online: trained by trainers.algorithms.ppo.trainer.train_ppo (its own `train ppo` parser), listed so checkpoints load
     "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
     "mc": AlgorithmSpec("mc", MCConfig, MCModel, "ILQL's heads regressed onto Monte-Carlo returns (no TD)"),
+    "cql": AlgorithmSpec("cql", CQLConfig, CQLModel, "token-level conservative Q-learning (max TD target + CE of Q)"),
+    "psi": AlgorithmSpec("psi", PsiConfig, PsiModel, "psi-learning (Huber TD towards r/r_scale + log pi_beta + "
+                         "gamma logsumexp Q)"),
+    "dt": AlgorithmSpec("dt", DTConfig, DTModel, "Decision Transformer (BC given a return prefix; "
+                        "--agent NAME=DIR,target_return=R)"),
+    "utterance_ilql": AlgorithmSpec("utterance_ilql", UtteranceILQLConfig, UtteranceILQLModel,
+                                    "utterance-level ILQL (one Q and V per utterance; acts by the best of N BC samples)"),
+    "chai": AlgorithmSpec("chai", ChaiConfig, ChaiModel, "CHAI: utterance-level double Q over a frozen LM "
+                          "(--model.checkpoint BC_LM), target = max over K sampled next utterances"),
 }
 
 
@@ -87,26 +106,52 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
 
 def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
                 beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0,
-                max_action_tokens: int = 16):
+                max_action_tokens: int = 16, target_return: float | None = None):
     """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``).
 
     ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0).
     ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
     ``max_action_tokens``: longest free-text action (e.g. a Visual Dialogue question).
+    ``target_return``: the return a return-conditioned agent (``dt``) plays for; None: its checkpoint's own.
     """
     from rlds_lang.wordle.words import WordList, resolve_word_list
     from trainers.core.policy import LanguageModelPolicy
 
     loaded = load_agent_model(path)
-    if beta is None:
-        beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
+    conditioned = hasattr(loaded.lm, "target_return")
+    if target_return is not None:
+        set_target_return(loaded, target_return, path)
     if isinstance(allowed_actions, (str, WordList)):
         allowed_actions = resolve_word_list(allowed_actions).words
+    if hasattr(loaded.model, "utterance_heads"):  # utterance-level values: the best of N sampled utterances
+        from trainers.algorithms.utterance_ilql.policy import BestOfSamplesPolicy
+
+        if beta is not None or greedy:
+            raise ValueError(f"{path}: beta and greedy are settings of token-level agents, not of {loaded.algorithm} "
+                             f"(it samples its candidates)")
+        agent = BestOfSamplesPolicy(loaded, loaded.config.samples, allowed_actions=allowed_actions,
+                                    name=name or loaded.algorithm, seed=seed, temperature=temperature,
+                                    max_action_tokens=max_action_tokens)
+        agent.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+        return agent
+    if beta is None:
+        beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
                                  seed=seed, max_action_tokens=max_action_tokens)
     policy.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+    if conditioned:
+        policy.info["target_return"] = loaded.lm.target_return
     return policy
+
+
+def set_target_return(loaded: LoadedModel, target_return: float, path: str | os.PathLike = "") -> None:
+    """Makes a return-conditioned agent (``dt``) play for ``target_return``; an error naming the checkpoint and
+    its algorithm for any other."""
+    if not hasattr(loaded.lm, "target_return"):
+        raise ValueError(f"{path}: target_return is a setting of return-conditioned agents (dt), "
+                         f"not of {loaded.algorithm}")
+    loaded.lm.target_return = float(target_return)
 
 
 def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -118,12 +163,12 @@ def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
     parsed = {}
     for option in options:
         key, sep, value = option.partition("=")
-        if not sep or key not in ("beta", "greedy", "temperature"):
+        if not sep or key not in ("beta", "greedy", "temperature", "target_return"):
             raise argparse.ArgumentTypeError(f"--agent {spec!r}: unknown option {option!r} "
-                                             f"(known: beta=, greedy=, temperature=)")
+                                             f"(known: beta=, greedy=, temperature=, target_return=)")
         parsed[key] = value
     return name, path, parsed
 
 
 __all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "load_policy",
-           "parse_agent"]
+           "set_target_return", "parse_agent"]

@@ -118,7 +118,8 @@ def cmd_eval(args: argparse.Namespace) -> list:
         policy = load_policy(
             path, allowed_actions=config.guesses, name=name,
             beta=float(options["beta"]) if "beta" in options else None,
-            greedy=parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)))
+            greedy=parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)),
+            target_return=float(options["target_return"]) if "target_return" in options else None)
         results.append(evaluate(policy, config, name=name, progress=args.progress))
     if args.optimal:
         optimal = OptimalPolicy(answers=config.answers, guesses=config.guesses, rule=config.rule)
@@ -215,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_preferences_parser(sub)
     _add_task_groups(sub)
+    from trainers.cli.diagnose import add_top_advantage_parser as add_top_advantage_parser
+
+    add_top_advantage_parser(sub)
     return parser
 
 
@@ -316,8 +320,8 @@ def _add_eval_parser(sub) -> None:
     ev = sub.add_parser("eval", help="play trained agents on the same seeded episodes of a task (--task wordle, "
                                    "reddit or visdial); table with paired differences, JSON, plot")
     ev.add_argument("--agent", action="append", default=[], type=parse_agent,
-                    help="NAME=CHECKPOINT[,beta=B,greedy=true,temperature=T] (repeatable); ILQL's beta defaults "
-                         "to its config's, BC's to 0")
+                    help="NAME=CHECKPOINT[,beta=B,greedy=true,temperature=T,target_return=R] (repeatable); ILQL's "
+                         "beta defaults to its config's, BC's to 0; target_return: what a Decision Transformer plays for")
     ev.add_argument("--optimal", action="store_true", help="add the optimal policy (upper reference)")
     ev.add_argument("--games", type=int, default=500)
     ev.add_argument("--seed", type=int, default=0)

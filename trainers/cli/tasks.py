@@ -109,9 +109,8 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """``eval --task reddit``: mean ± SE of each agent's replies (see the module docstring)."""
     import torch
 
-    from trainers.algorithms.registry import load_agent_model
+    from trainers.algorithms.registry import load_policy
     from trainers.core.config import parse_bool
-    from trainers.core.policy import LanguageModelPolicy
 
     torch.set_num_threads(1)
     if args.reward == "upvotes_real":
@@ -129,12 +128,11 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     print(f"{args.episodes} episodes on the {args.split} split of {args.data}, reward {args.reward} "
           f"(scale {env.reward_scale:g}, shift {env.reward_shift:g}), seed {args.seed}")
     for name, path, options in args.agent:
-        loaded = load_agent_model(path)
-        beta = float(options.get("beta", getattr(loaded.config, "beta", 0.0) if loaded.heads is not None else 0.0))
-        policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta,
-                                     temperature=float(options.get("temperature", 1.0)),
-                                     greedy=parse_bool(options.get("greedy", "false")),
-                                     max_action_tokens=args.max_tokens, name=name, seed=args.seed)
+        policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
+                             temperature=float(options.get("temperature", 1.0)),
+                             greedy=parse_bool(options.get("greedy", "false")), max_action_tokens=args.max_tokens,
+                             seed=args.seed, target_return=float(options["target_return"])
+                             if "target_return" in options else None)
         rewards = evaluate_agent(policy, env, args.episodes, args.seed)
         mean, se = mean_and_se(rewards)
         results[name] = {"mean": mean, "se": se, "episodes": len(rewards)}
@@ -228,7 +226,9 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
                     policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
                                      greedy=parse_bool(options.get("greedy", "false")),
                                      temperature=float(options.get("temperature", 1.0)), seed=args.seed,
-                                     max_action_tokens=args.question_tokens)
+                                     max_action_tokens=args.question_tokens,
+                                     target_return=float(options["target_return"]) if "target_return" in options
+                                     else None)
             returns, yes_no, curves[name] = evaluate_questioner(policy, env, args.episodes, args.seed)
             mean, se = mean_and_se(returns)
             results[name] = {"mean": mean, "se": se, "episodes": len(returns), "yes_no_answers": yes_no}

@@ -270,6 +270,7 @@ def plain_language_model(lm: nn.Module) -> nn.Module:
     """
     if isinstance(lm, PolicyValueLM):  # the policy alone: a separate value trunk is part of model.pt only
         lm = lm.policy
+    lm = getattr(lm, "wrapped_lm", lm)  # a wrapper's GPT-2 alone (the Decision Transformer's return embedding too)
     embedding, head = lm.transformer.wte, lm.lm_head
     if not isinstance(embedding, SpelledEmbedding) and not isinstance(head, ScaledOutput):
         return lm

@@ -92,6 +92,8 @@ class ValueLearningConfig(TrainConfig):
     v_weight: float = 1.0
     #: weight of the CQL term (cross-entropy of Q over the vocabulary against the dataset token).
     cql_weight: float = 1e-4
+    #: temperature of the CQL term: its cross-entropy is of ``Q / cql_temperature`` (the authors' ``cql_temp``, 1.0).
+    cql_temperature: float = 1.0
     #: weight of the BC / AWAC term that trains the LM head (the behaviour policy sampled at inference).
     awac_weight: float = 1.0
     #: AWAC temperature: the BC term is weighted by ``exp(awac_beta * (Q - V))``; 0 = plain BC.
@@ -200,7 +202,7 @@ class ILQLModel(nn.Module):
         """The weighted sum of the TD, expectile, CQL and BC/AWAC terms on the batch's action tokens."""
         c = self.config
         actions, mask = action_targets(batch)
-        if c.awac_weight == 0 and isinstance(self.lm, PolicyValueLM):  # a fixed policy: only the value trunk runs
+        if not self.needs_policy_logits():  # a fixed policy: only the value trunk runs
             logits, hidden = None, self.lm.value_hidden(batch["input_ids"], batch["attention_mask"])[:, :-1]
         else:
             out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
@@ -210,13 +212,15 @@ class ILQLModel(nn.Module):
         q1, q2, v = self.heads(hidden)
         taken = actions.unsqueeze(-1)
         q1_taken, q2_taken = q1.gather(-1, taken).squeeze(-1), q2.gather(-1, taken).squeeze(-1)
-        target_q = self.target_values(batch, hidden).gather(-1, taken).squeeze(-1)
-        q_targets, v_targets = self.regression_targets(batch, v, target_q, mask)
+        target_all = self.target_values(batch, hidden)
+        target_q = target_all.gather(-1, taken).squeeze(-1)
+        q_targets, v_targets = self.regression_targets(batch, v, target_q, mask, target_all=target_all, logits=logits)
 
+        temperature = c.cql_temperature
         losses = {
-            "q_loss": q_loss(q1_taken, q_targets, mask) + q_loss(q2_taken, q_targets, mask),
+            "q_loss": self.q_regression_loss(q1_taken, q_targets, mask) + self.q_regression_loss(q2_taken, q_targets, mask),
             "v_loss": expectile_loss(v_targets - v, c.tau, mask),
-            "cql_loss": cql_loss(q1, actions, mask) + cql_loss(q2, actions, mask),
+            "cql_loss": cql_loss(q1, actions, mask, temperature) + cql_loss(q2, actions, mask, temperature),
         }
         advantage = (target_q - v).detach()
         weights = torch.exp(c.awac_beta * advantage) if c.awac_beta else None
@@ -228,10 +232,24 @@ class ILQLModel(nn.Module):
                        advantage_mean=masked_mean(advantage, mask))
         return LossOutput(total, mask.sum(), metrics)
 
+    def needs_policy_logits(self) -> bool:
+        """Whether a training step runs the policy (LM head): not when the policy is fixed (``awac_weight=0``)
+        and the values have a trunk of their own; subclasses whose targets read the policy say True."""
+        return not (self.config.awac_weight == 0 and isinstance(self.lm, PolicyValueLM))
+
+    def q_regression_loss(self, q_taken: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The loss of one Q head's dataset-action values against their targets: the mean squared error."""
+        return q_loss(q_taken, targets, mask)
+
     def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
-                           mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                           mask: torch.Tensor, *, target_all: torch.Tensor | None = None,
+                           logits: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(Q's targets, V's targets)`` on the action positions: ILQL's one-step TD targets
-        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q, the target Q of the dataset action for V."""
+        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q, the target Q of the dataset action for V.
+
+        ``target_all`` (the target Q of every token, ``[batch, time - 1, vocab]``) and ``logits`` (the policy's,
+        or None when it did not run) are there for the agents whose targets read them (CQL's max, psi's
+        logsumexp and log-probability); ILQL's do not."""
         rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
         next_v, _ = next_action_values(v.detach(), mask)
         return td_targets(rewards, next_v, dones, self.config.gamma), target_q

@@ -86,18 +86,21 @@ def q_loss(q_taken: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> 
     return masked_mean((q_taken - targets).square(), mask)
 
 
-def cql_loss(q_all: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The CQL term of ILQL: cross-entropy of ``Q(s_t, .)`` as logits over the vocabulary against the
-    dataset's token ``a_t``; it pushes down Q of tokens the data never took at that state.
+def cql_loss(q_all: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """The CQL term of ILQL: cross-entropy of ``Q(s_t, .) / temperature`` as logits over the vocabulary against
+    the dataset's token ``a_t``; it pushes down Q of tokens the data never took at that state.
 
     Args:
       q_all: ``[batch, time, vocab]``; actions: ``[batch, time]`` token ids; mask: action positions.
+      temperature: divides Q before the softmax (the ILQL authors' ``cql_temp``, 1.0 in their configs).
 
     >>> q = torch.tensor([[[0.0, 0.0]]])
     >>> round(float(cql_loss(q, torch.tensor([[1]]), torch.tensor([[True]]))), 4)   # log 2
     0.6931
     """
-    ce = F.cross_entropy(q_all.flatten(0, 1), actions.flatten(), reduction="none").view_as(actions)
+    if not temperature > 0:
+        raise ValueError(f"cql_loss: temperature must be > 0, got {temperature}")
+    ce = F.cross_entropy((q_all / temperature).flatten(0, 1), actions.flatten(), reduction="none").view_as(actions)
     return masked_mean(ce, mask)
 
 

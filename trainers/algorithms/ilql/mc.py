@@ -68,7 +68,8 @@ class MCModel(ILQLModel):
         return "heads"
 
     def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
-                           mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                           mask: torch.Tensor, *, target_all: torch.Tensor | None = None,
+                           logits: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Q and V both regress onto the discounted return-to-go of the dataset's action token."""
         returns = batch["returns_to_go"][:, 1:].to(v.dtype)
         return returns, returns

@@ -1,0 +1,97 @@
+"""Utterance-level ILQL's defining loss on a hand-made batch (Q at each utterance's [EOA] regresses onto r + gamma
+V(next state), V at the state by expectile 0.9 onto the target Q), the agent takes the highest-Q of its sampled
+candidates, and with enough candidates it says a rare rewarded action far more often than BC does."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+import torch
+
+from tests.baseline_helpers import train_on_rare_action
+from tests.test_ilql_targets import TINY, TOKENIZER, set_output
+from trainers.algorithms.utterance_ilql import losses as utterance_losses
+from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
+from trainers.algorithms.utterance_ilql.model import UtteranceILQLModel
+from trainers.algorithms.utterance_ilql.policy import BestOfSamplesPolicy
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(utterance_losses, raise_on_error=False).failed == 0
+
+
+def test_defaults_and_checks():
+    c = UtteranceILQLConfig()
+    assert (c.tau, c.samples, c.gamma, c.alpha) == (0.9, 4, 0.99, 0.005)
+    with pytest.raises(ValueError, match="UtteranceILQLConfig.samples"):
+        UtteranceILQLConfig(samples=0)
+
+
+def two_utterance_batch() -> dict[str, torch.Tensor]:
+    """[BOS] o [EOO] a a [EOA] o [EOO] a [EOA]: reward -1 on the first [EOA], 0 and done on the second. Row 1 is
+    cut after position 6, so its first utterance is neither terminal nor followed by another."""
+    ids = torch.tensor([[TOKENIZER.bos_id, 30, TOKENIZER.eoo_id, 6, 7, TOKENIZER.eoa_id, 31, TOKENIZER.eoo_id, 8,
+                         TOKENIZER.eoa_id]] * 2)
+    attention = torch.ones(2, 10, dtype=torch.long)
+    attention[1, 7:] = 0
+    action = torch.zeros(2, 10, dtype=torch.bool)
+    action[:, [3, 4, 5, 8, 9]] = True
+    turn_end = torch.zeros(2, 10, dtype=torch.bool)
+    turn_end[:, [5, 9]] = True
+    rewards = torch.zeros(2, 10)
+    rewards[:, 5] = -1.0
+    dones = torch.zeros(2, 10, dtype=torch.bool)
+    dones[:, 9] = True
+    return {"input_ids": ids, "attention_mask": attention, "action_mask": action, "turn_end": turn_end,
+            "rewards": rewards, "dones": dones}
+
+
+def test_utterance_q_and_v_losses_by_hand():
+    torch.manual_seed(0)
+    model = UtteranceILQLModel(UtteranceILQLConfig(dataset="unused", model=TINY, gamma=0.5), TOKENIZER)
+    heads = model.utterance_heads
+    for head, value in ((heads.q1, 1.0), (heads.q2, 2.0), (heads.v, 0.5), (heads.target_q1, -3.0),
+                        (heads.target_q2, -1.0)):
+        set_output(head, value)
+    output = model(two_utterance_batch())
+    # Q targets: row 0's first utterance -1 + 0.5 * V = -0.75, its second 0 (terminal); row 1's first has none
+    targets = torch.tensor([-0.75, 0.0])
+    expected_q = float(((1.0 - targets) ** 2).mean() + ((2.0 - targets) ** 2).mean())
+    assert float(output.metrics["q_loss"]) == pytest.approx(expected_q, rel=1e-6)
+    # V at the three states whose utterance ends inside the sequence: target min(-3, -1) = -3 below V = 0.5,
+    # weight 1 - tau = 0.1
+    assert float(output.metrics["v_loss"]) == pytest.approx(0.1 * 3.5 ** 2, rel=1e-6)
+
+
+class FixedSampler:
+    """Stands in for the BC sampler: every game gets the same candidates, in order."""
+
+    def __init__(self, candidates):
+        self.candidates = candidates
+
+    def act_batch(self, histories, seeds=None):
+        return [self.candidates[i % len(self.candidates)] for i in range(len(histories))]
+
+
+def test_the_agent_says_the_candidate_with_the_highest_q(monkeypatch):
+    policy = BestOfSamplesPolicy.__new__(BestOfSamplesPolicy)
+    policy.samples, policy.sampler = 3, FixedSampler(["ba", "ab", "bb"])
+    q = {"ba": -1.0, "ab": 0.5, "bb": 0.2}
+    monkeypatch.setattr(policy, "utterance_q", lambda histories, candidates: torch.tensor([q[c] for c in candidates]))
+    assert policy.act_batch([([""], []), ([""], [])], seeds=[0, 1]) == ["ab", "ab"]
+
+
+def test_with_enough_candidates_it_says_the_rare_rewarded_action(tmp_path):
+    from trainers.algorithms.registry import load_policy
+
+    loaded = train_on_rare_action("utterance_ilql", tmp_path, steps=300, alpha=0.1, samples=16)
+    checkpoint = tmp_path / "utterance_ilql" / "checkpoint"
+    agent = load_policy(checkpoint, allowed_actions=["ab", "ba"])
+    assert isinstance(agent, BestOfSamplesPolicy) and agent.samples == 16
+    q_good, q_bad = agent.utterance_q([([""], [])] * 2, ["ab", "ba"]).tolist()
+    assert q_good > q_bad, (q_good, q_bad)
+    said = agent.act_batch([([""], [])] * 40, seeds=list(range(40)))
+    sampled = agent.sampler.act_batch([([""], [])] * 40, seeds=list(range(40)))  # BC alone
+    assert said.count("ab") >= 24 and sampled.count("ab") <= 12, (said.count("ab"), sampled.count("ab"))
+    assert loaded.algorithm == "utterance_ilql"

@@ -1,0 +1,1 @@
+"""CHAI (``chai``): its config (``config``), its target (``losses``) and model (``model``)."""

@@ -1,0 +1,71 @@
+"""Utterance-level ILQL's hyperparameters, each default with where it comes from.
+
+The ILQL authors' utterance-level baseline (``config/vis_dial/train_utterance_iql.yaml``, ``model/
+per_utterance_iql.yaml`` and ``src/models/utterance_iql_model.py`` of Sea-Snell/Implicit-Language-Q-Learning;
+``shared/REFERENCE_TASKS.md``, "Baselines in the ILQL code"): one Q and one V per utterance, V's expectile
+``tau=0.9``, and an agent that samples 4 utterances from the BC policy and says the one with the highest Q.
+
+Example (the CLI: ``rlds-lang train utterance_ilql --dataset DIR --steps 500``)::
+
+    from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
+    from trainers.algorithms.registry import train
+
+    config = UtteranceILQLConfig(dataset="/tmp/tfds/wordle_synthetic/lmrl_gym/1.1.0", steps=200, out="runs/uilql")
+    result = train("utterance_ilql", config)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from trainers.core.config import TrainConfig
+
+
+@dataclasses.dataclass
+class UtteranceAgentConfig(TrainConfig):
+    """What the utterance-level agents (``utterance_ilql``, ``trainers.algorithms.chai``) share on top of
+    ``TrainConfig``: the discount per utterance, the Polyak rate of their target Q heads and how many candidates
+    their agent samples. ``gamma=0.99`` and ``alpha=0.005`` are ILQL's (``trainers.algorithms.ilql.ilql``) and the
+    authors'."""
+
+    #: discount per utterance.
+    gamma: float = 0.99
+    #: Polyak rate of the target Q heads after every optimizer step.
+    alpha: float = 0.005
+    #: candidates the agent samples from its LM per turn, saying the one with the highest Q.
+    samples: int = 4
+
+    def __post_init__(self) -> None:
+        """Rejects fewer than one candidate, naming the field."""
+        if self.samples < 1:
+            raise ValueError(f"{type(self).__name__}.samples: must be >= 1, got {self.samples}")
+
+
+@dataclasses.dataclass
+class UtteranceILQLConfig(UtteranceAgentConfig):
+    """Utterance-level ILQL hyperparameters: ``UtteranceAgentConfig``'s plus V's expectile and the loss weights.
+
+    Twin Q heads whose ``min`` is the target and the BC term at weight 1 are ILQL's and the authors'; ``samples``
+    stays 4, the authors'. The learning rate stays ``TrainConfig``'s (the authors fine-tune a pretrained GPT-2;
+    ours trains a small model from random weights).
+    """
+
+    #: output folder.
+    out: str = "runs/utterance_ilql"
+    #: V's expectile over the dataset's utterances at a state (0.9: the authors' utterance-level setting).
+    tau: float = 0.9
+    #: weight of the Q heads' TD loss.
+    q_weight: float = 1.0
+    #: weight of V's expectile loss.
+    v_weight: float = 1.0
+    #: weight of the BC term that trains the LM the agent samples its candidates from.
+    awac_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        """Also rejects a ``tau`` outside (0, 1), naming the field."""
+        super().__post_init__()
+        if not 0 < self.tau < 1:
+            raise ValueError(f"UtteranceILQLConfig.tau: must be in (0, 1), got {self.tau}")
+
+
+__all__ = ["UtteranceAgentConfig", "UtteranceILQLConfig"]
