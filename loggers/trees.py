@@ -65,6 +65,7 @@ class TreeSpec:
       pair_method: ``positive_negative`` or ``interval`` (``rlds_lang.trees.select_pairs``).
       threshold: ``positive_negative``'s threshold (None: the mid-point of ``reward_range``).
       interval_threshold_proportion: ``interval``'s minimum gap as a share of the reward range.
+      strict_threshold: ``positive_negative`` leaves values exactly at the threshold out (default: positive).
       distinct_tries: at a decision point with several responses, a response that repeats an earlier
         sibling's is sampled again (a fresh seed each time) up to this many times, so that a peaked policy
         still offers different responses to compare (a repeated response can never form a pair); 0 keeps
@@ -80,6 +81,7 @@ class TreeSpec:
     pair_method: str = "interval"
     threshold: float | None = None
     interval_threshold_proportion: float = 0.1
+    strict_threshold: bool = False
     distinct_tries: int = 0
 
     def __post_init__(self) -> None:
@@ -338,7 +340,8 @@ def plan_paths(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, see
     for tree, tree_seed in zip(grown, tree_seeds):
         values = expected_rewards(tree)
         pairs = select_pairs(tree, values, spec.pair_method, spec.reward_range, seed=rng, threshold=spec.threshold,
-                             interval_threshold_proportion=spec.interval_threshold_proportion)
+                             interval_threshold_proportion=spec.interval_threshold_proportion,
+                             strict_threshold=spec.strict_threshold)
         fields = tree_step_fields(tree, values, pairs)
         paths += [TreePath(tree, nodes, tree_seed, k, fields) for k, nodes in enumerate(tree.paths())]
         num_pairs += len(pairs.chosen)

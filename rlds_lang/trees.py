@@ -14,7 +14,8 @@ equally (the Monte Carlo estimate of the node's value under the sampling policy)
 from the leaves to the root with ``numpy`` (``expected_rewards``). A leaf's value is its path's return.
 
 Pairs (per agent, among the children of each node and among the first responses): ``positive_negative``
-picks one child above and one below a threshold (default: the mid-point of the reward range),
+picks one child at or above and one below a threshold (default: the mid-point of the reward range; a value
+exactly at the threshold counts as positive, as in MALT's reference trainer, unless ``strict_threshold``),
 ``interval`` one pair whose values differ by more than ``interval_threshold_proportion * (max - min)``
 possible reward. One pair per node, drawn uniformly from the qualifying ones with a seeded generator
 (``select_pairs``). Two siblings with the same response text never form a pair: in a deterministic
@@ -210,19 +211,21 @@ def _sibling_groups(tree: ResponseTree) -> list[tuple[int, int, np.ndarray]]:
 
 def select_pairs(tree: ResponseTree, values: np.ndarray, method: str, reward_range: tuple[float, float], *,
                  seed: int | np.random.Generator = 0, threshold: float | None = None,
-                 interval_threshold_proportion: float = 0.1) -> Pairs:
+                 interval_threshold_proportion: float = 0.1, strict_threshold: bool = False) -> Pairs:
     """At most one (chosen, rejected) pair per node and agent among its children, drawn with ``seed``.
 
     Args:
       tree: the tree.
       values: ``expected_rewards(tree)``.
-      method: ``positive_negative`` (one child with value > ``threshold``, one with value < it) or
+      method: ``positive_negative`` (one child with value >= ``threshold``, one with value < it) or
         ``interval`` (a pair whose values differ by more than ``interval_threshold_proportion * (max - min)``);
         either way the two responses' texts differ.
       reward_range: ``(min, max)`` possible total reward of an episode.
       seed: an integer seed or a ``np.random.Generator`` (shared over trees for one draw per dataset).
       threshold: ``positive_negative``'s threshold (default: the mid-point of ``reward_range``).
       interval_threshold_proportion: ``interval``'s minimum gap as a share of the reward range.
+      strict_threshold: ``positive_negative`` drops values exactly at the threshold (chosen > threshold) instead
+        of counting them as positive; with Wordle's integer returns and mid-point -3 that drops many ties.
     """
     if method not in PAIR_SELECTORS:
         raise ValueError(f"select_pairs: unknown method {method!r}; known: {PAIR_SELECTORS}")
@@ -237,7 +240,8 @@ def select_pairs(tree: ResponseTree, values: np.ndarray, method: str, reward_ran
     for parent, agent, group in _sibling_groups(tree):
         v = tree.agent_values(values, agent)[group]
         if method == "positive_negative":
-            allowed = (v[:, None] > threshold) & (v[None, :] < threshold)
+            positive = v > threshold if strict_threshold else v >= threshold
+            allowed = positive[:, None] & (v[None, :] < threshold)
         else:
             allowed = v[:, None] - v[None, :] > gap
         texts = np.asarray([tree.actions[g] for g in group], dtype=object)

@@ -60,6 +60,16 @@ def test_positive_negative_selector():
     assert positive[5] and negative[6] and not positive[6]
 
 
+def test_positive_negative_keeps_values_at_the_threshold_as_positive():
+    # Wordle-like: first responses worth -3 (exactly the mid-point of (-6, 0)) and -5
+    tree = ResponseTree("w", np.full(3, -1), np.array([-3.0, -5.0, -3.0]), ["a", "b", "c"])
+    values = expected_rewards(tree)
+    pairs = select_pairs(tree, values, "positive_negative", (-6.0, 0.0), seed=0)
+    assert len(pairs.chosen) == 1 and tree.actions[pairs.chosen[0]] in ("a", "c") and pairs.rejected.tolist() == [1]
+    strict = select_pairs(tree, values, "positive_negative", (-6.0, 0.0), seed=0, strict_threshold=True)
+    assert len(strict.chosen) == 0  # the earlier rule: -3 is neither side
+
+
 def test_siblings_with_the_same_response_never_form_a_pair():
     # three first responses: two copies of "a" (values 0 and -2) and one "b" (value -1); by value alone the
     # copies of "a" are the widest pair, but they are one decision, so only ("a", "b") pairs qualify
