@@ -136,6 +136,10 @@ class ProposerCheckerEnv(LanguageEnv):
         """The agent whose action the environment waits for: 0 (proposer) or 1 (checker)."""
         return int(self._observation["agent"])
 
+    def agent_actions(self, agent: int) -> list[str]:
+        """Every action ``agent`` may take: the guess list (proposer) or ``accept``/``reject`` (checker)."""
+        return list(self.guesses.words) if agent == PROPOSER else [ACCEPT, REJECT]
+
     def agent_rewards(self) -> np.ndarray:
         """float64 ``[2]``: each role's reward for the last step (``role_rewards``)."""
         return self._last_rewards.copy()

@@ -100,6 +100,28 @@ class RoleTeam:
         """The acting agent's member's action."""
         return self.member_of(observations).act(observations, actions)
 
+    def act_batch(self, histories: Sequence[tuple[Sequence[Observation], Sequence[str]]],
+                  seeds: Sequence[int]) -> list[str]:
+        """The next action of several seeded games: each member answers its games at once (its own ``act_batch``
+        when it has one, else ``reset(seed)`` and ``act`` per game)."""
+        out: list[str | None] = [None] * len(histories)
+        by_member: dict[int, list[int]] = {}
+        for i, (observations, _) in enumerate(histories):
+            by_member.setdefault(id(self.member_of(observations)), []).append(i)
+        for rows in by_member.values():
+            member = self.member_of(histories[rows[0]][0])
+            batch = getattr(member, "act_batch", None)
+            if callable(batch):
+                answers = batch([histories[i] for i in rows], seeds=[seeds[i] for i in rows])
+            else:
+                answers = []
+                for i in rows:
+                    member.reset(seeds[i])
+                    answers.append(member.act(*histories[i]))
+            for i, answer in zip(rows, answers):
+                out[i] = answer
+        return [str(a) for a in out]
+
     def params(self) -> Mapping[str, Any]:
         return {"members": [policy_spec(m) for m in self.members]}
 
