@@ -129,7 +129,8 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None)
     started = time.perf_counter()
     for step in range(config.steps):
         index = torch.from_numpy(batch_indices(len(turns), config.batch_size, step, config.seed))
-        batch = {k: v[index] for k, v in tensors.items()}
+        width = int(tensors["attention_mask"][index].sum(1).max())  # right-padded: drop the all-pad columns
+        batch = {k: v[index, :width] for k, v in tensors.items()}
         logps = sequence_logps(module.lm, batch["input_ids"], batch["attention_mask"], batch["response_mask"])
         loss = -logps.sum() / batch["response_mask"][:, 1:].sum().clamp(min=1)
         optimizer.zero_grad(set_to_none=True)

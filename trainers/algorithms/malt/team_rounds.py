@@ -22,7 +22,6 @@ when the command is run again. Defaults are the reference trainer's (``trainers.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import numpy as np
 
 from loggers import read_episodes
 from loggers.trees import TreeSpec, record_trees
-from trainers.algorithms.malt.expert_iteration import ROUND_FILE, keep_mask, record_once
+from trainers.algorithms.malt.expert_iteration import keep_mask, read_round_file, record_once, write_round_file
 from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups, team_policy
 
 
@@ -118,15 +117,13 @@ class TeamRound:
 
     def save(self, round_dir: Path) -> None:
         """Writes ``round.json`` atomically."""
-        tmp = round_dir / (ROUND_FILE + ".tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True))
-        tmp.rename(round_dir / ROUND_FILE)
+        write_round_file(self, round_dir)
 
     @classmethod
     def load(cls, round_dir: Path) -> "TeamRound | None":
         """The record of a finished round, or None."""
-        path = round_dir / ROUND_FILE
-        return cls(**json.loads(path.read_text())) if path.exists() else None
+        fields = read_round_file(round_dir)
+        return None if fields is None else cls(**fields)
 
 
 def round_seeds(config: TeamMALTConfig, r: int, n: int) -> list[int]:
