@@ -134,7 +134,7 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
 
     settings = malt_roles.SMOKE if args.smoke else malt_roles.COMMITTED
     workdir = Path(args.workdir)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     bc = malt_roles.train_bc(settings, workdir)
     agents, arms = [("bc", bc)], {}
     for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
@@ -144,7 +144,8 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
         agents.append((name, rounds[-1].checkpoints))
     rows = malt_roles.evaluate_rows(agents, settings)
     command = "rlds-lang malt-roles-results" + (" --smoke" if args.smoke else "")
-    summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command)
+    summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
+                                       time.process_time() - cpu_started)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(malt_roles.splice(out.read_text() if out.exists() else "# MALT and expert iteration on Wordle\n",
