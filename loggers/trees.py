@@ -43,8 +43,8 @@ import numpy as np
 from loggers.reader import read_episodes
 from loggers.record import record
 from rlds_lang.env import LanguageEnv, Observation, Policy, as_text, innermost, policy_params_json
-from rlds_lang.trees import (TREE_LAST_STEP, ResponseTree, TreeError, expected_rewards, rebuild_trees,
-                             select_pairs, tree_step_fields)
+from rlds_lang.trees import (AGENT_REWARDS, TREE_LAST_STEP, ResponseTree, TreeError, expected_rewards,
+                             rebuild_trees, select_pairs, tree_step_fields)
 
 #: episode metadata of response-tree episodes (name -> spec).
 TREE_EPISODE_METADATA: dict[str, Any] = {"tree_id": str, "path_index": np.int32}
@@ -61,10 +61,13 @@ class TreeSpec:
         (None: branch everywhere). ``branching=1`` grows plain episodes (expert iteration's samples).
       branch_from: decision points at depth < this get one response too (a shared trunk), so trees can branch
         where the policy is uncertain (a Wordle policy's first guesses are nearly fixed) at the same size.
-      reward_range: ``(min, max)`` possible total reward of an episode (Wordle: ``(-6, 0)``).
+      reward_range: ``(min, max)`` possible total reward of an episode (Wordle: ``(-6, 0)``), or one such pair per
+        agent (``rlds_lang.trees.agent_reward_range``).
       pair_method: ``positive_negative`` or ``interval`` (``rlds_lang.trees.select_pairs``).
-      threshold: ``positive_negative``'s threshold (None: the mid-point of ``reward_range``).
+      threshold: ``positive_negative``'s threshold, shared or a tuple with one per agent (None: the mid-point of
+        the acting agent's ``reward_range``).
       interval_threshold_proportion: ``interval``'s minimum gap as a share of the reward range.
+      strict_threshold: ``positive_negative`` leaves values exactly at the threshold out (default: positive).
       distinct_tries: at a decision point with several responses, a response that repeats an earlier
         sibling's is sampled again (a fresh seed each time) up to this many times, so that a peaked policy
         still offers different responses to compare (a repeated response can never form a pair); 0 keeps
@@ -76,10 +79,11 @@ class TreeSpec:
     max_depth: int | None = None
     branch_depth: int | None = None
     branch_from: int = 0
-    reward_range: tuple[float, float] = (0.0, 1.0)
+    reward_range: tuple[float, float] | tuple[tuple[float, float], ...] = (0.0, 1.0)
     pair_method: str = "interval"
-    threshold: float | None = None
+    threshold: float | tuple[float | None, ...] | None = None
     interval_threshold_proportion: float = 0.1
+    strict_threshold: bool = False
     distinct_tries: int = 0
 
     def __post_init__(self) -> None:
@@ -95,7 +99,8 @@ class TreeSpec:
 
     def as_metadata(self) -> dict[str, Any]:
         """The spec as dataset-level metadata."""
-        return {f"tree_{k}": (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(self).items()}
+        as_lists = lambda v: [as_lists(x) for x in v] if isinstance(v, (tuple, list)) else v  # noqa: E731
+        return {f"tree_{k}": as_lists(v) for k, v in dataclasses.asdict(self).items()}
 
 
 def branch_seed(tree_seed: int, parent: int, k: int) -> int:
@@ -107,12 +112,20 @@ def branch_seed(tree_seed: int, parent: int, k: int) -> int:
 @dataclasses.dataclass
 class _Replay:
     observations: list[Observation]
-    rewards: list[float]
+    rewards: list[Any]
     done: bool
 
 
+def step_rewards(env: LanguageEnv, timestep: dm_env.TimeStep) -> Any:
+    """The reward of the step just taken: the environment's ``agent_rewards()`` (one per agent) if it has one,
+    else the timestep's scalar reward."""
+    method = getattr(env, "agent_rewards", None)
+    return np.asarray(method(), np.float64) if callable(method) else float(timestep.reward)
+
+
 def replay(env: LanguageEnv, seed: int, actions: Sequence[str]) -> _Replay:
-    """Plays ``actions`` from the start state seeded ``seed``: observations, rewards, whether the episode ended."""
+    """Plays ``actions`` from the start state seeded ``seed``: observations, rewards (``step_rewards``), whether
+    the episode ended."""
     env.seed(seed)
     timestep = env.reset()
     observations, rewards = [timestep.observation], []
@@ -121,7 +134,7 @@ def replay(env: LanguageEnv, seed: int, actions: Sequence[str]) -> _Replay:
             raise TreeError(f"replay of seed {seed}: the episode ended before action {len(rewards)} {action!r}")
         timestep = env.step(action)
         observations.append(timestep.observation)
-        rewards.append(float(timestep.reward))
+        rewards.append(step_rewards(env, timestep))
     return _Replay(observations, rewards, timestep.last())
 
 
@@ -170,8 +183,8 @@ def grow_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seeds: Sequence
     """The response trees of ``policy`` from the start states seeded ``seeds`` (see the module docstring).
 
     All trees grow level by level in lockstep, so a batched policy samples every open branch of a level at once.
-    Each response belongs to the agent acting at its decision point (``acting_agent``); the environment's
-    scalar reward is shared by all agents (a vector per agent can be given to ``ResponseTree`` directly).
+    Each response belongs to the agent acting at its decision point (``acting_agent``); its reward is the
+    environment's reward per agent when it has ``agent_rewards()``, else the scalar reward shared by all agents.
     """
     parents: list[list[int]] = [[] for _ in seeds]
     agents: list[list[int]] = [[] for _ in seeds]
@@ -263,9 +276,15 @@ class TreeEnv(LanguageEnv):
     def episode_metadata(self) -> dict[str, Any]:
         return {**self._environment.episode_metadata(), **self.tags}
 
+    def last_fields(self) -> dict[str, Any]:
+        """The node fields of a path's last step (it holds no response): neutral values of the same fields."""
+        if self.fields and AGENT_REWARDS in self.fields[0]:
+            return {**TREE_LAST_STEP, AGENT_REWARDS: np.zeros_like(self.fields[0][AGENT_REWARDS])}
+        return TREE_LAST_STEP
+
     def step_metadata(self) -> dict[str, Any]:
         turn = self._num_steps
-        fields = self.fields[turn] if turn < len(self.fields) else TREE_LAST_STEP
+        fields = self.fields[turn] if turn < len(self.fields) else self.last_fields()
         return {**self._environment.step_metadata(), **fields}
 
 
@@ -338,7 +357,8 @@ def plan_paths(env: LanguageEnv, policy: Policy, spec: TreeSpec, trees: int, see
     for tree, tree_seed in zip(grown, tree_seeds):
         values = expected_rewards(tree)
         pairs = select_pairs(tree, values, spec.pair_method, spec.reward_range, seed=rng, threshold=spec.threshold,
-                             interval_threshold_proportion=spec.interval_threshold_proportion)
+                             interval_threshold_proportion=spec.interval_threshold_proportion,
+                             strict_threshold=spec.strict_threshold)
         fields = tree_step_fields(tree, values, pairs)
         paths += [TreePath(tree, nodes, tree_seed, k, fields) for k, nodes in enumerate(tree.paths())]
         num_pairs += len(pairs.chosen)
@@ -403,4 +423,4 @@ def record_and_read_trees(env: LanguageEnv, policy: Policy, spec: TreeSpec, seed
 
 
 __all__ = ["TREE_EPISODE_METADATA", "PathHook", "PathReplayPolicy", "TreeEnv", "TreeRecordResult", "TreeSpec",
-           "TreePath", "acting_agent", "branch_seed", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "resample_copies", "sample_responses"]
+           "TreePath", "acting_agent", "branch_seed", "step_rewards", "check_replayed", "grow_tree", "grow_trees", "record_paths", "plan_paths", "record_and_read_trees", "record_trees", "replay", "resample_copies", "sample_responses"]

@@ -14,7 +14,8 @@ equally (the Monte Carlo estimate of the node's value under the sampling policy)
 from the leaves to the root with ``numpy`` (``expected_rewards``). A leaf's value is its path's return.
 
 Pairs (per agent, among the children of each node and among the first responses): ``positive_negative``
-picks one child above and one below a threshold (default: the mid-point of the reward range),
+picks one child at or above and one below a threshold (default: the mid-point of the reward range; a value
+exactly at the threshold counts as positive, as in MALT's reference trainer, unless ``strict_threshold``),
 ``interval`` one pair whose values differ by more than ``interval_threshold_proportion * (max - min)``
 possible reward. One pair per node, drawn uniformly from the qualifying ones with a seeded generator
 (``select_pairs``). Two siblings with the same response text never form a pair: in a deterministic
@@ -48,6 +49,8 @@ TREE_STEP_FIELDS: dict[str, Any] = {"node_id": str, "parent_node_id": str, "agen
 TREE_LAST_STEP: dict[str, Any] = {"node_id": "", "parent_node_id": "", "agent": np.int32(-1),
                                   "expected_reward": np.float32(0.0),
                                   "is_pair_positive": np.bool_(False), "is_pair_negative": np.bool_(False)}
+#: the step field holding a node's reward per agent (float32 ``[A]``) in trees of a multi-agent environment.
+AGENT_REWARDS = "agent_rewards"
 #: the pair selectors ``select_pairs`` knows.
 PAIR_SELECTORS = ("positive_negative", "interval")
 
@@ -208,38 +211,71 @@ def _sibling_groups(tree: ResponseTree) -> list[tuple[int, int, np.ndarray]]:
     return [(int(tree.parent[g[0]]), int(tree.agent[g[0]]), g) for g in np.split(order, cuts) if len(g)]
 
 
-def select_pairs(tree: ResponseTree, values: np.ndarray, method: str, reward_range: tuple[float, float], *,
-                 seed: int | np.random.Generator = 0, threshold: float | None = None,
-                 interval_threshold_proportion: float = 0.1) -> Pairs:
+def agent_reward_range(reward_range: Sequence[float] | Sequence[Sequence[float]], agent: int) -> tuple[float, float]:
+    """``(min, max)`` possible return of ``agent``: ``reward_range`` is one ``(min, max)`` shared by every agent or
+    one per agent (MALT's per-agent range).
+
+    >>> agent_reward_range((-6.0, 0.0), 1), agent_reward_range([(-6.0, 0.0), (-9.0, 0.0)], 1)
+    ((-6.0, 0.0), (-9.0, 0.0))
+    """
+    ranges = np.asarray(reward_range, dtype=np.float64)
+    if ranges.ndim == 2 and ranges.shape[1] == 2:
+        if not 0 <= agent < len(ranges):
+            raise ValueError(f"reward_range gives {len(ranges)} per-agent ranges, but agent {agent} acts")
+        ranges = ranges[agent]
+    if ranges.shape != (2,) or not ranges[1] > ranges[0]:
+        raise ValueError(f"reward_range must be (min, max) with max > min, or one such pair per agent; got "
+                         f"{str(reward_range)[:80]}")
+    return float(ranges[0]), float(ranges[1])
+
+
+def agent_threshold(threshold: float | Sequence[float | None] | None, low: float, high: float, agent: int) -> float:
+    """``positive_negative``'s threshold for ``agent``: one shared value, one per agent, or None for the mid-point
+    of the agent's range."""
+    if threshold is not None and not np.isscalar(threshold):
+        if not 0 <= agent < len(threshold):
+            raise ValueError(f"threshold gives {len(threshold)} per-agent values, but agent {agent} acts")
+        threshold = threshold[agent]
+    return (low + high) / 2 if threshold is None else float(threshold)
+
+
+def select_pairs(tree: ResponseTree, values: np.ndarray, method: str,
+                 reward_range: Sequence[float] | Sequence[Sequence[float]], *,
+                 seed: int | np.random.Generator = 0, threshold: float | Sequence[float | None] | None = None,
+                 interval_threshold_proportion: float = 0.1, strict_threshold: bool = False) -> Pairs:
     """At most one (chosen, rejected) pair per node and agent among its children, drawn with ``seed``.
+
+    Each sibling group belongs to the agent acting there, and is judged by that agent's expected rewards
+    (``values[:, agent]``), threshold and reward range.
 
     Args:
       tree: the tree.
       values: ``expected_rewards(tree)``.
-      method: ``positive_negative`` (one child with value > ``threshold``, one with value < it) or
+      method: ``positive_negative`` (one child with value >= ``threshold``, one with value < it) or
         ``interval`` (a pair whose values differ by more than ``interval_threshold_proportion * (max - min)``);
         either way the two responses' texts differ.
-      reward_range: ``(min, max)`` possible total reward of an episode.
+      reward_range: ``(min, max)`` possible total reward of an episode, shared or one per agent
+        (``agent_reward_range``).
       seed: an integer seed or a ``np.random.Generator`` (shared over trees for one draw per dataset).
-      threshold: ``positive_negative``'s threshold (default: the mid-point of ``reward_range``).
-      interval_threshold_proportion: ``interval``'s minimum gap as a share of the reward range.
+      threshold: ``positive_negative``'s threshold, shared or one per agent (default: the mid-point of the
+        agent's reward range).
+      interval_threshold_proportion: ``interval``'s minimum gap as a share of the agent's reward range.
+      strict_threshold: ``positive_negative`` drops values exactly at the threshold (chosen > threshold) instead
+        of counting them as positive; with Wordle's integer returns and mid-point -3 that drops many ties.
     """
     if method not in PAIR_SELECTORS:
         raise ValueError(f"select_pairs: unknown method {method!r}; known: {PAIR_SELECTORS}")
-    low, high = map(float, reward_range)
-    if not high > low:
-        raise ValueError(f"select_pairs: reward_range must be (min, max) with max > min, got {reward_range}")
-    if threshold is None:
-        threshold = (low + high) / 2
-    gap = float(interval_threshold_proportion) * (high - low)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     chosen, rejected, agents, parents = [], [], [], []
     for parent, agent, group in _sibling_groups(tree):
+        low, high = agent_reward_range(reward_range, agent)
         v = tree.agent_values(values, agent)[group]
         if method == "positive_negative":
-            allowed = (v[:, None] > threshold) & (v[None, :] < threshold)
+            cut = agent_threshold(threshold, low, high, agent)
+            positive = v > cut if strict_threshold else v >= cut
+            allowed = positive[:, None] & (v[None, :] < cut)
         else:
-            allowed = v[:, None] - v[None, :] > gap
+            allowed = v[:, None] - v[None, :] > float(interval_threshold_proportion) * (high - low)
         texts = np.asarray([tree.actions[g] for g in group], dtype=object)
         better, worse = np.nonzero(allowed & (texts[:, None] != texts[None, :]))
         if not len(better):
@@ -261,10 +297,12 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def rebuild_trees(episodes: Iterable[Mapping[str, Any]], reward_key: str = "reward",
+def rebuild_trees(episodes: Iterable[Mapping[str, Any]], reward_key: str | None = None,
                   agent_key: str = "agent") -> list[ResponseTree]:
     """The response trees that flat episodes (``{"steps": [...], ...}``, as ``loggers.reader`` yields) spell.
 
+    A node's reward is the step's ``reward_key``; by default its per-agent ``AGENT_REWARDS`` when the step has them
+    (trees of a multi-agent environment), else its ``reward``.
     Each step (but the last) needs ``node_id`` and ``parent_node_id``; a tree is the set of nodes under one
     pseudo-parent ``{tree_id}/root``. Steps with the same ``node_id`` must agree on parent, action and reward
     (``TreeError`` naming the episode and step otherwise). A step without ``agent_key`` is agent 0. Nodes keep
@@ -285,8 +323,8 @@ def rebuild_trees(episodes: Iterable[Mapping[str, Any]], reward_key: str = "rewa
                                 f"{previous!r}")
             if previous is None and not pid.endswith("/root"):
                 raise TreeError(f"episode {name}, step 0: parent_node_id {pid!r} is not a pseudo-parent '<tree>/root'")
-            record = {"parent": pid, "action": _text(step["action"]),
-                      "reward": np.asarray(step[reward_key], np.float64),
+            key = reward_key or (AGENT_REWARDS if AGENT_REWARDS in step else "reward")
+            record = {"parent": pid, "action": _text(step["action"]), "reward": np.asarray(step[key], np.float64),
                       "agent": int(step.get(agent_key, 0)), "where": f"episode {name}, step {i}"}
             known = nodes.setdefault(nid, record)
             if known is not record and (known["parent"] != pid or known["action"] != record["action"]
@@ -319,12 +357,19 @@ def _assemble(nodes: dict[str, dict[str, Any]]) -> list[ResponseTree]:
 
 
 def tree_step_fields(tree: ResponseTree, values: np.ndarray, pairs: Pairs | None) -> list[dict[str, Any]]:
-    """Per node, the step fields of ``TREE_STEP_FIELDS`` (the acting agent and its expected reward)."""
+    """Per node, the step fields of ``TREE_STEP_FIELDS`` (the acting agent and its expected reward), plus the
+    node's reward per agent (``AGENT_REWARDS``) when the tree has several reward columns."""
     positive, negative = pairs.flags(tree.num_nodes) if pairs is not None else (np.zeros(tree.num_nodes, bool),) * 2
     root = pseudo_parent_id(tree.tree_id)
-    return [{"node_id": tree.ids[n], "parent_node_id": tree.ids[p] if p >= 0 else root,
-             "agent": np.int32(tree.agent[n]), "expected_reward": np.float32(tree.agent_values(values, tree.agent[n])[n]), "is_pair_positive": np.bool_(positive[n]),
-             "is_pair_negative": np.bool_(negative[n])} for n, p in enumerate(tree.parent.tolist())]
+    fields = [{"node_id": tree.ids[n], "parent_node_id": tree.ids[p] if p >= 0 else root,
+               "agent": np.int32(tree.agent[n]),
+               "expected_reward": np.float32(tree.agent_values(values, tree.agent[n])[n]),
+               "is_pair_positive": np.bool_(positive[n]), "is_pair_negative": np.bool_(negative[n])}
+              for n, p in enumerate(tree.parent.tolist())]
+    if tree.num_agents > 1:
+        for n, field in enumerate(fields):
+            field[AGENT_REWARDS] = tree.rewards[n].astype(np.float32)
+    return fields
 
 
 def pair_histories(tree: ResponseTree, pairs: Pairs) -> list[tuple[list[int], int, int]]:
@@ -339,6 +384,6 @@ def pair_histories(tree: ResponseTree, pairs: Pairs) -> list[tuple[list[int], in
     return out
 
 
-__all__ = ["PAIR_SELECTORS", "TREE_LAST_STEP", "TREE_STEP_FIELDS", "Pairs", "ResponseTree", "TreeError",
-           "expected_rewards", "node_id", "pair_histories", "pseudo_parent_id", "rebuild_trees", "select_pairs",
+__all__ = ["AGENT_REWARDS", "PAIR_SELECTORS", "TREE_LAST_STEP", "TREE_STEP_FIELDS", "Pairs", "ResponseTree", "TreeError",
+           "agent_reward_range", "agent_threshold", "expected_rewards", "node_id", "pair_histories", "pseudo_parent_id", "rebuild_trees", "select_pairs",
            "tree_step_fields"]

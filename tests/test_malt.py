@@ -28,6 +28,14 @@ from trainers.core.checkpoint import read_checkpoint_config
 torch.set_num_threads(1)
 
 
+def test_defaults_are_the_reference_trainer_s():
+    config = MALTConfig()
+    assert config.branching == 2 and config.nll_coef == 0.0 and not config.reuse_rollouts
+    assert config.pair_method == "positive_negative" and not config.strict_threshold and config.beta == 0.1
+    spec = config.tree_spec("malt")
+    assert spec.branching == 2 and not spec.strict_threshold and spec.threshold is None
+
+
 def test_keep_mask_threshold_and_top_fraction():
     returns = np.array([-6.0, -2.0, -4.0, -2.0, -5.0])
     assert keep_mask(returns, min_return=-4.0).tolist() == [False, True, True, True, False]
@@ -59,7 +67,7 @@ def test_compatibility_rule():
 def test_malt_round_trains_dpo_and_reuses_compatible_trees(tmp_path):
     init = tiny_checkpoint(tmp_path / "init")
     config = MALTConfig(init=str(init), out=str(tmp_path / "m"), trees=2, branching=2, branch_depth=1, dpo_steps=2,
-                        dpo_batch_size=2, pair_method="interval")
+                        dpo_batch_size=2, pair_method="interval", reuse_rollouts=True)
     env, sampler = WordleEnv(), RandomMixturePolicy(prob_smart=1.0)
     first = malt_round(config, env, sampler, init, 0, tmp_path / "r0", [], progress=False)
     assert first.kind == "malt" and first.selected > 0 and first.env_steps > 0
@@ -106,7 +114,7 @@ def test_malt_command_runs_rounds_and_resumes(tmp_path, capsys):
     init = tiny_checkpoint(tmp_path / "init")
     args = ["malt", "--task", "wordle", "--init", str(init), "--out", str(tmp_path / "malt"), "--rounds", "2",
             "--num_initial_ei_rounds", "0", "--trees", "2", "--branching", "2", "--branch_depth", "1",
-            "--dpo_steps", "2", "--eval_games", "2", "--no-progress"]
+            "--dpo_steps", "2", "--eval_games", "2", "--reuse_rollouts", "true", "--no-progress"]
     main(args)
     assert "malt" in capsys.readouterr().out
     r0 = RoundManifest.load(tmp_path / "malt" / "round_00")

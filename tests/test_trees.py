@@ -60,6 +60,16 @@ def test_positive_negative_selector():
     assert positive[5] and negative[6] and not positive[6]
 
 
+def test_positive_negative_keeps_values_at_the_threshold_as_positive():
+    # Wordle-like: first responses worth -3 (exactly the mid-point of (-6, 0)) and -5
+    tree = ResponseTree("w", np.full(3, -1), np.array([-3.0, -5.0, -3.0]), ["a", "b", "c"])
+    values = expected_rewards(tree)
+    pairs = select_pairs(tree, values, "positive_negative", (-6.0, 0.0), seed=0)
+    assert len(pairs.chosen) == 1 and tree.actions[pairs.chosen[0]] in ("a", "c") and pairs.rejected.tolist() == [1]
+    strict = select_pairs(tree, values, "positive_negative", (-6.0, 0.0), seed=0, strict_threshold=True)
+    assert len(strict.chosen) == 0  # the earlier rule: -3 is neither side
+
+
 def test_siblings_with_the_same_response_never_form_a_pair():
     # three first responses: two copies of "a" (values 0 and -2) and one "b" (value -1); by value alone the
     # copies of "a" are the widest pair, but they are one decision, so only ("a", "b") pairs qualify
@@ -287,3 +297,41 @@ def test_docstring_examples():
     for module in (rlds_lang.trees, trainers.algorithms.malt.expert_iteration):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def _two_agent_tree() -> ResponseTree:
+    # agent 0 proposes "p1" or "p2"; under "p1" agent 1 answers "accept" or "reject". Rewards per agent [A=2]:
+    # by agent 0's column "reject" looks better (-1 > -4), by agent 1's own column "accept" is (-1 > -5).
+    rewards = np.array([[0.0, 0.0], [-3.0, -3.0], [-4.0, -1.0], [-1.0, -5.0]])
+    return ResponseTree("m", np.array([-1, -1, 0, 0]), rewards, ["p1", "p2", "accept", "reject"],
+                        agent=np.array([0, 0, 1, 1]))
+
+
+def test_per_agent_values_differ_when_the_agents_rewards_differ():
+    values = expected_rewards(_two_agent_tree())
+    assert values.shape == (4, 2)
+    np.testing.assert_allclose(values[:, 0], [-2.5, -3.0, -4.0, -1.0])
+    np.testing.assert_allclose(values[:, 1], [-3.0, -3.0, -1.0, -5.0])
+
+
+def test_pair_selection_uses_the_acting_agent_s_values():
+    tree = _two_agent_tree()
+    values = expected_rewards(tree)
+    pairs = select_pairs(tree, values, "interval", (-6.0, 0.0), seed=0, interval_threshold_proportion=0.05)
+    by_parent = {int(p): (tree.actions[c], tree.actions[r], int(a))
+                 for p, c, r, a in zip(pairs.parent, pairs.chosen, pairs.rejected, pairs.agent)}
+    assert by_parent[0] == ("accept", "reject", 1)  # agent 1's decision, judged by agent 1's column
+    assert by_parent[-1] == ("p1", "p2", 0)  # agent 0's decision by agent 0's column: -2.5 vs -3.0
+
+
+def test_positive_negative_uses_the_acting_agent_s_reward_range():
+    # agent 1's returns lie in (-12, 0): its mid-point -6 separates -5 from -7; the shared (-6, 0)'s -3 does not
+    rewards = np.array([[0.0, 0.0], [-1.0, -5.0], [-1.0, -7.0]])
+    tree = ResponseTree("r", np.array([-1, 0, 0]), rewards, ["p", "accept", "reject"], agent=np.array([0, 1, 1]))
+    values = expected_rewards(tree)
+    per_agent = select_pairs(tree, values, "positive_negative", [(-6.0, 0.0), (-12.0, 0.0)], seed=0)
+    assert [(tree.actions[c], tree.actions[r]) for c, r in zip(per_agent.chosen, per_agent.rejected)] == [
+        ("accept", "reject")]
+    assert len(select_pairs(tree, values, "positive_negative", (-6.0, 0.0), seed=0).chosen) == 0
+    with pytest.raises(ValueError, match="agent 1 acts"):
+        select_pairs(tree, values, "positive_negative", [(-6.0, 0.0)], seed=0)

@@ -1,6 +1,7 @@
-"""``rlds-lang results``, ``rlds-lang malt-results`` and ``rlds-lang ppo-results``: the commands that regenerate
-the results pages of ``docs/`` (``docs/results.md``, ``docs/lmrl_gym.md``, ``docs/section5.md``, ``docs/malt.md``,
-``docs/ppo.md``) from the experiments of ``trainers.experiments``.
+"""``rlds-lang results``, ``rlds-lang malt-results``, ``rlds-lang malt-roles-results`` and ``rlds-lang ppo-results``:
+the commands that regenerate the results pages of ``docs/`` (``docs/results.md``, ``docs/lmrl_gym.md``,
+``docs/section5.md``, ``docs/malt.md`` and its two-role section, ``docs/ppo.md``) from the experiments of
+``trainers.experiments``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from trainers.experiments.malt import (
     run_arm,
     train_bc,
 )
+from trainers.experiments.malt_roles import kept_blocks
 from trainers.experiments.ppo.results import run
 from trainers.experiments.ppo.rlhf import RLHFSizes
 from trainers.experiments.ppo.sentiment import SentimentSizes
@@ -126,9 +128,46 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     command = " ".join(["rlds-lang malt-results", *(["--smoke"] if args.smoke else []),
                         *(f"--agent {spec}" for spec in args.agent)])
-    out.write_text(document(rows, arms, settings, time.perf_counter() - started, args.smoke, command))
+    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command)
+    out.write_text(kept_blocks(out.read_text(), page) if out.exists() else page)  # the two-role section stays
     print(f"results -> {out}")
     return out
+
+
+def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
+    """Runs the two-role experiment (``trainers.experiments.malt_roles``) and splices its section into the page."""
+    from trainers.experiments import malt_roles
+
+    settings = malt_roles.SMOKE if args.smoke else malt_roles.COMMITTED
+    workdir = Path(args.workdir)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    bc = malt_roles.train_bc(settings, workdir)
+    agents, arms = [("bc", bc)], {}
+    for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
+        rounds = arms[name] = malt_roles.run_arm(name, bc, ei_rounds, settings, workdir)
+        if name == "malt" and 0 < ei_rounds < len(rounds):
+            agents.append((malt_roles.MALT_START, rounds[ei_rounds - 1].checkpoints))
+        agents.append((name, rounds[-1].checkpoints))
+    rows = malt_roles.evaluate_rows(agents, settings)
+    command = "rlds-lang malt-roles-results" + (" --smoke" if args.smoke else "")
+    summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
+                                       time.process_time() - cpu_started)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(malt_roles.splice(out.read_text() if out.exists() else "# MALT and expert iteration on Wordle\n",
+                                     summary, text))
+    print(f"results -> {out}")
+    return out
+
+
+def add_malt_roles_results_parser(sub: Any) -> None:
+    """Adds ``rlds-lang malt-roles-results``."""
+    parser = sub.add_parser("malt-roles-results",
+                            help="reproduce the two-role Wordle section of docs/malt.md (BC, EI and per-agent MALT)")
+    parser.add_argument("--out", default=str(REPO / "docs" / "malt.md"))
+    parser.add_argument("--workdir", default=str(REPO / "runs" / "malt_roles_results"))
+    parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
+    parser.set_defaults(func=cmd_malt_roles_results)
 
 
 def add_malt_results_parser(sub: Any) -> None:

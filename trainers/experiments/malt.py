@@ -42,6 +42,9 @@ COMMITTED: dict[str, Any] = {
     # -3.79 with natural samples branched at guesses 2-3 and interval pairs (positive_negative there: -3.84)
     "round_dpo_epochs": 2, "round_dpo_steps": 150, "round_distinct_tries": 0, "branch_from": 1, "branch_depth": 3,
     "pair_method": "interval",  # round_dpo_steps: used only when round_dpo_epochs is None
+    # this page's MALT rounds also train on the pairs of compatible earlier rounds (MALTConfig's default is now the
+    # reference trainer's: each round's own pairs only)
+    "round_reuse_rollouts": True,
     "ei_min_return": -5.0, "ei_top_fraction": None, "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
 }
 SMOKE: dict[str, Any] = {
@@ -113,6 +116,7 @@ def run_arm(name: str, init: Path, ei_rounds: int, settings: dict[str, Any], wor
                         dpo_epochs=settings["round_dpo_epochs"],
                         bc_lr=settings["round_bc_lr"], dpo_lr=settings["round_dpo_lr"],
                         distinct_tries=settings["round_distinct_tries"], nll_coef=settings["round_nll_coef"],
+                        reuse_rollouts=settings["round_reuse_rollouts"],
                         ei_min_return=settings["ei_min_return"], ei_top_fraction=settings["ei_top_fraction"],
                         seed=settings["seed"])
     return run_malt(config, progress=progress)

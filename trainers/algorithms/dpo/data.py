@@ -34,13 +34,15 @@ from rlds_lang.trees import (
 
 @dataclasses.dataclass(frozen=True)
 class PreferencePair:
-    """Two sibling responses after the same history; ``chosen`` has the higher expected reward."""
+    """Two sibling responses after the same history; ``chosen`` has the higher expected reward for ``agent``, the
+    agent that gave both (0 in single-agent trees)."""
 
     observations: tuple[str, ...]
     actions: tuple[str, ...]
     chosen: str
     rejected: str
     node_ids: tuple[str, str]
+    agent: int = 0
 
 
 def _text(value: Any) -> str:
@@ -70,7 +72,7 @@ def load_tree_episodes(path: str | os.PathLike, split: str = "train") -> list[di
 
 
 def _node_table(episodes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per node id: parent id, action, observation text at the decision point, pair flags."""
+    """Per node id: parent id, action, observation text at the decision point, acting agent, pair flags."""
     table: dict[str, dict[str, Any]] = {}
     for episode in episodes:
         for step in episode["steps"]:
@@ -80,7 +82,7 @@ def _node_table(episodes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, An
             text = observation["text"] if isinstance(observation, Mapping) else observation
             table.setdefault(_text(step["node_id"]), {
                 "parent": _text(step["parent_node_id"]), "action": _text(step["action"]), "observation": _text(text),
-                "positive": bool(step.get("is_pair_positive", False)),
+                "agent": int(step.get("agent", 0)), "positive": bool(step.get("is_pair_positive", False)),
                 "negative": bool(step.get("is_pair_negative", False))})
     return table
 
@@ -94,17 +96,19 @@ def _pair(table: dict[str, dict[str, Any]], chosen: str, rejected: str) -> Prefe
     prefix.reverse()
     observations = tuple(table[n]["observation"] for n in prefix) + (table[chosen]["observation"],)
     return PreferencePair(observations, tuple(table[n]["action"] for n in prefix), table[chosen]["action"],
-                          table[rejected]["action"], (chosen, rejected))
+                          table[rejected]["action"], (chosen, rejected), table[chosen]["agent"])
 
 
 def tree_pairs(episodes: Iterable[Mapping[str, Any]], pair_method: str | None = None,
-               reward_range: tuple[float, float] = (-6.0, 0.0), threshold: float | None = None,
+               reward_range: Sequence[float] | Sequence[Sequence[float]] = (-6.0, 0.0),
+               threshold: float | Sequence[float | None] | None = None,
                interval_threshold_proportion: float = 0.1, seed: int = 0) -> list[PreferencePair]:
     """The preference pairs of response-tree episodes.
 
     ``pair_method=None`` uses the recorded flags (one positive and one negative child under a parent);
     ``positive_negative`` or ``interval`` re-selects pairs on the rebuilt trees (``rlds_lang.trees.select_pairs``,
-    one generator seeded ``seed`` over all trees, in tree-id order).
+    one generator seeded ``seed`` over all trees, in tree-id order; ``reward_range`` and ``threshold`` may give one
+    value per agent). Each pair says which agent it belongs to (``PreferencePair.agent``).
     """
     episodes = list(episodes)
     table = _node_table(episodes)
@@ -128,6 +132,12 @@ def tree_pairs(episodes: Iterable[Mapping[str, Any]], pair_method: str | None = 
                                 interval_threshold_proportion=interval_threshold_proportion)
         pairs += [_pair(table, tree.ids[c], tree.ids[r]) for _, c, r in pair_histories(tree, selected)]
     return pairs
+
+
+def pairs_of_agents(pairs: Iterable[PreferencePair], agents: Iterable[int]) -> list[PreferencePair]:
+    """The pairs given by any of ``agents`` (a model group's share of a round's pairs)."""
+    wanted = set(int(a) for a in agents)
+    return [p for p in pairs if p.agent in wanted]
 
 
 def encode_response(tokenizer: CharTokenizer, observations: Sequence[str], actions: Sequence[str],
@@ -172,4 +182,5 @@ def encode_pairs(pairs: Sequence[PreferencePair], tokenizer: CharTokenizer, max_
     return out
 
 
-__all__ = ["PreferencePair", "encode_pairs", "encode_response", "load_tree_episodes", "pad_rows", "tree_pairs"]
+__all__ = ["PreferencePair", "encode_pairs", "encode_response", "load_tree_episodes", "pad_rows", "pairs_of_agents",
+           "tree_pairs"]

@@ -72,15 +72,26 @@ class RoundManifest:
 
     def save(self, round_dir: Path) -> None:
         """Writes ``round.json`` atomically."""
-        tmp = round_dir / (ROUND_FILE + ".tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True))
-        tmp.rename(round_dir / ROUND_FILE)
+        write_round_file(self, round_dir)
 
     @classmethod
     def load(cls, round_dir: Path) -> "RoundManifest | None":
         """The manifest of a finished round, or None."""
-        path = round_dir / ROUND_FILE
-        return cls(**json.loads(path.read_text())) if path.exists() else None
+        fields = read_round_file(round_dir)
+        return None if fields is None else cls(**fields)
+
+
+def write_round_file(record: Any, round_dir: Path) -> None:
+    """Writes a round's record (a dataclass) as ``round_dir/round.json``, atomically (temporary file, rename)."""
+    tmp = round_dir / (ROUND_FILE + ".tmp")
+    tmp.write_text(json.dumps(dataclasses.asdict(record), indent=2, sort_keys=True))
+    tmp.rename(round_dir / ROUND_FILE)
+
+
+def read_round_file(round_dir: Path) -> dict[str, Any] | None:
+    """The fields of a finished round's ``round.json``, or None when the round has not finished."""
+    path = round_dir / ROUND_FILE
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def compatible(earlier: RoundManifest, kind: str, env: dict[str, Any], tree_spec: dict[str, Any]) -> bool:
@@ -177,4 +188,4 @@ def bc_manual_dir(round_dir: Path, folders: Sequence[str]) -> Path:
 
 
 __all__ = ["ROUND_FILE", "RoundManifest", "Sampled", "bc_manual_dir", "compatible", "keep_mask", "path_returns",
-           "record_once", "reusable_rounds", "sample_and_keep"]
+           "read_round_file", "record_once", "reusable_rounds", "sample_and_keep", "write_round_file"]

@@ -19,17 +19,24 @@ empty, with the reason (``empty_reason``), and passes the previous round's check
 in the rounds table). Rerunning the same command resumes: finished rounds are skipped, recorded data is
 reused, training resumes from its checkpoint.
 
-Where the defaults come from: ``branching=3`` and a binary split of each node's children at the mid-point
-of the reward range (``positive_negative``) follow the MALT paper (Motwani et al. 2024, arXiv 2412.01928:
-three samples per agent, value iteration, threshold 0.5 on a 0/1 reward); ``branch_depth=2`` keeps Wordle
-trees at 9 games per start state like MALT's per-question budget of 27 for three agents. DPO and BC settings
-are those of ``trainers.algorithms.dpo.dpo`` and ``trainers.algorithms.bc`` with fewer steps per round. One departure, found on Wordle:
-``nll_coef=1`` (DPO lowered the chosen responses' likelihood from 0.98 to 0.52 in a round, and the round played
-worse than its start). Options that Wordle's result needed (``trainers.experiments.malt``, measured on held-out games):
-``branch_from`` (a BC policy's first guess is fixed, so trees branch at the 2nd and 3rd guesses), ``dpo_epochs``
-(a fixed step count made 37 passes over a round's 64 pairs) and the ``interval`` selector. ``distinct_tries``
-(resampling a sibling's repeated response) gave pairs whose rejected side the policy never samples, and DPO on
-them changed nothing; it is off by default.
+Where the defaults come from: MALT's reference trainer as its public documentation describes it (Motwani et al.
+2024, arXiv 2412.01928):
+``branching=2`` responses per decision point, ``positive_negative`` pairs split at the mid-point of the reward
+range with values at the threshold counted as positive, plain DPO (``nll_coef=0``, beta 0.1), and each round
+trains on its own rollouts only (``reuse_rollouts=False``). ``branch_depth=2`` keeps Wordle trees small (4 games
+per start state). DPO and BC settings are those of ``trainers.algorithms.dpo.dpo`` and ``trainers.algorithms.bc``
+with fewer steps per round.
+
+Options kept from earlier Wordle runs, with the reason each was used (``trainers.experiments.malt`` sets them):
+``nll_coef=1`` (iterative RPO: plain DPO lowered the chosen responses' likelihood from 0.98 to 0.52 in a round, and
+the round played worse than its start); ``branching=3`` (the MALT paper's three samples per agent);
+``reuse_rollouts=True`` (more pairs per round from compatible earlier trees); ``strict_threshold=True`` (the
+earlier rule: a value exactly at the threshold is neither side, which on Wordle's integer returns drops many
+sibling groups). Options that Wordle's result needed (measured on held-out games): ``branch_from`` (a BC policy's
+first guess is fixed, so trees branch at the 2nd and 3rd guesses), ``dpo_epochs`` (a fixed step count made 37
+passes over a round's 64 pairs) and the ``interval`` selector. ``distinct_tries`` (resampling a sibling's
+repeated response) gave pairs whose rejected side the policy never samples, and DPO on them changed nothing; it is
+off by default.
 """
 
 from __future__ import annotations
@@ -77,8 +84,8 @@ class MALTConfig:
     ei_top_fraction: float | None = None
     #: start states (trees) per MALT round.
     trees: int = 128
-    #: responses sampled at each branching decision point (MALT paper: 3).
-    branching: int = 3
+    #: responses sampled at each branching decision point (reference trainer: 2; MALT paper: 3).
+    branching: int = 2
     #: decision points (guesses) that branch; later ones get one response each, played to the end.
     branch_depth: int | None = 2
     #: decision points before this one get one response each (a shared trunk; ``loggers.trees.TreeSpec``).
@@ -87,6 +94,8 @@ class MALTConfig:
     pair_method: str = "positive_negative"
     #: ``positive_negative``'s threshold (None: the mid-point of the reward range).
     pair_threshold: float | None = None
+    #: ``positive_negative`` leaves values exactly at the threshold out instead of counting them as positive.
+    strict_threshold: bool = False
     #: ``interval``'s minimum gap as a share of the reward range.
     interval_threshold_proportion: float = 0.1
     #: lowest possible return (Wordle: six wrong guesses, -6).
@@ -99,8 +108,9 @@ class MALTConfig:
     distinct_tries: int = 0
     #: sampling temperature of the policy during rollouts.
     temperature: float = 1.0
-    #: reuse the data of compatible earlier rounds of the same kind (``trainers.algorithms.malt.expert_iteration``).
-    reuse_rollouts: bool = True
+    #: reuse the data of compatible earlier rounds of the same kind (``trainers.algorithms.malt.expert_iteration``);
+    #: the reference trainer trains each round on its own rollouts only.
+    reuse_rollouts: bool = False
     #: BC optimizer steps per EI round.
     bc_steps: int = 200
     #: BC episodes per step.
@@ -121,8 +131,9 @@ class MALTConfig:
     loss_type: str = "sigmoid"
     #: DPO label smoothing.
     label_smoothing: float = 0.0
-    #: weight of the chosen responses' NLL in the DPO loss (``trainers.algorithms.dpo.dpo``; iterative RPO's 1).
-    nll_coef: float = 1.0
+    #: weight of the chosen responses' NLL in the DPO loss (``trainers.algorithms.dpo.dpo``; 0: plain DPO, as the
+    #: reference trainer; iterative RPO: 1).
+    nll_coef: float = 0.0
     #: evaluation games of each round's policy (0: none), seeded from ``eval_seed``.
     eval_games: int = 0
     #: seed of the evaluation games (disjoint from the rollouts' seeds).
@@ -137,7 +148,8 @@ class MALTConfig:
     def tree_spec(self, kind: str) -> TreeSpec:
         """The trees of an ``ei`` round (one episode per start state) or a ``malt`` round."""
         common = dict(reward_range=(self.reward_min, self.reward_max), pair_method=self.pair_method,
-                      threshold=self.pair_threshold, interval_threshold_proportion=self.interval_threshold_proportion)
+                      threshold=self.pair_threshold, interval_threshold_proportion=self.interval_threshold_proportion,
+                      strict_threshold=self.strict_threshold)
         if kind == "ei":
             return TreeSpec(branching=1, **common)
         return TreeSpec(branching=self.branching, branch_depth=self.branch_depth, branch_from=self.branch_from,

@@ -1,0 +1,247 @@
+"""The two-role Wordle section of ``docs/malt.md``: a BC start, expert iteration and per-agent MALT from it on
+``rlds_lang.wordle_roles`` (a proposer and a checker), evaluated on the same seeded games with paired standard
+errors; rerun with ``rlds-lang malt-roles-results``.
+
+Everything the section depends on is here: the BC data (scripted teams of the strengths in ``bc_data``, recorded
+through ``loggers.record``), the BC start (one model per model group, trained on its agents' turns), an EI arm
+(every round EI) and a MALT arm (``malt_initial_ei_rounds`` EI rounds, then per-agent MALT rounds;
+``trainers.algorithms.malt.team_rounds``), and the table: per row the team's game return and each role's own return,
+mean ± SE over the same ``games`` seeded games. The verdict is computed: MALT improves the team's return over the
+BC start by more than 2 paired SE, and no role's own return falls (a fall: a paired difference below -2 SE). The
+section is spliced into the page between markers (``splice``), so ``rlds-lang malt-results`` keeps it, and a
+one-line summary goes under the page's title. Rounds and training resume from ``round.json`` files and
+checkpoints in ``--workdir``.
+
+Example::
+
+    OMP_NUM_THREADS=1 rlds-lang malt-roles-results                       # the committed run -> docs/malt.md
+    rlds-lang malt-roles-results --smoke --out runs/malt.md --workdir runs/mrr     # minutes: not a result
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: the committed settings of the two-role section; ``SMOKE`` shrinks them for a quick check of the pipeline.
+COMMITTED: dict[str, Any] = {
+    # the demo's 32-word list as answers and guesses, and logits that start at scale 10 (trainers.experiments.demo says
+    # why): with the full lists a first run's BC start (this model, 800 steps) never won a game, so no round had
+    # anything to keep or prefer
+    "max_sendbacks": 1, "words": "demo_words",
+    # the BC data leaves room above it: weak and medium scripted roles (rlds_lang.wordle_roles.policies.STRENGTHS)
+    "bc_data": [["weak", "weak"], ["weak", "medium"], ["medium", "weak"], ["medium", "medium"]],
+    "bc_games_each": 250,
+    "model": {"n_layer": 2, "n_embd": 64, "n_head": 2, "n_positions": 512, "logit_scale": 10.0},
+    # sized to take under 20 minutes of one thread (the page gives the CPU minutes it took). A first run with 800 BC
+    # steps and 2 DPO passes (4.6 CPU min) started from a BC team at -5.45 (near random play) and moved nothing
+    "bc_steps": 2500, "bc_batch_size": 32, "bc_lr": 1e-3, "model_groups": "0+1",
+    "rounds": 2, "malt_initial_ei_rounds": 1, "ei_games": 192, "ei_min_return": -4.0, "ei_steps": 100,
+    "ei_lr": 1e-4, "trees": 48, "branching": 2, "branch_depth": 4, "pair_method": "positive_negative",
+    "dpo_epochs": 4.0, "dpo_lr": 2e-5, "nll_coef": 0.0, "games": 300, "eval_seed": 1_000_000_000, "seed": 0,
+}
+SMOKE: dict[str, Any] = {
+    **COMMITTED, "bc_data": [["weak", "medium"]], "bc_games_each": 6,
+    "model": {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 512}, "bc_steps": 3, "bc_batch_size": 8,
+    "ei_games": 6, "ei_min_return": -6.0, "ei_steps": 2, "trees": 2, "branch_depth": 2, "pair_method": "interval",
+    "games": 6,
+}
+#: the row of the MALT arm after its EI rounds (where its MALT rounds start).
+MALT_START = "malt_ei_start"
+#: the markers around the generated blocks of ``docs/malt.md``.
+SECTION_BEGIN, SECTION_END = "<!-- two-role section: generated, begin -->", "<!-- two-role section: end -->"
+SUMMARY_BEGIN, SUMMARY_END = "<!-- two-role summary: generated, begin -->", "<!-- two-role summary: end -->"
+COLUMNS = ("team return", "proposer's own return", "checker's own return")
+
+
+@dataclasses.dataclass
+class TeamRow:
+    """One row: its name, checkpoints and its ``[games, 3]`` returns (team, proposer's own, checker's own)."""
+
+    name: str
+    checkpoints: list[str]
+    returns: np.ndarray
+
+
+def make_env(settings: dict[str, Any]):
+    """The two-role environment of ``settings``."""
+    from rlds_lang.wordle_roles.env import ProposerCheckerEnv
+
+    return ProposerCheckerEnv(max_sendbacks=settings["max_sendbacks"], answers=settings["words"],
+                              guesses=settings["words"])
+
+
+def train_bc(settings: dict[str, Any], workdir: Path) -> list[str]:
+    """The BC start: the scripted games (recorded once), then one checkpoint per model group on its agents' turns."""
+    from loggers import read_episodes
+    from loggers.record import record
+    from rlds_lang.wordle_roles.policies import scripted_team
+    from trainers.algorithms.bc import BCConfig
+    from trainers.algorithms.malt.expert_iteration import record_once
+    from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups
+    from trainers.core.model import ModelConfig
+
+    env, episodes = make_env(settings), []
+    for k, (proposer, checker) in enumerate(settings["bc_data"]):
+        folder = record_once(workdir / "bc_data" / f"{proposer}_{checker}", lambda d: record(
+            env, scripted_team(proposer, checker, answers=settings["words"], guesses=settings["words"]),
+            settings["bc_games_each"], d,
+            seed=settings["seed"] + k * 1_000_000, progress=False))
+        episodes += list(read_episodes(folder))
+    checkpoints = []
+    for g, group in enumerate(parse_groups(settings["model_groups"], 2)):
+        out = workdir / "bc" / f"g{g}"
+        if not (out / "checkpoint" / "model.pt").exists():
+            config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), steps=settings["bc_steps"],
+                              batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
+                              max_length=settings["model"]["n_positions"], seed=settings["seed"])
+            fit_turns(config, agent_turns(episodes, group))
+        checkpoints.append(str(out / "checkpoint"))
+    return checkpoints
+
+
+def run_arm(name: str, start: list[str], ei_rounds: int, settings: dict[str, Any], workdir: Path) -> list:
+    """An EI-only or MALT arm from the BC start; its round records."""
+    from trainers.algorithms.malt.team_rounds import TeamMALTConfig, run_team_malt
+
+    keys = {f.name for f in dataclasses.fields(TeamMALTConfig)}
+    config = TeamMALTConfig(**{k: v for k, v in settings.items() if k in keys and k != "rounds"},
+                            out=str(workdir / name), rounds=settings["rounds"], num_initial_ei_rounds=ei_rounds)
+    return run_team_malt(config, start, make_env(settings))
+
+
+def evaluate_rows(agents: list[tuple[str, list[str]]], settings: dict[str, Any]) -> list[TeamRow]:
+    """Every row on the same ``games`` seeded games (sampling at temperature 1)."""
+    from trainers.algorithms.malt.team import parse_groups, play_team, team_policy
+
+    groups = parse_groups(settings["model_groups"], 2)
+    seeds = [settings["eval_seed"] + i for i in range(settings["games"])]
+    return [TeamRow(name, checkpoints, play_team(lambda: make_env(settings),
+                                                 team_policy(make_env(settings), groups, checkpoints, name=name), seeds))
+            for name, checkpoints in agents]
+
+
+def verdict(rows: list[TeamRow]) -> tuple[bool, list[str]]:
+    """``(target met, lines)``: MALT's team return vs BC's beyond 2 paired SE, and each role's own return not
+    falling (not below BC's by more than 2 paired SE); plus EI vs BC and MALT vs its EI start, for reading."""
+    from trainers.evaluation.stats import sample_separation
+
+    by_name = {r.name: r for r in rows}
+    malt, bc = by_name["malt"], by_name["bc"]
+    lines, met = [], True
+    for c, column in enumerate(COLUMNS):
+        delta, se, side = sample_separation(malt.returns[:, c], bc.returns[:, c])
+        if c == 0:
+            holds = side == 1
+            text = "improves by more than 2 paired SE" if holds else "does NOT improve by more than 2 paired SE"
+        else:
+            holds = side != -1
+            text = "does not fall" if holds else "FALLS by more than 2 paired SE"
+        met &= holds
+        lines.append(f"- {column}, `malt` vs `bc`: Δ = {delta:+.3f} ± {se:.3f} (paired SE) -> {text}")
+    for a, b in (("ei", "bc"), ("malt", MALT_START)):
+        if a in by_name and b in by_name:
+            delta, se, side = sample_separation(by_name[a].returns[:, 0], by_name[b].returns[:, 0])
+            lines.append(f"- team return, `{a}` vs `{b}` (for reading): Δ = {delta:+.3f} ± {se:.3f} (paired SE)")
+    return met, lines
+
+
+def results_table(rows: list[TeamRow]) -> str:
+    """Markdown: per row the mean ± SE of each column, the win rate, and the team return's paired Δ vs ``bc``."""
+    from trainers.evaluation.stats import mean_and_se, sample_difference
+
+    base = next(r for r in rows if r.name == "bc")
+    lines = ["| row | games | " + " | ".join(f"{c} ± SE" for c in COLUMNS) + " | win rate | Δ team vs bc ± SE |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for row in rows:
+        cells = [f"{m:.3f} ± {s:.3f}" for m, s in (mean_and_se(row.returns[:, c]) for c in range(3))]
+        wins = float(np.mean(row.returns[:, 0] > -6.0 + 1e-9)) if len(row.returns) else 0.0
+        delta = "—" if row is base else "{:+.3f} ± {:.3f}".format(*sample_difference(row.returns[:, 0],
+                                                                                    base.returns[:, 0]))
+        lines.append(f"| {row.name} | {len(row.returns)} | " + " | ".join(cells) + f" | {wins:.3f} | {delta} |")
+    return "\n".join(lines)
+
+
+def rounds_table(rounds: list) -> str:
+    """One line per round: kind, responses sampled, episodes, mean team return, what each group trained on."""
+    lines = ["round  kind  env_steps  episodes  mean_team_return  trained_on (per group)"]
+    for r in rounds:
+        lines.append(f"{r.round:5d}  {r.kind:4s}  {r.env_steps:9d}  {r.episodes:8d}  {r.mean_team_return:16.3f}  "
+                     f"{r.trained_on}" + "".join(f"  (group {k} empty: {why})" for k, why in enumerate(r.empty_reasons)
+                                                 if why))
+    return "\n".join(lines)
+
+
+def current_commit() -> str:
+    """The repository's commit (short hash), or ``unknown`` outside a git checkout."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def section(rows: list[TeamRow], arms: dict[str, list], settings: dict[str, Any], seconds: float, smoke: bool,
+            command: str, cpu_seconds: float = 0.0) -> tuple[str, str]:
+    """``(summary line, section)`` markdown of the two-role result (see the module docstring); ``seconds`` and
+    ``cpu_seconds``: the command's wall-clock and CPU time."""
+    met, lines = verdict(rows)
+    state = "met" if met else "NOT met"
+    summary = (f"**Two-role Wordle (proposer and checker): target {state}** — MALT vs the BC start, team return and "
+               f"each role's own return; see the section below." + (" Smoke run: not a result." if smoke else ""))
+    text = ("## Two-role Wordle: a proposer and a checker\n\n"
+            + ("**Smoke run with tiny settings: not a result.**\n\n" if smoke else "")
+            + f"**Target {state}**: MALT improves the team's return over the BC start by more than 2 paired SE and no "
+            "role's own return falls.\n\n"
+            f"Generated by `{command}` (`trainers/experiments/malt_roles.py`) at commit {current_commit()} on "
+            f"{datetime.date.today().isoformat()} in {cpu_seconds / 60:.1f} CPU min on one thread ({seconds / 60:.1f} min "
+            "wall-clock on a shared machine; a resumed run counts only its own part); do not edit by hand.\n\n"
+            f"The task (`rlds_lang.wordle_roles`, word list `{settings['words']}` as answers and guesses): the "
+            "proposer offers a guess, the checker accepts it or sends it back "
+            f"(at most {settings['max_sendbacks']} time(s) a turn); the accepted guess is played. Team return: the "
+            "game's (-1 per guess that is not the answer). Own returns: the game's plus the proposer's cost of a "
+            "proposal sent back and the checker's cost of a wrong judgement. Both roles on "
+            f"model groups `{settings['model_groups']}` (`0+1`: one model with role prompts).\n\n"
+            "### Verdicts (computed)\n\n" + "\n".join(lines) + "\n\n"
+            f"### Results ({settings['games']} seeded games each, the same seeds for every row, temperature 1)\n\n"
+            + results_table(rows) + "\n\n### Rounds\n\n"
+            + "".join(f"`{name}`:\n\n```\n{rounds_table(rounds)}\n```\n\n" for name, rounds in arms.items())
+            + "### Settings\n\n```\n" + "\n".join(f"{k} = {v}" for k, v in settings.items()) + "\n```\n")
+    return summary, text
+
+
+def _replace_block(page: str, begin: str, end: str, block: str, where: str) -> str:
+    """``page`` with the text between ``begin`` and ``end`` replaced by ``block`` (or the marked block put
+    ``where``: ``after_title`` or ``end``)."""
+    marked = f"{begin}\n{block}\n{end}"
+    if begin in page and end in page:
+        head, rest = page.split(begin, 1)
+        return head + marked + rest.split(end, 1)[1]
+    if where == "after_title" and page.startswith("# "):
+        title, _, rest = page.partition("\n")
+        return f"{title}\n\n{marked}\n{rest}"
+    return page.rstrip("\n") + f"\n\n{marked}\n"
+
+
+def splice(page: str, summary: str, text: str) -> str:
+    """``page`` with the two-role summary under its title and the section at its end (replacing earlier ones)."""
+    return _replace_block(_replace_block(page, SUMMARY_BEGIN, SUMMARY_END, summary, "after_title"),
+                          SECTION_BEGIN, SECTION_END, text, "end")
+
+
+def kept_blocks(old_page: str, new_page: str) -> str:
+    """``new_page`` with the two-role blocks of ``old_page`` carried over (a regenerated single-agent page)."""
+    for begin, end, where in ((SUMMARY_BEGIN, SUMMARY_END, "after_title"), (SECTION_BEGIN, SECTION_END, "end")):
+        if begin in old_page and end in old_page:
+            block = old_page.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+            new_page = _replace_block(new_page, begin, end, block, where)
+    return new_page
+
+
+__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TeamRow", "current_commit", "evaluate_rows", "kept_blocks",
+           "make_env", "results_table", "rounds_table", "run_arm", "section", "splice", "train_bc", "verdict"]
