@@ -164,8 +164,12 @@ def add_malt_roles_results_parser(sub: Any) -> None:
     """Adds ``rlds-lang malt-roles-results``."""
     parser = sub.add_parser("malt-roles-results",
                             help="reproduce the two-role Wordle section of docs/malt.md (BC, EI and per-agent MALT)")
-    parser.add_argument("--out", default=str(REPO / "docs" / "malt.md"))
-    parser.add_argument("--workdir", default=str(REPO / "runs" / "malt_roles_results"))
+    parser.add_argument("--out", default="docs/malt.md",
+                        help="the page to write its section into (relative to the current folder: run it from the "
+                             "repository)")
+    parser.add_argument("--workdir", default=str(runs_dir() / "malt_roles_results"),
+                        help="training output folders (default: malt_roles_results in $RLDS_LANG_RUNS or the user's "
+                             "runs folder)")
     parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
     parser.set_defaults(func=cmd_malt_roles_results)
 
