@@ -52,12 +52,12 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     data_dir = tmp_path / "tfds"
     tfds_build("wordle_synthetic", "branch", data_dir, small=3, quiet=True)
     out = tmp_path / "results.md"
-    main(["results", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
+    main(["results", "wordle", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
           "--sweep-games", "3", "--settings", "official", "--out", str(out)])
     document = out.read_text()
     for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
         assert row in document
-    assert "4 seeded games each" in document and "rlds-lang results --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
+    assert "4 seeded games each" in document and "rlds-lang results wordle --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
     assert "Not run for this document: `paper`" in document and "ILQL − BC = " in document
     state = torch.load(tmp_path / "runs" / "official" / "bc" / "checkpoint" / "trainer_state.pt", weights_only=False)
     assert state["train_seconds"] > 0 and state["step"] == 2  # the training time the document reports

@@ -1,6 +1,8 @@
-"""``rlds-lang results``, ``rlds-lang malt-results`` and ``rlds-lang ppo-results``: the commands that regenerate
-the results pages of ``docs/`` (``docs/results.md``, ``docs/lmrl_gym.md``, ``docs/section5.md``, ``docs/malt.md``,
-``docs/ppo.md``) from the experiments of ``trainers.experiments``.
+"""``rlds-lang results PAGE``: the commands that regenerate the results pages of ``docs/`` from the experiments of
+``trainers.experiments``: ``wordle`` (``docs/results.md``), ``lmrl-gym`` (``docs/lmrl_gym.md``), ``section5``
+(``docs/section5.md``), ``ppo`` (``docs/ppo.md``), ``malt`` (``docs/malt.md``) and ``preferences wordle|curves|dot``
+(``docs/preference_curves.md``, ``docs/preference_dot.md``). Each page names the command that wrote it and the
+commit (``trainers.core.provenance``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.core.build import REPO
+from trainers.core.provenance import command_line
 from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
@@ -37,18 +40,10 @@ from trainers.experiments.results import (
 
 
 def cmd_results(args: argparse.Namespace) -> Path:
-    """Runs every chosen setting and writes the document (plus a PNG and a JSON per setting and decoding);
-    returns its path."""
+    """``rlds-lang results wordle``: runs every chosen setting and writes the document (plus a PNG and a JSON per
+    setting and decoding); returns its path."""
     from trainers.evaluation.wordle import plot_results, save_results
 
-    if getattr(args, "setting", None) == "lmrl_gym":  # LMRL-Gym's table: its own document (docs/lmrl_gym.md)
-        from trainers.experiments.lmrl_gym.run import run_lmrl_gym
-
-        return run_lmrl_gym(args)
-    if getattr(args, "setting", None) == "section5":  # the ILQL paper's ranking test: docs/section5.md
-        from trainers.experiments.section5 import run_section5
-
-        return run_section5(args)
     started = time.perf_counter()
     out = Path(args.out or REPO / "docs" / "results.md")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -72,14 +67,62 @@ def cmd_results(args: argparse.Namespace) -> Path:
     return out
 
 
-def add_results_parser(sub) -> None:
-    """Adds ``rlds-lang results`` to the CLI's subcommands."""
-    parser = sub.add_parser("results", help="reproduce docs/results.md (BC, %%BC, ILQL on wordle_synthetic/branch)")
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
-                        help="which settings to run (default: all)")
-    parser.add_argument("--data-dir", default=str(REPO / ".cache" / "results" / "tfds"))
+#: the pages of ``rlds-lang results``: name -> its one-line help (what the page shows, and where it is).
+PAGES = {
+    "wordle": "docs/results.md: BC, %BC and ILQL on wordle_synthetic branch datasets, official and paper rules",
+    "lmrl-gym": "docs/lmrl_gym.md: BC, %BC, MC returns, ILQL and online %BC in LMRL-Gym's Wordle setting",
+    "section5": "docs/section5.md: the ILQL paper's ranking test on its adversarial Wordle data",
+    "ppo": "docs/ppo.md: online PPO on Wordle from a BC checkpoint, RLHF and sentiment pipelines",
+    "malt": "docs/malt.md: BC, expert iteration and MALT on Wordle",
+    "preferences": "reward learning from preferences: Wordle ranking, label curves (docs/preference_curves.md), "
+                   "moving dot (docs/preference_dot.md)",
+}
+
+
+def page_parser(pages: Any, name: str) -> argparse.ArgumentParser:
+    """Adds the page ``name`` of ``PAGES`` to ``pages`` with its help line (escaped for argparse) as help and
+    description."""
+    return pages.add_parser(name, help=PAGES[name].replace("%", "%%"), description=PAGES[name])
+
+
+def add_results_group(sub: Any) -> None:
+    """Adds ``rlds-lang results PAGE``: one sub-command per page of ``PAGES``."""
+    from trainers.cli.preferences import add_reward_demo_parser
+
+    help_text = "regenerate a results page of docs/ (" + ", ".join(PAGES) + ")"
+    group = sub.add_parser("results", help=help_text,
+                           description=help_text + "; each page names the command that wrote it and its commit")
+    pages = group.add_subparsers(dest="page", required=True, metavar="PAGE")
+    for add in (add_wordle_parser, add_lmrl_gym_parser, add_section5_parser, add_ppo_results_parser,
+                add_malt_results_parser):
+        add(pages)
+    add_reward_demo_parser(pages, PAGES["preferences"])
+
+
+def _add_run_folders(parser: argparse.ArgumentParser, page: str) -> None:
+    """The options every page that builds a dataset and trains has: where data, runs and the page go."""
+    parser.add_argument("--data-dir", default=str(REPO / ".cache" / "results" / "tfds"),
+                        help="TFDS data folder (built there when absent)")
     parser.add_argument("--runs", default=str(REPO / "runs" / "results"), help="training output folders")
     parser.add_argument("--steps", type=int, default=None, help="override the committed optimizer steps")
+    parser.add_argument("--out", default=None, help=f"the document (default: {page})")
+
+
+def _add_row_selection(parser: argparse.ArgumentParser) -> None:
+    """``--small`` and ``--train-only`` (the pages whose rows train one after another)."""
+    parser.add_argument("--small", type=int, default=None, help="cap each split (each recipe) at this many games")
+    parser.add_argument("--train-only", action="append", default=[], metavar="ROW",
+                        help="only build and train (or resume) this row (its name, e.g. 'ILQL'), then stop without "
+                             "evaluating; repeat it, or run two such commands side by side on 2 cores, then the "
+                             "plain command evaluates and writes the document")
+
+
+def add_wordle_parser(pages: Any) -> None:
+    """Adds ``results wordle`` (``docs/results.md``)."""
+    parser = page_parser(pages, "wordle")
+    _add_run_folders(parser, "docs/results.md")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
+                        help="which settings to run (default: all)")
     parser.add_argument("--games", type=int, default=2000,
                         help="evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
     parser.add_argument("--eval-seed", type=int, default=0)
@@ -87,15 +130,33 @@ def add_results_parser(sub) -> None:
                         help="how the agents decode, a table each (default: all)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
-    parser.add_argument("--out", default=None, help="the document (default: docs/results.md, or docs/lmrl_gym.md "
-                                                    "with --setting lmrl_gym)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
-    from trainers.experiments.lmrl_gym.run import add_arguments
-    from trainers.experiments.section5 import add_arguments as add_section5_arguments
-
-    add_arguments(parser)
-    add_section5_arguments(parser)
     parser.set_defaults(func=cmd_results)
+
+
+def add_lmrl_gym_parser(pages: Any) -> None:
+    """Adds ``results lmrl-gym`` (``docs/lmrl_gym.md``; its own options come from ``trainers.experiments.lmrl_gym``)."""
+    from trainers.experiments.lmrl_gym.run import add_arguments, run_lmrl_gym
+
+    parser = page_parser(pages, "lmrl-gym")
+    _add_run_folders(parser, "docs/lmrl_gym.md")
+    _add_row_selection(parser)
+    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
+    parser.add_argument("--eval-seed", type=int, default=0)
+    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    add_arguments(parser)
+    parser.set_defaults(func=run_lmrl_gym)
+
+
+def add_section5_parser(pages: Any) -> None:
+    """Adds ``results section5`` (``docs/section5.md``)."""
+    from trainers.experiments.section5 import add_arguments, run_section5
+
+    parser = page_parser(pages, "section5")
+    _add_run_folders(parser, "docs/section5.md")
+    _add_row_selection(parser)
+    add_arguments(parser)
+    parser.set_defaults(func=run_section5)
 
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:
@@ -118,16 +179,16 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     rows = evaluate_rows(agents, settings, args.progress)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = " ".join(["rlds-lang malt-results", *(["--smoke"] if args.smoke else []),
-                        *(f"--agent {spec}" for spec in args.agent)])
+    command = command_line(args, " ".join(["rlds-lang results malt", *(["--smoke"] if args.smoke else []),
+                                           *(f"--agent {spec}" for spec in args.agent)]))
     out.write_text(document(rows, arms, settings, time.perf_counter() - started, args.smoke, command))
     print(f"results -> {out}")
     return out
 
 
 def add_malt_results_parser(sub: Any) -> None:
-    """Adds ``rlds-lang malt-results``."""
-    parser = sub.add_parser("malt-results", help="reproduce docs/malt.md (BC, EI and MALT on Wordle)")
+    """Adds ``results malt`` (``docs/malt.md``)."""
+    parser = page_parser(sub, "malt")
     parser.add_argument("--out", default=str(REPO / "docs" / "malt.md"))
     parser.add_argument("--workdir", default=str(REPO / "runs" / "malt_results"))
     parser.add_argument("--agent", action="append", default=[], help="NAME=CHECKPOINT to add a row (e.g. ilql, ppo)")
@@ -137,8 +198,8 @@ def add_malt_results_parser(sub: Any) -> None:
 
 
 def add_ppo_results_parser(sub) -> None:
-    """Adds ``rlds-lang ppo-results`` to the CLI's subcommands."""
-    parser = sub.add_parser("ppo-results", help="reproduce docs/ppo.md (online PPO on Wordle from a BC checkpoint)")
+    """Adds ``results ppo`` (``docs/ppo.md``)."""
+    parser = page_parser(sub, "ppo")
     parser.add_argument("--bc", default=str(REPO / "runs" / "results" / "official" / "bc" / "checkpoint"),
                         help="the BC checkpoint PPO starts from and is compared with")
     parser.add_argument("--runs", default=str(REPO / "runs" / "ppo-results"), help="PPO's output folder's parent")
@@ -156,3 +217,7 @@ def add_ppo_results_parser(sub) -> None:
     parser.add_argument("--out", default=str(REPO / "docs" / "ppo.md"))
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.set_defaults(func=run)
+
+
+__all__ = ["PAGES", "add_lmrl_gym_parser", "add_malt_results_parser", "add_ppo_results_parser", "add_results_group",
+           "add_section5_parser", "page_parser", "add_wordle_parser", "cmd_malt_results", "cmd_results"]

@@ -1,6 +1,6 @@
 """The label-efficiency demonstration: reward-model accuracy against the number of labels, random vs disagreement.
 
-``rlds-lang reward-demo curves`` plays random episodes of the moving-dot pixel task (``rlds_lang.moving_dot``,
+``rlds-lang results preferences curves`` plays random episodes of the moving-dot pixel task (``rlds_lang.moving_dot``,
 cut into clips by ``PreferenceEnv``), keeps a share of the episodes out, and labels a fixed validation set of
 pairs of held-out clips with different true returns. (Not Wordle: a Wordle game's return is minus its number
 of guesses, so any model that learns "longer is worse" orders every pair of whole games, and the curves sit
@@ -16,7 +16,7 @@ Writes ``OUT/curves.json``, ``OUT/curves.png`` and, with ``--doc``, a generated 
 
 Example::
 
-    rlds-lang reward-demo curves --out runs/curves --doc docs/preference_curves.md
+    rlds-lang results preferences curves --out runs/curves --doc docs/preference_curves.md
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The moving-dot demonstration: an agent trained only on a reward learned from preferences, on a pixel task.
 
-``rlds-lang reward-demo dot`` runs the moving-dot toy (``rlds_lang.moving_dot``: an image with one dot, five
+``rlds-lang results preferences dot`` runs the moving-dot toy (``rlds_lang.moving_dot``: an image with one dot, five
 moves, a reward for being near the centre) three ways and scores each agent on the *true* reward over the
 same seeded evaluation episodes:
 
@@ -19,7 +19,7 @@ and, with ``--doc``, a generated page (default ``docs/preference_dot.md``).
 
 Example::
 
-    rlds-lang reward-demo dot --out runs/dot --doc docs/preference_dot.md
+    rlds-lang results preferences dot --out runs/dot --doc docs/preference_dot.md
 """
 
 from __future__ import annotations
