@@ -12,6 +12,7 @@ from tests.toy_data import build_dataset, wordle_like
 from trainers.algorithms.registry import parse_agent
 from trainers.cli.main import main
 from trainers.core.build import tfds_build
+from trainers.core.provenance import absolute_paths
 from trainers.evaluation.wordle import EvalResult, load_results
 from trainers.experiments.beta_choice import TUNING_SEED_OFFSET
 from trainers.experiments.common import DECODINGS, add_training_seconds
@@ -68,6 +69,10 @@ def test_results_script_writes_the_document(tmp_path, capsys):
         saved = load_results(tmp_path / f"results-official-{decoding}.json")
         assert [r.name for r in saved] == ["bc", "%bc (top 25%)", "ilql", "optimal"]
         assert [r.params["greedy"] for r in saved[:3]] == [decoding == "greedy"] * 3
+        # the page and its JSON name folders relative to the repository (a checkpoint as well), never absolute
+        assert saved[0].params["checkpoint"].endswith("runs/official/bc/checkpoint")
+        assert not absolute_paths((tmp_path / f"results-official-{decoding}.json").read_text())
+    assert not absolute_paths(document) and " at commit " in document
     assert document.count("ILQL − BC = ") == 4  # each table's verdict, and again in the summary at the top
     summary = document.split("## Summary (computed from the tables below)")[1].split("## What was trained")[0]
     assert summary.count("  - ILQL − BC = ") == 2 and summary.count("- Official Wordle") == 2
