@@ -14,9 +14,10 @@ from trainers.core.provenance import absolute_paths
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-#: text that looks like an absolute path but names none of a machine's folders: the browser tool's HTTP routes and
-#: the Debian program path a guide tells the reader to install.
-NOT_MACHINE_PATHS = ("/api/", "/usr/bin/chromium")
+#: absolute paths that are instructions, not folders of the machine that wrote a page: the browser tool's HTTP
+#: routes, the Debian program path a guide tells the reader to install, and the system locations its deployment
+#: guide tells an operator to use (docs/guides/browser_access.md).
+NOT_MACHINE_PATHS = ("/api/", "/usr/bin/chromium", "/etc/", "/srv/")
 #: generated page -> why it still names an absolute path (its runs are gone; regenerating costs what is said).
 STALE = {
     "docs/results.md": "rlds-lang results wordle: its 6 runs trained 179 min (the page's own timings) plus 2,000 "
