@@ -134,3 +134,11 @@ def test_build_verb_runs_tfds_build_of_a_builder(monkeypatch):
                                       "--manual-dir", "runs/logs", "--small", "3"])
     assert args.func(args) == "built"
     assert calls == [(("wordle_synthetic", "manual_dir", "runs/tfds"), {"manual_dir": "runs/logs", "small": 3})]
+
+
+def test_the_train_line_names_every_algorithm_it_trains():
+    parser = build_parser()
+    top = next(a for a in sub_command_actions(parser))
+    line = next(choice.help for choice in top._choices_actions if choice.dest == "train")
+    algorithms = sub_command_actions(top.choices["train"])[0].choices
+    assert all(name in line for name in algorithms), (line, sorted(algorithms))

@@ -304,8 +304,8 @@ def _add_train_parsers(sub) -> None:
     from trainers.algorithms.registry import ALGORITHMS
     from trainers.core.config import add_dataclass_arguments
 
-    train = sub.add_parser("train", help="train an algorithm (bc, ilql, mc, dpo, ppo, online_pbc, reward) from an "
-                                         "RLDS dataset or its environment")
+    names = ", ".join([*ALGORITHMS, "online_pbc", "reward"])  # the registry's, then the two with parsers of their own
+    train = sub.add_parser("train", help=f"train an algorithm ({names}) from an RLDS dataset or its environment")
     algorithms = train.add_subparsers(dest="algorithm", required=True)
     for name, spec in ALGORITHMS.items():
         if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
