@@ -179,7 +179,7 @@ def cmd_reward_demo(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def add_reward_demo_parser(sub: Any, help_text: str) -> None:
+def add_preference_pages_parser(sub: Any, help_text: str) -> None:
     """Adds ``results preferences wordle|curves|dot`` (every field of each one's config an option) to the pages of
     ``rlds-lang results``."""
     from trainers.core.config import add_dataclass_arguments, module_summary
@@ -298,4 +298,4 @@ def cmd_train_reward(args) -> RewardTrainingResult:
     return result
 
 
-__all__ = ["WORKFLOWS", "add_parser", "cmd_preferences_run", "collect", "train_only", "use_model", "cmd_reward_demo", "add_reward_demo_parser", "cmd_curves", "add_curves_parser", "cmd_dot_demo", "add_dot_parser", "add_train_reward_parser", "cmd_train_reward", "config_from_args"]
+__all__ = ["WORKFLOWS", "add_parser", "cmd_preferences_run", "collect", "train_only", "use_model", "cmd_reward_demo", "add_preference_pages_parser", "cmd_curves", "add_curves_parser", "cmd_dot_demo", "add_dot_parser", "add_train_reward_parser", "cmd_train_reward", "config_from_args"]

@@ -87,7 +87,7 @@ def page_parser(pages: Any, name: str) -> argparse.ArgumentParser:
 
 def add_results_group(sub: Any) -> None:
     """Adds ``rlds-lang results PAGE``: one sub-command per page of ``PAGES``."""
-    from trainers.cli.preferences import add_reward_demo_parser
+    from trainers.cli.preferences import add_preference_pages_parser
 
     help_text = "regenerate a results page of docs/ (" + ", ".join(PAGES) + ")"
     group = sub.add_parser("results", help=help_text,
@@ -96,7 +96,7 @@ def add_results_group(sub: Any) -> None:
     for add in (add_wordle_parser, add_lmrl_gym_parser, add_section5_parser, add_ppo_results_parser,
                 add_malt_results_parser):
         add(pages)
-    add_reward_demo_parser(pages, PAGES["preferences"])
+    add_preference_pages_parser(pages, PAGES["preferences"])
 
 
 def _add_run_folders(parser: argparse.ArgumentParser, page: str) -> None:
