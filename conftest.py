@@ -19,3 +19,23 @@ _HOME.mkdir(parents=True, exist_ok=True)
 os.environ["HOME"] = str(_HOME)
 os.environ.setdefault("MPLCONFIGDIR", str(CACHE / "matplotlib"))
 os.environ.setdefault("KERAS_HOME", str(CACHE / "keras"))
+
+#: the slow tier: test ids (``path::name``, a parametrized test by its name: all its cases) that take more than about
+#: 10 s here, one a line; ``pytest -m "not slow"`` leaves them out (``docs/guides/commands.md``).
+SLOW_TESTS = REPO / "tests" / "slow_tests.txt"
+
+
+def slow_test_ids(path=SLOW_TESTS):
+    """The ids listed in ``path`` (blank lines and ``#`` comments left out)."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return {line for line in lines if line}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks every test listed in ``SLOW_TESTS`` ``slow`` (the marker ``setup.cfg`` registers)."""
+    if not SLOW_TESTS.is_file():
+        return
+    slow = slow_test_ids()
+    for item in items:
+        if item.nodeid in slow or item.nodeid.split("[", 1)[0] in slow:
+            item.add_marker("slow")

@@ -12,6 +12,7 @@ from tests.toy_data import build_dataset, wordle_like
 from trainers.algorithms.registry import parse_agent
 from trainers.cli.main import main
 from trainers.core.build import tfds_build
+from trainers.core.provenance import absolute_paths
 from trainers.evaluation.wordle import EvalResult, load_results
 from trainers.experiments.beta_choice import TUNING_SEED_OFFSET
 from trainers.experiments.common import DECODINGS, add_training_seconds
@@ -52,12 +53,12 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     data_dir = tmp_path / "tfds"
     tfds_build("wordle_synthetic", "branch", data_dir, small=3, quiet=True)
     out = tmp_path / "results.md"
-    main(["results", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
+    main(["results", "wordle", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
           "--sweep-games", "3", "--settings", "official", "--out", str(out)])
     document = out.read_text()
     for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
         assert row in document
-    assert "4 seeded games each" in document and "rlds-lang results --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
+    assert "4 seeded games each" in document and "rlds-lang results wordle --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document
     assert "Not run for this document: `paper`" in document and "ILQL − BC = " in document
     state = torch.load(tmp_path / "runs" / "official" / "bc" / "checkpoint" / "trainer_state.pt", weights_only=False)
     assert state["train_seconds"] > 0 and state["step"] == 2  # the training time the document reports
@@ -68,6 +69,10 @@ def test_results_script_writes_the_document(tmp_path, capsys):
         saved = load_results(tmp_path / f"results-official-{decoding}.json")
         assert [r.name for r in saved] == ["bc", "%bc (top 25%)", "ilql", "optimal"]
         assert [r.params["greedy"] for r in saved[:3]] == [decoding == "greedy"] * 3
+        # the page and its JSON name folders relative to the repository (a checkpoint as well), never absolute
+        assert saved[0].params["checkpoint"].endswith("runs/official/bc/checkpoint")
+        assert not absolute_paths((tmp_path / f"results-official-{decoding}.json").read_text())
+    assert not absolute_paths(document) and " at commit " in document
     assert document.count("ILQL − BC = ") == 4  # each table's verdict, and again in the summary at the top
     summary = document.split("## Summary (computed from the tables below)")[1].split("## What was trained")[0]
     assert summary.count("  - ILQL − BC = ") == 2 and summary.count("- Official Wordle") == 2

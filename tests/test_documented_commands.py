@@ -100,3 +100,45 @@ def test_task_tools_are_grouped_and_former_names_still_parse():
     top = parser.format_help()
     assert "visdial-tokenizer" not in top and "reddit-upvotes" not in top  # hidden aliases
     assert "visdial" in top and "reddit" in top
+
+
+def test_result_pages_are_under_one_verb_and_former_spellings_are_hidden_aliases():
+    from trainers.cli.former import canonical_argv
+
+    parser = build_parser()
+    top = parser.format_help()
+    for former in ("ppo-results", "malt-results", "reward-demo"):
+        assert former not in top  # hidden
+    for former, today in (
+            (["ppo-results", "--games", "5"], ["results", "ppo", "--games", "5"]),
+            (["malt-results", "--smoke"], ["results", "malt", "--smoke"]),
+            (["reward-demo", "dot", "--size", "5"], ["results", "preferences", "dot", "--size", "5"]),
+            (["results", "--setting", "lmrl_gym", "--games", "6"], ["results", "lmrl-gym", "--games", "6"]),
+            (["results", "--steps", "6", "--setting=section5"], ["results", "section5", "--steps", "6"]),
+            (["results", "--settings", "official"], ["results", "wordle", "--settings", "official"])):
+        assert canonical_argv(former) == today
+        assert vars(parser.parse_args(former)) == vars(parser.parse_args(today)), former
+    assert canonical_argv(["results", "section5", "--steps", "2"]) == ["results", "section5", "--steps", "2"]
+    with pytest.raises(SystemExit, match="--setting 'paper'"):
+        canonical_argv(["results", "--setting", "paper"])
+    pages = parser.parse_args(["results", "lmrl-gym", "--small", "12"])
+    assert pages.page == "lmrl-gym" and pages.small == 12 and pages.func.__name__ == "run_lmrl_gym"
+
+
+def test_build_verb_runs_tfds_build_of_a_builder(monkeypatch):
+    import trainers.core.build
+
+    calls = []
+    monkeypatch.setattr(trainers.core.build, "tfds_build", lambda *a, **k: calls.append((a, k)) or "built")
+    args = build_parser().parse_args(["build", "wordle_synthetic", "--config", "manual_dir", "--data-dir", "runs/tfds",
+                                      "--manual-dir", "runs/logs", "--small", "3"])
+    assert args.func(args) == "built"
+    assert calls == [(("wordle_synthetic", "manual_dir", "runs/tfds"), {"manual_dir": "runs/logs", "small": 3})]
+
+
+def test_the_train_line_names_every_algorithm_it_trains():
+    parser = build_parser()
+    top = next(a for a in sub_command_actions(parser))
+    line = next(choice.help for choice in top._choices_actions if choice.dest == "train")
+    algorithms = sub_command_actions(top.choices["train"])[0].choices
+    assert all(name in line for name in algorithms), (line, sorted(algorithms))

@@ -68,7 +68,7 @@ def test_paired_difference_and_side():
 
 
 def test_section_3_pipeline_tiny_writes_only_section_3(tmp_path):
-    """The whole result-3 pipeline at tiny sizes, through `ppo-results --section 3`: sections 1-2 are kept."""
+    """The whole result-3 pipeline at tiny sizes, through `results ppo --section 3`: sections 1-2 are kept."""
     from trainers.experiments.ppo import results as ppo_results
     from trainers.experiments.ppo.sentiment import SentimentSizes
 

@@ -87,7 +87,7 @@ def test_tiny_dot_demo_trains_the_agent_only_on_the_predicted_reward(tmp_path):
     assert results["recovered"] == pytest.approx(expected)
     assert results["verdict"] == ("reached" if results["recovered"] >= 0.8 else "not reached")
     assert json.loads((tmp_path / "dot" / "dot_demo.json").read_text())["recovered"] == results["recovered"]
-    page = render_doc(results, "rlds-lang reward-demo dot")
+    page = render_doc(results, "rlds-lang results preferences dot")
     assert f"Target {results['verdict']}" in page and "| predicted reward |" in page
 
 
@@ -107,7 +107,7 @@ def test_tiny_curves_are_paired_across_methods_and_summarised(tmp_path):
     curves = {m: np.asarray(v) for m, v in results["curves"].items()}
     assert rows[1]["diff"] == pytest.approx(float((curves["disagreement"][:, 1] - curves["random"][:, 1]).mean()))
     assert (tmp_path / "curves" / "curves.png").stat().st_size > 5_000
-    page = render_curves(results, "rlds-lang reward-demo curves", "curves.png")
+    page = render_curves(results, "rlds-lang results preferences curves", "curves.png")
     assert "| 20 |" in page and "Verdicts (computed)" in page
 
 
@@ -119,7 +119,7 @@ def test_the_curves_verdicts_name_each_side_beyond_two_paired_se():
                           "disagreement": [[0.6, 0.7, 0.6], [0.7, 0.8, 0.8], [0.66, 0.74, 0.7]]},
                "config": {"size": 5, "episode_length": 8, "segment_length": 4, "reward": {"members": 2},
                           "query_batch": 10, "steps_per_batch": 2, "candidates": 8}}
-    page = render_curves(results, "rlds-lang reward-demo curves", "curves.png")
+    page = render_curves(results, "rlds-lang results preferences curves", "curves.png")
     assert "beats random by more than two paired SE at: [10];" in page
     assert "random beats disagreement by more than two paired SE at: [20];" in page
     assert "| 40 | 0.700 ± 0.000 | 0.700 ± 0.058 | +0.000 ± 0.058 | no |" in page

@@ -43,6 +43,7 @@ from trainers.core.checkpoint import (
     read_checkpoint_config,
 )
 from trainers.core.loop import AlgorithmSpec, TrainResult
+from trainers.core.provenance import repository_path
 
 
 def fit_dpo(config: DPOConfig, progress: bool = True) -> TrainResult:
@@ -139,7 +140,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
                                  seed=seed, max_action_tokens=max_action_tokens)
-    policy.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
+    policy.info = {"checkpoint": repository_path(path), "algorithm": loaded.algorithm, "step": loaded.step}
     if conditioned:
         policy.info["target_return"] = loaded.lm.target_return
     return policy

@@ -5,7 +5,7 @@ a 32-word Wordle with ``loggers.record``, ``tfds build`` them with ``builders/wo
 ``manual_dir``), ``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly,
 play them beside a random and the expert agent on the same seeded games, print the table with a computed verdict
 per learned agent and write the plot (``--doc PATH``: the same as a markdown guide).
-``rlds-lang record`` records any Wordle policy to a log folder.
+``rlds-lang record`` records any Wordle policy to a log folder; ``rlds-lang build`` runs ``tfds build`` of a builder.
 ``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
 return, episode length and action length distributions to a PNG.
 ``rlds-lang train bc|ilql --dataset DIR [--field value ...]`` trains an algorithm (every field of its config
@@ -16,6 +16,7 @@ with each agent and prints one table (mean reward ± SE, win rate, guesses), wri
 ``rlds-lang malt --task wordle --init CHECKPOINT [--field value ...]`` runs expert-iteration then MALT (response
 trees + DPO) rounds (``trainers.algorithms.malt.malt``).
 ``rlds-lang visdial serve|guesser|tokenizer`` and ``rlds-lang reddit upvotes|tokenizer`` are each task's tools.
+``rlds-lang results PAGE`` regenerates a results page of ``docs/`` (``trainers.cli.results``).
 """
 
 from __future__ import annotations
@@ -139,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``rlds-lang``."""
     from rlds_lang import __version__
 
-    parser = argparse.ArgumentParser(prog="rlds-lang", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="rlds-lang", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"rlds-lang {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
     from trainers.experiments.demo import FULL as DEMO
 
     demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate, on a "
@@ -182,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--run-name", default="run")
     rec.add_argument("--workers", type=int, default=1)
     rec.set_defaults(func=cmd_record)
+    _add_build_parser(sub)
     stats = sub.add_parser("stats", help="statistics table (and histograms PNG) of a built dataset")
     stats.add_argument("dataset", help="a folder written by tfds build (with dataset_info.json) or a dataset name")
     stats.add_argument("--config", default=None, help="builder config when loading by name")
@@ -197,21 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
     stats.set_defaults(func=cmd_stats)
     _add_train_parsers(sub)
     _add_eval_parser(sub)
-    from trainers.cli.results import add_results_parser as add_results_parser
+    from trainers.cli.results import add_results_group
 
-    add_results_parser(sub)
+    add_results_group(sub)
     _add_web_parser(sub)
     from trainers.cli.train import add_malt_parser as add_malt_parser
 
     add_malt_parser(sub)
-    from trainers.cli.results import add_ppo_results_parser as add_ppo_results_parser
-
-    add_ppo_results_parser(sub)
-    from trainers.cli.preferences import (
-        add_reward_demo_parser as add_reward_demo_parser,
-    )
-
-    add_reward_demo_parser(sub)
     from trainers.cli.preferences import add_parser as add_preferences_parser
 
     add_preferences_parser(sub)
@@ -224,18 +218,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 class FiledUnder:
     """A sub-command registry that files each command a parser-adding function registers under another name (a
-    task group's) or, with ``hidden``, under its own name without listing it in the help (a former name kept as an
-    alias)."""
+    task group's)."""
 
-    def __init__(self, sub: Any, names: dict[str, str] | None = None, hidden: bool = False):
-        self.sub, self.names, self.hidden = sub, names or {}, hidden
+    def __init__(self, sub: Any, names: dict[str, str]):
+        self.sub, self.names = sub, names
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        """Adds the command ``name`` (renamed, or hidden) with ``kwargs`` as ``argparse`` would."""
-        if self.hidden:
-            kwargs.pop("help", None)
-            return self.sub.add_parser(name, **kwargs)
+        """Adds the command ``name`` (renamed) with ``kwargs`` as ``argparse`` would."""
         return self.sub.add_parser(self.names.get(name, name), **kwargs)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The top-level parser of ``rlds-lang``: it reads a former spelling of a command as today's
+    (``trainers.cli.former.canonical_argv``), so former names stay hidden aliases."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        """``argparse``'s, on the command line in today's spelling."""
+        from trainers.cli.former import canonical_argv
+
+        return super().parse_known_args(canonical_argv(sys.argv[1:] if args is None else list(args)), namespace)
 
 
 #: task group -> (its help, [(parser-adding function of trainers.cli.tasks, former top-level name, name in group)]).
@@ -252,7 +253,7 @@ TASK_GROUPS = {
 
 def _add_task_groups(sub: Any) -> None:
     """``rlds-lang visdial serve|guesser|tokenizer`` and ``rlds-lang reddit upvotes|tokenizer``; the former flat names
-    (``visdial-serve``, ...) stay as hidden aliases."""
+    (``visdial-serve``, ...) stay as hidden aliases (``trainers.cli.former``)."""
     from trainers.cli import tasks
 
     for group, (help_text, commands) in TASK_GROUPS.items():
@@ -260,7 +261,29 @@ def _add_task_groups(sub: Any) -> None:
         inner = parser.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
         for function, former, name in commands:
             getattr(tasks, function)(FiledUnder(inner, {former: name}))
-            getattr(tasks, function)(FiledUnder(sub, hidden=True))
+
+
+def _add_build_parser(sub: Any) -> None:
+    """``rlds-lang build NAME --config C --data-dir DIR``: ``tfds build`` of a builder of ``builders/``."""
+    build = sub.add_parser("build", help="tfds build a dataset of builders/ (e.g. wordle_synthetic) into a data folder",
+                           description="Runs `tfds build builders/NAME --config CONFIG` with this environment's tfds "
+                                       "(trainers.core.build.tfds_build) unless the dataset is built there already; "
+                                       "prints the built version's folder (what `tfds.load` and `rlds-lang train "
+                                       "--dataset` read).")
+    build.add_argument("name", help="a builder folder under builders/ (wordle_synthetic, visdial, reddit_comments, ...)")
+    build.add_argument("--config", required=True, help="the builder config (e.g. manual_dir, branch, lmrl_gym)")
+    build.add_argument("--data-dir", "--data_dir", dest="data_dir", required=True, help="TFDS data folder to build into")
+    build.add_argument("--manual-dir", "--manual_dir", dest="manual_dir", default=None,
+                       help="the folder of recorded logs or downloaded files the config reads")
+    build.add_argument("--small", type=int, default=None, help="cap every recipe at this many episodes (smoke runs)")
+    build.set_defaults(func=cmd_build)
+
+
+def cmd_build(args: argparse.Namespace) -> str:
+    """Builds ``args.name``/``args.config`` into ``args.data_dir`` and returns the built version's folder."""
+    from trainers.core.build import tfds_build
+
+    return tfds_build(args.name, args.config, args.data_dir, manual_dir=args.manual_dir, small=args.small)
 
 
 def _add_web_parser(sub) -> None:
@@ -285,8 +308,8 @@ def _add_train_parsers(sub) -> None:
     from trainers.algorithms.registry import ALGORITHMS
     from trainers.core.config import add_dataclass_arguments
 
-    train = sub.add_parser("train", help="train an algorithm (bc, ilql, mc, dpo, ppo, online_pbc, reward) from an "
-                                         "RLDS dataset or its environment")
+    names = ", ".join([*ALGORITHMS, "online_pbc", "reward"])  # the registry's, then the two with parsers of their own
+    train = sub.add_parser("train", help=f"train an algorithm ({names}) from an RLDS dataset or its environment")
     algorithms = train.add_subparsers(dest="algorithm", required=True)
     for name, spec in ALGORITHMS.items():
         if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
@@ -350,8 +373,10 @@ def _add_eval_parser(sub) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rlds-lang`` console script."""
+    from trainers.cli.former import canonical_argv
+
     args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = canonical_argv(sys.argv[1:] if argv is None else argv)
     args.func(args)
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from rlds_lang.preferences.defaults import INITIAL_TRAINING_EPOCHS
 from trainers.algorithms.reward.model import RewardModelConfig
 from trainers.algorithms.reward.pipeline import PipelineConfig
 from trainers.algorithms.reward.trainer import RewardTrainingResult, train_reward
+from trainers.core.provenance import command_line
 from trainers.experiments.preferences.curves import CurvesConfig, run_curves, summarise
 from trainers.experiments.preferences.curves import render_doc as render_curves_doc
 from trainers.experiments.preferences.dot import DotDemoConfig, run_dot_demo
@@ -167,7 +167,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_reward_demo(args: argparse.Namespace) -> dict[str, Any]:
-    """``rlds-lang reward-demo wordle [--field value ...]``: runs the demonstration and prints its verdict."""
+    """``rlds-lang results preferences wordle [--field value ...]``: runs the demonstration and prints its verdict."""
     import torch
 
     torch.set_num_threads(1)
@@ -179,12 +179,13 @@ def cmd_reward_demo(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def add_reward_demo_parser(sub) -> None:
-    """Adds ``reward-demo wordle`` (every ``RewardDemoConfig`` field an option) to the CLI's subcommands."""
+def add_preference_pages_parser(sub: Any, help_text: str) -> None:
+    """Adds ``results preferences wordle|curves|dot`` (every field of each one's config an option) to the pages of
+    ``rlds-lang results``."""
     from trainers.core.config import add_dataclass_arguments, module_summary
 
-    demo = sub.add_parser("reward-demo", help="learn a reward from synthetic preferences and check its ranking")
-    tasks = demo.add_subparsers(dest="task", required=True)
+    demo = sub.add_parser("preferences", help=help_text, description=help_text)
+    tasks = demo.add_subparsers(dest="task", required=True, metavar="DEMONSTRATION")
     wordle = tasks.add_parser("wordle", help="Wordle games of 5 policies, synthetic labels, held-out ranking",
                               description=module_summary(RewardDemoConfig))
     add_dataclass_arguments(wordle, RewardDemoConfig)
@@ -197,7 +198,7 @@ def add_reward_demo_parser(sub) -> None:
 
 
 def cmd_curves(args: argparse.Namespace) -> dict[str, Any]:
-    """``rlds-lang reward-demo curves``: runs the curves and, with ``--doc``, writes the generated page."""
+    """``rlds-lang results preferences curves``: runs the curves and, with ``--doc``, writes the generated page."""
     import shutil
 
     import torch
@@ -212,15 +213,14 @@ def cmd_curves(args: argparse.Namespace) -> dict[str, Any]:
         doc = Path(args.doc)
         png = doc.with_suffix(".png")
         shutil.copy(Path(config.out) / "curves.png", png)
-        command = "rlds-lang reward-demo curves " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else \
-            "rlds-lang reward-demo curves"
+        command = command_line(args, "rlds-lang results preferences curves")
         doc.write_text(render_curves_doc(results, command, png.name))
         print(f"wrote {doc} and {png}")
     return results
 
 
 def add_page_parser(tasks: Any, name: str, help_text: str, config_class: type, func: Any, doc_help: str) -> None:
-    """Adds ``reward-demo NAME``: every field of ``config_class`` an option, plus ``--doc`` (``doc_help``) and
+    """Adds ``results preferences NAME``: every field of ``config_class`` an option, plus ``--doc`` (``doc_help``) and
     ``--no-progress``; it runs ``func``."""
     from trainers.core.config import add_dataclass_arguments, module_summary
 
@@ -232,13 +232,13 @@ def add_page_parser(tasks: Any, name: str, help_text: str, config_class: type, f
 
 
 def add_curves_parser(tasks: Any) -> None:
-    """Adds ``reward-demo curves`` (every ``CurvesConfig`` field an option, plus ``--doc``)."""
+    """Adds ``results preferences curves`` (every ``CurvesConfig`` field an option, plus ``--doc``)."""
     add_page_parser(tasks, "curves", "labels vs reward-model accuracy, random vs disagreement selection",
                     CurvesConfig, cmd_curves, "also write this generated markdown page (and its PNG beside it)")
 
 
 def cmd_dot_demo(args: argparse.Namespace) -> dict[str, Any]:
-    """``rlds-lang reward-demo dot``: runs the demonstration, prints the verdict, optionally writes the page."""
+    """``rlds-lang results preferences dot``: runs the demonstration, prints the verdict, optionally writes the page."""
     import torch
 
     torch.set_num_threads(1)
@@ -248,14 +248,13 @@ def cmd_dot_demo(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{name:>16}: {row['mean']:.3f} ± {row['se']:.3f}")
     print(f"recovered {results['recovered']:.2f} of the true-reward gain (target {config.margin}: {results['verdict']})")
     if args.doc:
-        command = "rlds-lang reward-demo dot " + " ".join(sys.argv[3:])
-        Path(args.doc).write_text(render_dot_doc(results, command.strip()))
+        Path(args.doc).write_text(render_dot_doc(results, command_line(args, "rlds-lang results preferences dot")))
         print(f"wrote {args.doc}")
     return results
 
 
 def add_dot_parser(tasks: Any) -> None:
-    """Adds ``reward-demo dot`` (every ``DotDemoConfig`` field an option, plus ``--doc``)."""
+    """Adds ``results preferences dot`` (every ``DotDemoConfig`` field an option, plus ``--doc``)."""
     add_page_parser(tasks, "dot", "an agent on a learned reward on the moving-dot pixel task", DotDemoConfig,
                     cmd_dot_demo, "also write this generated markdown page")
 
@@ -299,4 +298,4 @@ def cmd_train_reward(args) -> RewardTrainingResult:
     return result
 
 
-__all__ = ["WORKFLOWS", "add_parser", "cmd_preferences_run", "collect", "train_only", "use_model", "cmd_reward_demo", "add_reward_demo_parser", "cmd_curves", "add_curves_parser", "cmd_dot_demo", "add_dot_parser", "add_train_reward_parser", "cmd_train_reward", "config_from_args"]
+__all__ = ["WORKFLOWS", "add_parser", "cmd_preferences_run", "collect", "train_only", "use_model", "cmd_reward_demo", "add_preference_pages_parser", "cmd_curves", "add_curves_parser", "cmd_dot_demo", "add_dot_parser", "add_train_reward_parser", "cmd_train_reward", "config_from_args"]

@@ -1,7 +1,8 @@
-"""``rlds-lang results``, ``rlds-lang malt-results``, ``rlds-lang malt-roles-results`` and ``rlds-lang ppo-results``:
-the commands that regenerate the results pages of ``docs/`` (``docs/results.md``, ``docs/lmrl_gym.md``,
-``docs/section5.md``, ``docs/malt.md`` and its two-role section, ``docs/ppo.md``) from the experiments of
-``trainers.experiments``.
+"""``rlds-lang results PAGE``: the commands that regenerate the results pages of ``docs/`` from the experiments of
+``trainers.experiments``: ``wordle`` (``docs/results.md``), ``lmrl-gym`` (``docs/lmrl_gym.md``), ``section5``
+(``docs/section5.md``), ``ppo`` (``docs/ppo.md``), ``malt`` (``docs/malt.md``), ``malt-roles`` (its two-role section) and ``preferences wordle|curves|dot``
+(``docs/preference_curves.md``, ``docs/preference_dot.md``). Each page names the command that wrote it and the
+commit (``trainers.core.provenance``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlds_lang.paths import cache_dir, runs_dir
+from trainers.core.provenance import command_line
 from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
@@ -39,18 +41,10 @@ from trainers.experiments.results import (
 
 
 def cmd_results(args: argparse.Namespace) -> Path:
-    """Runs every chosen setting and writes the document (plus a PNG and a JSON per setting and decoding);
-    returns its path."""
+    """``rlds-lang results wordle``: runs every chosen setting and writes the document (plus a PNG and a JSON per
+    setting and decoding); returns its path."""
     from trainers.evaluation.wordle import plot_results, save_results
 
-    if getattr(args, "setting", None) == "lmrl_gym":  # LMRL-Gym's table: its own document (docs/lmrl_gym.md)
-        from trainers.experiments.lmrl_gym.run import run_lmrl_gym
-
-        return run_lmrl_gym(args)
-    if getattr(args, "setting", None) == "section5":  # the ILQL paper's ranking test: docs/section5.md
-        from trainers.experiments.section5 import run_section5
-
-        return run_section5(args)
     started = time.perf_counter()
     out = Path(args.out or "docs/results.md")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -74,18 +68,66 @@ def cmd_results(args: argparse.Namespace) -> Path:
     return out
 
 
-def add_results_parser(sub) -> None:
-    """Adds ``rlds-lang results`` to the CLI's subcommands."""
-    parser = sub.add_parser("results", help="reproduce docs/results.md (BC, %%BC, ILQL on wordle_synthetic/branch)")
+#: the pages of ``rlds-lang results``: name -> its one-line help (what the page shows, and where it is).
+PAGES = {
+    "wordle": "docs/results.md: BC, %BC and ILQL on wordle_synthetic branch datasets, official and paper rules",
+    "lmrl-gym": "docs/lmrl_gym.md: BC, %BC, MC returns, ILQL and online %BC in LMRL-Gym's Wordle setting",
+    "section5": "docs/section5.md: the ILQL paper's ranking test on its adversarial Wordle data",
+    "ppo": "docs/ppo.md: online PPO on Wordle from a BC checkpoint, RLHF and sentiment pipelines",
+    "malt": "docs/malt.md: BC, expert iteration and MALT on Wordle",
+    "malt-roles": "docs/malt.md's two-role Wordle section: BC, expert iteration and per-agent MALT",
+    "preferences": "reward learning from preferences: Wordle ranking, label curves (docs/preference_curves.md), "
+                   "moving dot (docs/preference_dot.md)",
+}
+
+
+def page_parser(pages: Any, name: str) -> argparse.ArgumentParser:
+    """Adds the page ``name`` of ``PAGES`` to ``pages`` with its help line (escaped for argparse) as help and
+    description."""
+    return pages.add_parser(name, help=PAGES[name].replace("%", "%%"), description=PAGES[name])
+
+
+def add_results_group(sub: Any) -> None:
+    """Adds ``rlds-lang results PAGE``: one sub-command per page of ``PAGES``."""
+    from trainers.cli.preferences import add_preference_pages_parser
+
+    help_text = "regenerate a results page of docs/ (" + ", ".join(PAGES) + ")"
+    group = sub.add_parser("results", help=help_text,
+                           description=help_text + "; each page names the command that wrote it and its commit")
+    pages = group.add_subparsers(dest="page", required=True, metavar="PAGE")
+    for add in (add_wordle_parser, add_lmrl_gym_parser, add_section5_parser, add_ppo_results_parser,
+                add_malt_results_parser, add_malt_roles_results_parser):
+        add(pages)
+    add_preference_pages_parser(pages, PAGES["preferences"])
+
+
+def _add_run_folders(parser: argparse.ArgumentParser, page: str) -> None:
+    """The options every page that builds a dataset and trains has: where data, runs and the page go."""
+    parser.add_argument("--data-dir", default=str(cache_dir() / "results" / "tfds"),
+                        help="TFDS data folder, built there when absent (default: results/tfds in $RLDS_LANG_CACHE "
+                             "or the user cache directory)")
+    parser.add_argument("--runs", default=str(runs_dir() / "results"),
+                        help="training output folders (default: results in $RLDS_LANG_RUNS or the user data "
+                             "directory)")
+    parser.add_argument("--steps", type=int, default=None, help="override the committed optimizer steps")
+    parser.add_argument("--out", default=None, help=f"the document (default: {page})")
+
+
+def _add_row_selection(parser: argparse.ArgumentParser) -> None:
+    """``--small`` and ``--train-only`` (the pages whose rows train one after another)."""
+    parser.add_argument("--small", type=int, default=None, help="cap each split (each recipe) at this many games")
+    parser.add_argument("--train-only", action="append", default=[], metavar="ROW",
+                        help="only build and train (or resume) this row (its name, e.g. 'ILQL'), then stop without "
+                             "evaluating; repeat it, or run two such commands side by side on 2 cores, then the "
+                             "plain command evaluates and writes the document")
+
+
+def add_wordle_parser(pages: Any) -> None:
+    """Adds ``results wordle`` (``docs/results.md``)."""
+    parser = page_parser(pages, "wordle")
+    _add_run_folders(parser, "docs/results.md")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="which settings to run (default: all)")
-    parser.add_argument("--data-dir", default=str(cache_dir() / "results" / "tfds"),
-                        help="where the datasets are built (default: results/tfds in $RLDS_LANG_CACHE or the user "
-                             "cache directory)")
-    parser.add_argument("--runs", default=str(runs_dir() / "results"),
-                        help="training output folders (default: results in $RLDS_LANG_RUNS or 'runs' in the user "
-                             "data directory)")
-    parser.add_argument("--steps", type=int, default=None, help="override the committed optimizer steps")
     parser.add_argument("--games", type=int, default=2000,
                         help="evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
     parser.add_argument("--eval-seed", type=int, default=0)
@@ -94,16 +136,33 @@ def add_results_parser(sub) -> None:
                              "lmrl_gym: greedy and temperatures 0.3, 0.5, 0.7 and 1)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
-    parser.add_argument("--out", default=None, help="the document (default: docs/results.md, or docs/lmrl_gym.md "
-                                                    "with --setting lmrl_gym, relative to the current directory: "
-                                                    "run from the repository)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
-    from trainers.experiments.lmrl_gym.run import add_arguments
-    from trainers.experiments.section5 import add_arguments as add_section5_arguments
-
-    add_arguments(parser)
-    add_section5_arguments(parser)
     parser.set_defaults(func=cmd_results)
+
+
+def add_lmrl_gym_parser(pages: Any) -> None:
+    """Adds ``results lmrl-gym`` (``docs/lmrl_gym.md``; its own options come from ``trainers.experiments.lmrl_gym``)."""
+    from trainers.experiments.lmrl_gym.run import add_arguments, run_lmrl_gym
+
+    parser = page_parser(pages, "lmrl-gym")
+    _add_run_folders(parser, "docs/lmrl_gym.md")
+    _add_row_selection(parser)
+    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
+    parser.add_argument("--eval-seed", type=int, default=0)
+    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    add_arguments(parser)
+    parser.set_defaults(func=run_lmrl_gym)
+
+
+def add_section5_parser(pages: Any) -> None:
+    """Adds ``results section5`` (``docs/section5.md``)."""
+    from trainers.experiments.section5 import add_arguments, run_section5
+
+    parser = page_parser(pages, "section5")
+    _add_run_folders(parser, "docs/section5.md")
+    _add_row_selection(parser)
+    add_arguments(parser)
+    parser.set_defaults(func=run_section5)
 
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:
@@ -126,8 +185,8 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     rows = evaluate_rows(agents, settings, args.progress)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = " ".join(["rlds-lang malt-results", *(["--smoke"] if args.smoke else []),
-                        *(f"--agent {spec}" for spec in args.agent)])
+    command = command_line(args, " ".join(["rlds-lang results malt", *(["--smoke"] if args.smoke else []),
+                                           *(f"--agent {spec}" for spec in args.agent)]))
     page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command)
     out.write_text(kept_blocks(out.read_text(), page) if out.exists() else page)  # the two-role section stays
     print(f"results -> {out}")
@@ -149,7 +208,7 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
             agents.append((malt_roles.MALT_START, rounds[ei_rounds - 1].checkpoints))
         agents.append((name, rounds[-1].checkpoints))
     rows = malt_roles.evaluate_rows(agents, settings)
-    command = "rlds-lang malt-roles-results" + (" --smoke" if args.smoke else "")
+    command = command_line(args, "rlds-lang results malt-roles" + (" --smoke" if args.smoke else ""))
     summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
                                        time.process_time() - cpu_started)
     out = Path(args.out)
@@ -161,9 +220,8 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
 
 
 def add_malt_roles_results_parser(sub: Any) -> None:
-    """Adds ``rlds-lang malt-roles-results``."""
-    parser = sub.add_parser("malt-roles-results",
-                            help="reproduce the two-role Wordle section of docs/malt.md (BC, EI and per-agent MALT)")
+    """Adds ``results malt-roles`` (the two-role Wordle section of ``docs/malt.md``)."""
+    parser = page_parser(sub, "malt-roles")
     parser.add_argument("--out", default="docs/malt.md",
                         help="the page to write its section into (relative to the current folder: run it from the "
                              "repository)")
@@ -175,14 +233,14 @@ def add_malt_roles_results_parser(sub: Any) -> None:
 
 
 def add_malt_results_parser(sub: Any) -> None:
-    """Adds ``rlds-lang malt-results``."""
-    parser = sub.add_parser("malt-results", help="reproduce docs/malt.md (BC, EI and MALT on Wordle)")
+    """Adds ``results malt`` (``docs/malt.md``)."""
+    parser = page_parser(sub, "malt")
     parser.add_argument("--out", default="docs/malt.md",
                         help="the document (default: docs/malt.md relative to the current directory: run from the "
                              "repository)")
     parser.add_argument("--workdir", default=str(runs_dir() / "malt_results"),
-                        help="training output folders (default: malt_results in $RLDS_LANG_RUNS or 'runs' in the "
-                             "user data directory)")
+                        help="training output folders (default: malt_results in $RLDS_LANG_RUNS or the user data "
+                             "directory)")
     parser.add_argument("--agent", action="append", default=[], help="NAME=CHECKPOINT to add a row (e.g. ilql, ppo)")
     parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
@@ -190,14 +248,14 @@ def add_malt_results_parser(sub: Any) -> None:
 
 
 def add_ppo_results_parser(sub) -> None:
-    """Adds ``rlds-lang ppo-results`` to the CLI's subcommands."""
-    parser = sub.add_parser("ppo-results", help="reproduce docs/ppo.md (online PPO on Wordle from a BC checkpoint)")
+    """Adds ``results ppo`` (``docs/ppo.md``)."""
+    parser = page_parser(sub, "ppo")
     parser.add_argument("--bc", default=str(runs_dir() / "results" / "official" / "bc" / "checkpoint"),
                         help="the BC checkpoint PPO starts from and is compared with (default: the one `rlds-lang "
-                             "results` trains under its default --runs)")
+                             "results wordle` trains under its default --runs)")
     parser.add_argument("--runs", default=str(runs_dir() / "ppo-results"),
-                        help="PPO's output folder's parent (default: ppo-results in $RLDS_LANG_RUNS or 'runs' in the "
-                             "user data directory)")
+                        help="PPO's output folder's parent (default: ppo-results in $RLDS_LANG_RUNS or the user data "
+                             "directory)")
     parser.add_argument("--updates", type=int, default=None, help="override the committed PPO updates")
     parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent (>= 2,000 for the claim)")
     parser.add_argument("--eval-seed", type=int, default=0)
@@ -214,3 +272,8 @@ def add_ppo_results_parser(sub) -> None:
                              "repository)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.set_defaults(func=run)
+
+
+__all__ = ["PAGES", "add_lmrl_gym_parser", "add_malt_results_parser", "add_ppo_results_parser", "add_results_group",
+           "add_section5_parser", "page_parser", "add_wordle_parser", "cmd_malt_results", "cmd_results",
+           "add_malt_roles_results_parser", "cmd_malt_roles_results"]

@@ -55,8 +55,7 @@ def cmd_malt(args: argparse.Namespace) -> list[RoundManifest]:
 
 
 def add_malt_parser(sub: Any) -> None:
-    """Adds ``rlds-lang malt`` (every ``MALTConfig`` field is an option), ``rlds-lang malt-results`` and
-    ``rlds-lang malt-roles-results``."""
+    """Adds ``rlds-lang malt`` (every ``MALTConfig`` field is an option)."""
     from trainers.core.config import add_dataclass_arguments, module_summary
 
     parser = sub.add_parser("malt", help="expert iteration then MALT (response trees + DPO) rounds from a BC checkpoint",
@@ -64,10 +63,6 @@ def add_malt_parser(sub: Any) -> None:
     add_dataclass_arguments(parser, MALTConfig)
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     parser.set_defaults(func=cmd_malt)
-    from trainers.cli.results import add_malt_results_parser, add_malt_roles_results_parser
-
-    add_malt_results_parser(sub)
-    add_malt_roles_results_parser(sub)
 
 
 def cmd_train_online_pbc(args: argparse.Namespace) -> None:

@@ -1,6 +1,6 @@
 """The two-role Wordle section of ``docs/malt.md``: a BC start, expert iteration and per-agent MALT from it on
 ``rlds_lang.wordle_roles`` (a proposer and a checker), evaluated on the same seeded games with paired standard
-errors; rerun with ``rlds-lang malt-roles-results``.
+errors; rerun with ``rlds-lang results malt-roles``.
 
 Everything the section depends on is here: the BC data (scripted teams of the strengths in ``bc_data``, recorded
 through ``loggers.record``), the BC start (one model per model group, trained on its agents' turns), an EI arm
@@ -14,8 +14,8 @@ checkpoints in ``--workdir``.
 
 Example::
 
-    OMP_NUM_THREADS=1 rlds-lang malt-roles-results                       # the committed run -> docs/malt.md
-    rlds-lang malt-roles-results --smoke --out runs/malt.md --workdir runs/mrr     # minutes: not a result
+    OMP_NUM_THREADS=1 rlds-lang results malt-roles                       # the committed run -> docs/malt.md
+    rlds-lang results malt-roles --smoke --out runs/malt.md --workdir runs/mrr     # minutes: not a result
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Wordle result of ``docs/results.md``: BC, %BC and ILQL trained on ``wordle_synthetic/branch``, evaluated
-beside the optimal policy on the same seeded games; rerun with ``rlds-lang results``.
+beside the optimal policy on the same seeded games; rerun with ``rlds-lang results wordle``.
 
 Everything the result depends on is here: the dataset (built with ``tfds build`` if absent), the committed
 configs (``EXPERIMENTS``), the evaluation settings, and the document it writes (tables, plot, settings,
@@ -8,8 +8,8 @@ stopped; finished evaluations are reused from their JSON unless ``--fresh``.
 
 Example::
 
-    rlds-lang results                       # full: build the datasets, train 6,000 steps, evaluate 2,000 games each, write docs/results.md
-    rlds-lang results --steps 50 --games 50 --out /tmp/results.md    # a quick smoke run
+    rlds-lang results wordle                # full: build the datasets, train 6,000 steps, evaluate 2,000 games each, write docs/results.md
+    rlds-lang results wordle --steps 50 --games 50 --out runs/results.md    # a quick smoke run
 
 On a 2-core machine the two settings train a little sooner side by side, one torch thread each, than one
 after the other on two threads (the small model gains little from a second thread: BC of the committed
@@ -17,9 +17,9 @@ size ran at 9.1k + 9.2k tokens/s as two such processes against 16.5k tokens/s al
 steps each, median after step 50); a last plain invocation then writes the document from the finished
 runs and evaluations::
 
-    OMP_NUM_THREADS=1 rlds-lang results --settings paper --out /tmp/paper.md &
-    OMP_NUM_THREADS=1 rlds-lang results --settings official --out /tmp/official.md &
-    wait && rlds-lang results
+    OMP_NUM_THREADS=1 rlds-lang results wordle --settings paper --out runs/paper.md &
+    OMP_NUM_THREADS=1 rlds-lang results wordle --settings official --out runs/official.md &
+    wait && rlds-lang results wordle
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import math
 from pathlib import Path
 
 from trainers.core.build import tfds_build
+from trainers.core.provenance import command_line, generated_by
 from trainers.experiments.beta_choice import TUNING_SEED_OFFSET, tuning_config
 from trainers.experiments.common import (
     DECODINGS,
@@ -213,11 +214,11 @@ def render(sections: list[str], config, parameters: int, seconds: float, args: a
     body = "\n".join(sections)
     skipped = [f"`{k}` ({SETTINGS[k].title})" for k in SETTINGS if k not in args.settings]
     if skipped:
-        body += ("\nNot run for this document: " + ", ".join(skipped) + ". `rlds-lang results --settings "
+        body += ("\nNot run for this document: " + ", ".join(skipped) + ". `rlds-lang results wordle --settings "
                  + " ".join(k for k in SETTINGS if k not in args.settings) + "` adds it.\n")
     return f"""# Wordle: BC, %BC and ILQL on `wordle_synthetic` branch datasets
 
-Produced by `rlds-lang {' '.join(getattr(args, 'argv', []))}` (`trainers/experiments/results.py`) on
+{generated_by(command_line(args, 'rlds-lang results wordle'))} (`trainers/experiments/results.py`) on
 {datetime.date.today().isoformat()}, on CPU (2 cores); this invocation took {seconds / 60:.1f} min (finished training and evaluations are reused,
 the training times below are each run's own). Rerun it to reproduce
 every number here; the configs are committed in `trainers/experiments/results.py`.

@@ -1,4 +1,4 @@
-"""``rlds-lang results --setting lmrl_gym``: our trainers in LMRL-Gym's Wordle setting, beside its published table.
+"""``rlds-lang results lmrl-gym``: our trainers in LMRL-Gym's Wordle setting, beside its published table.
 
 Builds ``wordle_synthetic/lmrl_gym`` (``--small N`` caps each split at N games for smoke runs), trains BC,
 %BC (top 30%), MC returns, ILQL and ILQL with the earlier target scheme on its ``train`` split with the committed
@@ -15,8 +15,8 @@ typed by hand (the page is ``trainers.experiments.lmrl_gym.document``).
 
 Example::
 
-    rlds-lang results --setting lmrl_gym                                   # the full reproduction
-    rlds-lang results --setting lmrl_gym --small 200 --steps 5 --games 20 --pbc-rounds 1 --pbc-games 20 \\
+    rlds-lang results lmrl-gym                                             # the full reproduction
+    rlds-lang results lmrl-gym --small 200 --steps 5 --games 20 --pbc-rounds 1 --pbc-games 20 \\
         --out runs/lmrl_gym.md                                             # a smoke run
 """
 
@@ -111,20 +111,11 @@ STARTED_FROM_BC = "started_from_bc.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``--setting lmrl_gym`` (the others are ``rlds-lang results``' own)."""
-    parser.add_argument("--setting", choices=["lmrl_gym", "section5"], default=None,
-                        help="lmrl_gym: LMRL-Gym's Wordle table (writes docs/lmrl_gym.md); section5: the ILQL paper's "
-                             "ranking test on its adversarial data (docs/section5.md); default: docs/results.md")
-    parser.add_argument("--small", type=int, default=None,
-                        help="lmrl_gym, section5: cap each split (each recipe) at this many games")
+    """The options of ``rlds-lang results lmrl-gym`` that only this page has (the shared ones are the CLI's)."""
     parser.add_argument("--build-workers", type=int, default=1,
                         help="lmrl_gym: processes that record the dataset's shards into <data-dir>/shard_cache "
                              "(so an interrupted build resumes) before one Beam worker serialises them (Beam's own "
                              "2-process runner once lost 3%% of the games without an error)")
-    parser.add_argument("--train-only", action="append", default=[], metavar="ROW",
-                        help="lmrl_gym, section5: only build and train (or resume) this row (its name, e.g. 'ILQL', or 'online "
-                             "%%BC' after BC), then stop without evaluating; repeat it, and run two such commands "
-                             "side by side on 2 cores, then the plain command evaluates and writes the document")
     parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="lmrl_gym: online %%BC rounds")
     parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
@@ -276,7 +267,7 @@ def _rankings(runs: dict[str, Path], dataset: str, games: int) -> str:
             f"scripted one) that Q values below the scripted policy's first guess `{better}` (the ILQL paper's "
             "test: near 1 when Q learned that the scripted move is better; the single-step baselines scored near 0 there). "
             "The test on the ILQL paper's own adversarial data, with the exact tabular solution beside it, is "
-            "[section5.md](section5.md) (`rlds-lang results --setting section5`).\n\n"
+            "[section5.md](section5.md) (`rlds-lang results section5`).\n\n"
             "| row | fraction ranked below |\n| --- | --- |\n" + rows + "\n")
 
 

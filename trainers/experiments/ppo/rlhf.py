@@ -18,9 +18,9 @@ Steps (each resumes: a finished step is read back from its folder under ``runs``
    standard errors; KL bounded by the controller's target) and ``ppo_rlhf.png`` (true vs learned return and
    KL over PPO updates).
 
-Example (through ``rlds-lang ppo-results``, which writes both sections)::
+Example (through ``rlds-lang results ppo``, which writes both sections)::
 
-    rlds-lang ppo-results --bc runs/bc/checkpoint --games 2000
+    rlds-lang results ppo --bc runs/bc/checkpoint --games 2000
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def render_section(results: dict[str, Any], reward: dict[str, Any], ppo_result: 
     return f"""## 2. RLHF on Wordle: PPO against a reward model learned from synthetic preferences
 
 Preferences: {reward['labels']} synthetic labels (the higher true return wins) over whole recorded games of the
-five scripted policies of `rlds-lang reward-demo` ({reward['config']['games_per_policy']} games each) and
+five scripted policies of `rlds-lang results preferences` ({reward['config']['games_per_policy']} games each) and
 {reward['bc_games']} games of the BC start at temperature {config.temperature}; reward-model ensemble of
 {reward['config']['reward']['members']} members, {reward['config']['reward']['steps']} steps (validation accuracy
 {reward['val_accuracy']:.3f} on {reward['val_labels']} held-out labels).

@@ -13,7 +13,7 @@ Example::
 
     from trainers.experiments.ppo.sentiment_base import BaseLMConfig, pretrain_base
 
-    checkpoint = pretrain_base(BaseLMConfig(out="/tmp/base", steps=50))
+    checkpoint = pretrain_base(BaseLMConfig(out="runs/base", steps=50))
 """
 
 from __future__ import annotations

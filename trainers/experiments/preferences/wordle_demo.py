@@ -1,7 +1,7 @@
 """Demonstration: on Wordle, a reward model learned from synthetic preference labels ranks held-out games
 like their true return.
 
-``rlds-lang reward-demo wordle`` records games of several Wordle policies (``loggers.record_and_read``: from
+``rlds-lang results preferences wordle`` records games of several Wordle policies (``loggers.record_and_read``: from
 the optimal policy to a policy that never plays a consistent word, so returns spread from 0 to -6), cuts
 each recorded episode into clips (``rlds_lang.preferences.segments.clips_from_episode``; a Wordle game fits
 in one 40-step clip), splits the *games* into a training and a held-out part, labels ``labels`` random
@@ -17,7 +17,7 @@ to ``OUT/reward_demo.json``.
 
 Example::
 
-    rlds-lang reward-demo wordle --labels 2000 --out runs/reward-demo
+    rlds-lang results preferences wordle --labels 2000 --out runs/reward-demo
 """
 
 from __future__ import annotations
