@@ -132,8 +132,7 @@ def add_wordle_parser(pages: Any) -> None:
                         help="evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
     parser.add_argument("--eval-seed", type=int, default=0)
     parser.add_argument("--decodings", nargs="+", default=None, choices=list(DECODINGS),
-                        help="how the agents decode, a table each (default: sample and greedy; with --setting "
-                             "lmrl_gym: greedy and temperatures 0.3, 0.5, 0.7 and 1)")
+                        help="how the agents decode, a table each (default: sample and greedy)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")

@@ -38,6 +38,7 @@ from trainers.core.build import built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import BETA_GRID, parse_grid, tuning_config
 from trainers.experiments.common import (
+    DECODINGS,
     SHARED,
     Experiment,
     experiment_config,
@@ -113,28 +114,31 @@ STARTED_FROM_BC = "started_from_bc.json"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``rlds-lang results lmrl-gym`` that only this page has (the shared ones are the CLI's)."""
     parser.add_argument("--build-workers", type=int, default=1,
-                        help="lmrl_gym: processes that record the dataset's shards into <data-dir>/shard_cache "
+                        help="processes that record the dataset's shards into <data-dir>/shard_cache "
                              "(so an interrupted build resumes) before one Beam worker serialises them (Beam's own "
                              "2-process runner once lost 3%% of the games without an error)")
-    parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="lmrl_gym: online %%BC rounds")
-    parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="lmrl_gym: online %%BC games per round")
+    parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="online %%BC rounds")
+    parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
-                        help=f"lmrl_gym: online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
+                        help=f"online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
     parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID),
-                        help="lmrl_gym: the β values MC returns and ILQL play on held-out games before the table "
+                        help="the β values MC returns and ILQL play on held-out games before the table "
                              "(LMRL-Gym's scripts sweep 1..128)")
     parser.add_argument("--beta-games", type=int, default=500,
-                        help="lmrl_gym: held-out games per β of that choice (0: play each row's committed β)")
+                        help="held-out games per β of that choice (0: play each row's committed β)")
     parser.add_argument("--consistency-games", type=int, default=100,
-                        help="lmrl_gym: held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
+                        help="held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
+    parser.add_argument("--decodings", nargs="+", default=None, choices=list(DECODINGS),
+                        help="how every row is played, a table each (default: greedy and temperatures 0.3, 0.5, 0.7 "
+                             "and 1)")
     parser.add_argument("--headline-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES,
-                        help="lmrl_gym: games of the headline decoding's table (LMRL-Gym's count; the other "
+                        help="games of the headline decoding's table (LMRL-Gym's count; the other "
                              "decodings play --games)")
     parser.add_argument("--selection-games", type=int, default=2000,
-                        help="lmrl_gym: held-out (eval split) games that score BC's and %%BC's kept checkpoints "
+                        help="held-out (eval split) games that score BC's and %%BC's kept checkpoints "
                              "(LMRL-Gym's save_best)")
     parser.add_argument("--calibration-games", type=int, default=1000,
-                        help="lmrl_gym: held-out (eval split) games of the value calibration")
+                        help="held-out (eval split) games of the value calibration")
     add_linear_arguments(parser)
 
 
