@@ -41,6 +41,10 @@ def cmd_results(args: argparse.Namespace) -> Path:
     returns its path."""
     from trainers.evaluation.wordle import plot_results, save_results
 
+    if getattr(args, "page", None) == "baselines":  # the ILQL code's baselines: docs/baselines.md
+        from trainers.experiments.baselines.run import run_baselines
+
+        return run_baselines(args)
     if getattr(args, "setting", None) == "lmrl_gym":  # LMRL-Gym's table: its own document (docs/lmrl_gym.md)
         from trainers.experiments.lmrl_gym.run import run_lmrl_gym
 
@@ -75,6 +79,9 @@ def cmd_results(args: argparse.Namespace) -> Path:
 def add_results_parser(sub) -> None:
     """Adds ``rlds-lang results`` to the CLI's subcommands."""
     parser = sub.add_parser("results", help="reproduce docs/results.md (BC, %%BC, ILQL on wordle_synthetic/branch)")
+    parser.add_argument("page", nargs="?", choices=["baselines"], default=None,
+                        help="baselines: every agent of the ILQL code's comparison on two Wordle settings "
+                             "(writes docs/baselines.md)")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="which settings to run (default: all)")
     parser.add_argument("--data-dir", default=str(cache_dir() / "results" / "tfds"),
@@ -101,6 +108,9 @@ def add_results_parser(sub) -> None:
 
     add_arguments(parser)
     add_section5_arguments(parser)
+    from trainers.experiments.baselines.run import add_arguments as add_baselines_arguments
+
+    add_baselines_arguments(parser)
     parser.set_defaults(func=cmd_results)
 
 
