@@ -91,7 +91,7 @@ def test_the_decision_transformers_trend_compares_its_highest_and_lowest_target(
 
 
 def test_the_target_returns_are_sorted_and_a_bad_sweep_is_named():
-    assert dt_targets("-2, -6,-4") == [-6.0, -4.0, -2.0]
+    assert dt_targets("-2, -6,-4") == [-6.0, -4.0, -2.0] and dt_targets("-1,-9") == [-9.0, -1.0]
     with pytest.raises(ValueError, match="--dt-targets: expected"):
         dt_targets("-2,high")
     with pytest.raises(ValueError, match="at least two"):
