@@ -29,7 +29,7 @@ def test_results_baselines_writes_the_page_with_verdicts_computed_from_its_resul
     paragraphs = page.split("\n\n")
     assert paragraphs[0] == ("# The ILQL code's baselines on Wordle: BC, %BC, ILQL, CQL, DT, ψ, utterance ILQL and "
                              "CHAI")
-    assert paragraphs[2].startswith("What was tried") or paragraphs[1].startswith("**All targets met**")
+    assert paragraphs[2].startswith("Tried: CQL: `cql` {") or paragraphs[1].startswith("**All targets met**")
     assert (f"`rlds-lang results baselines --data-dir {tmp_path / 'tfds'} --runs {tmp_path / 'runs'} --small 12 "
             "--steps 2 --build-workers 1 --games 4 --eval-seed 0 --decodings sample --beta-games 2 --beta-grid 1,4 "
             f"--dt-targets -6,-2 --section5-pairs 4 --top-advantage-episodes 4 --out {out}`") in page
@@ -66,6 +66,7 @@ def _result(name, rewards):
 @dataclasses.dataclass
 class _Outcome:
     by_name: dict
+    trained: dict = dataclasses.field(default_factory=dict)
 
 
 BC = [-5.0, -4.0, -6.0, -5.0, -4.0, -5.0, -6.0, -4.0]
@@ -80,6 +81,7 @@ def test_the_targets_are_met_only_when_every_target_row_beats_bc_by_2_paired_se(
     status = target_status(_Outcome(rows))
     assert status.startswith("**Targets not met** on LMRL-Gym's Wordle (2 of 3")
     assert "- psi − BC = +0.000" in status and "psi is not separated from BC by 2 SE." in status
+    assert "Tried: —" in status  # no trained runs were given
 
 
 def test_the_decision_transformers_trend_compares_its_highest_and_lowest_target():

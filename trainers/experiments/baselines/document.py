@@ -57,7 +57,14 @@ def target_status(lmrl_gym: SettingOutcome) -> str:
                 "paired standard errors.\n" + "\n".join(lines))
     return (f"**Targets not met** on LMRL-Gym's Wordle ({sum(met)} of {len(met)}: CQL, ψ and utterance ILQL should "
             "each beat BC by more than 2 paired standard errors). Measured:\n" + "\n".join(lines)
-            + "\n\nWhat was tried is listed under each setting's *What was trained*.")
+            + "\n\nTried: " + tried(lmrl_gym) + " (every row: each setting's *What was trained*).")
+
+
+def tried(outcome: SettingOutcome) -> str:
+    """How the target rows were trained: algorithm, overrides and optimizer steps of each that was trained."""
+    runs = [outcome.trained[row] for row, _ in TARGETS if row in outcome.trained]
+    return "; ".join(f"{t.experiment.name}: `{t.experiment.algorithm}` {json.dumps(t.experiment.overrides)}, "
+                     f"{t.steps} steps" for t in runs) or "—"
 
 
 def render_table(outcome: SettingOutcome) -> str:
@@ -153,5 +160,5 @@ made: the guide [The ILQL code's other baselines](guides/baselines.md).
 {chr(10).join(render_setting(o, args) for o in outcomes)}"""
 
 
-__all__ = ["command_line", "dt_trend", "target_status", "render_table", "render_sweep", "render_ranks",
+__all__ = ["command_line", "dt_trend", "target_status", "tried", "render_table", "render_sweep", "render_ranks",
            "render_trained", "render_setting", "render_page"]
