@@ -76,6 +76,8 @@ PAGES = {
     "ppo": "docs/ppo.md: online PPO on Wordle from a BC checkpoint, RLHF and sentiment pipelines",
     "malt": "docs/malt.md: BC, expert iteration and MALT on Wordle",
     "malt-roles": "docs/malt.md's two-role Wordle section: BC, expert iteration and per-agent MALT",
+    "baselines": "docs/baselines.md: BC, %BC, ILQL, CQL, DT, ψ, utterance ILQL and CHAI on LMRL-Gym's Wordle and "
+                 "the ILQL paper's Section-5 data",
     "preferences": "reward learning from preferences: Wordle ranking, label curves (docs/preference_curves.md), "
                    "moving dot (docs/preference_dot.md)",
 }
@@ -96,7 +98,7 @@ def add_results_group(sub: Any) -> None:
                            description=help_text + "; each page names the command that wrote it and its commit")
     pages = group.add_subparsers(dest="page", required=True, metavar="PAGE")
     for add in (add_wordle_parser, add_lmrl_gym_parser, add_section5_parser, add_ppo_results_parser,
-                add_malt_results_parser, add_malt_roles_results_parser):
+                add_malt_results_parser, add_malt_roles_results_parser, add_baselines_parser):
         add(pages)
     add_preference_pages_parser(pages, PAGES["preferences"])
 
@@ -162,6 +164,29 @@ def add_section5_parser(pages: Any) -> None:
     _add_row_selection(parser)
     add_arguments(parser)
     parser.set_defaults(func=run_section5)
+
+
+def add_baselines_parser(pages: Any) -> None:
+    """Adds ``results baselines`` (``docs/baselines.md``; its own options come from ``trainers.experiments.baselines``)."""
+    from trainers.experiments.baselines.run import add_arguments, run_baselines
+
+    parser = page_parser(pages, "baselines")
+    _add_run_folders(parser, "docs/baselines.md")
+    _add_row_selection(parser)
+    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
+    parser.add_argument("--eval-seed", type=int, default=0)
+    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    parser.add_argument("--decodings", nargs=1, default=None, choices=list(DECODINGS),
+                        help="the one sampling decoding every row plays (default: sample, temperature 1)")
+    parser.add_argument("--build-workers", type=int, default=1,
+                        help="processes that record the LMRL-Gym dataset's shards before one Beam worker serialises them")
+    parser.add_argument("--beta-games", type=int, default=500,
+                        help="held-out games per β of each value row's choice (0: play each row's committed β)")
+    parser.add_argument("--beta-grid", default="1,2,4,8,16,32,64,128", help="the β values of that choice")
+    parser.add_argument("--section5-pairs", type=int, default=1000,
+                        help="behaviour-policy first moves the Section-5 ranking compares the optimal one with")
+    add_arguments(parser)
+    parser.set_defaults(func=run_baselines)
 
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:
@@ -275,4 +300,4 @@ def add_ppo_results_parser(sub) -> None:
 
 __all__ = ["PAGES", "add_lmrl_gym_parser", "add_malt_results_parser", "add_ppo_results_parser", "add_results_group",
            "add_section5_parser", "page_parser", "add_wordle_parser", "cmd_malt_results", "cmd_results",
-           "add_malt_roles_results_parser", "cmd_malt_roles_results"]
+           "add_malt_roles_results_parser", "cmd_malt_roles_results", "add_baselines_parser"]

@@ -111,23 +111,26 @@ def add_training_seconds(run: Path, seconds: float, step: int) -> float:
 
 
 def evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, decoding: Decoding, fresh: bool,
-                  beta: float | None = None, checkpoint: Path | None = None):
+                  beta: float | None = None, checkpoint: Path | None = None, target_return: float | None = None):
     """``experiment``'s trained checkpoint in ``run`` played with ``decoding`` (reused from its JSON unless
     ``fresh``; keyed by games, seed, trained step and decoding, so a longer or differently decoded rerun is
     evaluated anew; sampled results keep their earlier file name). ``beta`` replaces the experiment's own
     (the β sweep): the result is named ``"<name> β=<beta>"`` and cached under a name with the β. ``checkpoint``
-    plays another checkpoint folder of the run than its latest (a kept one, ``steps`` its step)."""
+    plays another checkpoint folder of the run than its latest (a kept one, ``steps`` its step). ``target_return``:
+    the return a return-conditioned agent (``dt``) plays for, named ``"<name> R=<target>"`` and cached apart."""
     from trainers.algorithms.registry import load_policy
     from trainers.evaluation.wordle import evaluate, load_results, save_results
 
     suffix = ("" if decoding.key == "sample" else f"-{decoding.key}") + ("" if beta is None else f"-beta{beta:g}")
+    suffix += "" if target_return is None else f"-target{target_return:g}"
     cached = run / f"eval-{eval_config.games}-{eval_config.seed}-step{steps}{suffix}.json"
     if cached.exists() and not fresh:
         return load_results(cached)[0]
     name = experiment.name if beta is None else f"{experiment.name} β={beta:g}"
+    name = name if target_return is None else f"{name} R={target_return:g}"
     policy = load_policy(checkpoint or run / "checkpoint", allowed_actions=eval_config.guesses, name=name,
                          beta=experiment.beta if beta is None else beta, greedy=decoding.greedy,
-                         temperature=decoding.temperature)
+                         temperature=decoding.temperature, target_return=target_return)
     result = evaluate(policy, eval_config, name=name)
     save_results([result], cached)
     return result

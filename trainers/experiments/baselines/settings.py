@@ -1,0 +1,95 @@
+"""The two settings of ``docs/baselines.md`` and the rows trained in each.
+
+LMRL-Gym's Wordle (``wordle_synthetic/lmrl_gym``, built by ``trainers.experiments.lmrl_gym.run.build_dataset``)
+trains with that page's ``TRAINING``; its BC, %BC and ILQL rows are that page's rows (same names, configs and run
+folders under ``<runs>/lmrl_gym``, so a run trained for one page is reused by the other). CQL and ψ are built as
+that page's ILQL is (``ON_BC_POLICY``: Q and V on a second transformer started from the finished BC row, decoding
+BC's policy perturbed by β·(Q − V)); CHAI's frozen language model is the finished BC row's; DT and utterance ILQL
+learn their own policy from scratch. The ILQL paper's Section-5 data (``wordle_synthetic/ilql_adversarial``)
+trains with ``trainers.experiments.section5.TRAINING`` (undiscounted returns); its ILQL row is that page's row at
+the authors' expectile (run folders under ``<runs>/section5``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from rlds_lang.wordle import ilql_adversarial, lmrl_gym
+from trainers.experiments import section5
+from trainers.experiments.common import Experiment
+from trainers.experiments.lmrl_gym import run as lmrl_gym_run
+
+#: token-level value agents (Q and V per token: β-decoding, the Section-5 ranking and top-advantage read them) and
+#: utterance-level ones (one Q per utterance: played as best of N samples; the token-level diagnostics do not apply).
+TOKEN_VALUE = ("ilql", "mc", "cql", "psi")
+UTTERANCE_VALUE = ("utterance_ilql", "chai")
+#: the decoding β of CQL and ψ when no β is chosen on held-out games (their configs' default, the authors' adv_weight).
+BASELINE_BETA = 8.0
+#: the Decision Transformer's target returns swept in both settings (a Wordle game returns -6 to 0).
+DT_TARGETS = (-6.0, -5.0, -4.0, -3.0, -2.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting of the page: its dataset, training config, rows, which rows start from the finished BC row's
+    transformer, and the row whose top-advantage table the page shows (None: none)."""
+
+    key: str
+    title: str
+    training: dict[str, Any]
+    rows: tuple[Experiment, ...]
+    from_bc: tuple[str, ...]
+    top_advantage_row: str | None = None
+
+    def row(self, name: str) -> Experiment:
+        """The row called ``name``."""
+        return next(e for e in self.rows if e.name == name)
+
+    def eval_config(self, games: int, seed: int) -> Any:
+        """The ``EvalConfig`` of this setting's seeded games (game ``i`` seeded ``seed + i``)."""
+        from trainers.evaluation.wordle import EvalConfig
+        from trainers.experiments.lmrl_gym.setting import setting_config
+
+        if self.key == "lmrl_gym":
+            return setting_config(games, seed)
+        return EvalConfig(games=games, seed=seed, rule=ilql_adversarial.RULE, mode=ilql_adversarial.MODE)
+
+
+def _lmrl_gym_row(name: str) -> Experiment:
+    return next(e for e in lmrl_gym_run.ROWS if e.name == name)
+
+
+#: CQL keeps its own conservative weight (0.1, ``CQLConfig.cql_weight``), not the 0.01 LMRL-Gym gives ILQL.
+_ON_BC_CQL = {k: v for k, v in lmrl_gym_run.ON_BC_POLICY.items() if k != "cql_weight"}
+
+LMRL_GYM = Setting(
+    "lmrl_gym", "LMRL-Gym's Wordle (`wordle_synthetic/lmrl_gym`)", lmrl_gym_run.TRAINING,
+    (_lmrl_gym_row("BC"), _lmrl_gym_row("%BC (top 30%)"), _lmrl_gym_row("ILQL"),
+     Experiment("CQL", "cql", _ON_BC_CQL, beta=BASELINE_BETA),
+     # ψ's logsumexp runs over every token: the conservative term holds down the tokens the data never takes
+     # (docs/guides/baselines.md, "Things to know")
+     Experiment("psi", "psi", {**lmrl_gym_run.ON_BC_POLICY, "cql_weight": 0.1}, beta=BASELINE_BETA),
+     Experiment("DT", "dt"),
+     Experiment("utterance ILQL", "utterance_ilql"),
+     Experiment("CHAI", "chai", {"steps": lmrl_gym_run.ON_BC_POLICY["steps"]})),
+    from_bc=("ILQL", "CQL", "psi", "CHAI"), top_advantage_row="CQL")
+
+#: the Section-5 rows: ILQL at the authors' expectile with that page's Polyak rate 0.05, which CQL and ψ share
+#: (2,000 steps at 0.005 carry returns back only about 10 tokens: ``trainers.experiments.section5``).
+SECTION5 = Setting(
+    "section5", "The ILQL paper's Section-5 data (`wordle_synthetic/ilql_adversarial`)", section5.TRAINING,
+    (Experiment("BC", "bc"), Experiment("%BC (top 30%)", "bc", {"top_p": lmrl_gym.PCT_BC_FRACTION}),
+     dataclasses.replace(next(e for e in section5.ROWS if e.name == section5.AUTHORS_ROW), beta=BASELINE_BETA),
+     Experiment("CQL", "cql", {"alpha": 0.05}, beta=BASELINE_BETA),
+     Experiment("psi", "psi", {"alpha": 0.05, "cql_weight": 0.1}, beta=BASELINE_BETA),
+     Experiment("DT", "dt"),
+     Experiment("utterance ILQL", "utterance_ilql"),
+     Experiment("CHAI", "chai")),
+    from_bc=("CHAI",))
+
+SETTINGS = (LMRL_GYM, SECTION5)
+#: the page's targets (LMRL-Gym Wordle): each row beats BC by more than 2 paired SE.
+TARGETS = (("CQL", "BC"), ("psi", "BC"), ("utterance ILQL", "BC"))
+
+__all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "Setting", "LMRL_GYM", "SECTION5",
+           "SETTINGS", "TARGETS"]
