@@ -124,6 +124,13 @@ def _add_row_selection(parser: argparse.ArgumentParser) -> None:
                              "plain command evaluates and writes the document")
 
 
+def _add_evaluation(parser: argparse.ArgumentParser) -> None:
+    """``--games``, ``--eval-seed`` and ``--fresh`` (the pages that play their rows on seeded games)."""
+    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
+    parser.add_argument("--eval-seed", type=int, default=0)
+    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+
+
 def add_wordle_parser(pages: Any) -> None:
     """Adds ``results wordle`` (``docs/results.md``)."""
     parser = page_parser(pages, "wordle")
@@ -148,9 +155,7 @@ def add_lmrl_gym_parser(pages: Any) -> None:
     parser = page_parser(pages, "lmrl-gym")
     _add_run_folders(parser, "docs/lmrl_gym.md")
     _add_row_selection(parser)
-    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
-    parser.add_argument("--eval-seed", type=int, default=0)
-    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    _add_evaluation(parser)
     add_arguments(parser)
     parser.set_defaults(func=run_lmrl_gym)
 
@@ -173,9 +178,7 @@ def add_baselines_parser(pages: Any) -> None:
     parser = page_parser(pages, "baselines")
     _add_run_folders(parser, "docs/baselines.md")
     _add_row_selection(parser)
-    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
-    parser.add_argument("--eval-seed", type=int, default=0)
-    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+    _add_evaluation(parser)
     parser.add_argument("--decodings", nargs=1, default=None, choices=list(DECODINGS),
                         help="the one sampling decoding every row plays (default: sample, temperature 1)")
     parser.add_argument("--build-workers", type=int, default=1,
