@@ -41,7 +41,9 @@ def test_the_command_is_the_typed_one_plus_the_spelled_out_sizes():
     assert command_line(spaced, "") == "rlds-lang results lmrl-gym --train-only 'MC returns'"  # as a shell reads it
 
 
-def test_the_commit_is_the_checkout_head_or_unknown(tmp_path):
+def test_the_commit_is_the_checkout_head_or_unknown(tmp_path, monkeypatch):
+    # CI keeps its temporary folders inside the checkout (TMPDIR=.cache/tmp): git must not look above tmp_path
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert source_commit() == head and re.fullmatch(r"[0-9a-f]{40}", head)
     assert source_commit(tmp_path) == "unknown"  # not a checkout
