@@ -15,6 +15,7 @@ from typing import Any
 
 from rlds_lang.paths import cache_dir, runs_dir
 from trainers.core.provenance import command_line
+from trainers.experiments.beta_choice import BETA_GRID
 from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
@@ -185,7 +186,7 @@ def add_baselines_parser(pages: Any) -> None:
                         help="processes that record the LMRL-Gym dataset's shards before one Beam worker serialises them")
     parser.add_argument("--beta-games", type=int, default=500,
                         help="held-out games per β of each value row's choice (0: play each row's committed β)")
-    parser.add_argument("--beta-grid", default="1,2,4,8,16,32,64,128", help="the β values of that choice")
+    parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID), help="the β values of that choice")
     parser.add_argument("--section5-pairs", type=int, default=1000,
                         help="behaviour-policy first moves the Section-5 ranking compares the optimal one with")
     add_arguments(parser)
