@@ -1,14 +1,19 @@
 """Repository-wide pytest settings, loaded whatever the test path (``pytest builders/...`` too): caches stay
-inside the repository.
+inside the repository, and runs a test leaves to their default folder go to a folder of the session.
 
 Libraries that write under ~ on their own (Beam's ~/.apache_beam, Keras' ~/.keras, matplotlib's font cache,
 tfds' ~/tensorflow_datasets) write into the repository's ``.cache`` during tests, never into ~; the Wordle
-feedback-matrix cache (``RLDS_LANG_CACHE``) lives there too. Standard library only: the legacy suite
+feedback-matrix cache (``RLDS_LANG_CACHE``) lives there too. Default output folders (``RLDS_LANG_RUNS``, the
+browser tool's ``RLDS_LANG_WEB_DATA``) are a temporary folder made for the session and removed after it, whatever
+the shell sets: a config made without ``out`` writes there, never into the user's runs, and cannot resume a run
+left by an earlier session. Standard library only: the legacy suite
 (``tests/legacy/run.sh``, another interpreter and stack) loads this file as well.
 """
 
 import os
 import pathlib
+import shutil
+import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parent
 CACHE = REPO / ".cache"
@@ -29,6 +34,21 @@ def slow_test_ids(path=SLOW_TESTS):
     """The ids listed in ``path`` (blank lines and ``#`` comments left out)."""
     lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
     return {line for line in lines if line}
+
+
+def pytest_configure(config):
+    """Points ``RLDS_LANG_RUNS`` and ``RLDS_LANG_WEB_DATA`` into a new temporary folder for this session."""
+    session = tempfile.mkdtemp(prefix="rlds_lang-session-")
+    config.rlds_lang_session_dir = session
+    os.environ["RLDS_LANG_RUNS"] = os.path.join(session, "runs")
+    os.environ["RLDS_LANG_WEB_DATA"] = os.path.join(session, "web")
+
+
+def pytest_unconfigure(config):
+    """Removes the session's default folders."""
+    session = getattr(config, "rlds_lang_session_dir", None)
+    if session:
+        shutil.rmtree(session, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,10 +12,14 @@ folder                      environment variable     otherwise
 ``runs_dir()``              ``RLDS_LANG_RUNS``       ``runs`` in the user data directory
 ``web_data_dir()``          ``RLDS_LANG_WEB_DATA``   ``web`` in the user data directory
 ==========================  =======================  ===========================================
+
+A config's default output folder is ``default_run(name)``: a dataclass field whose default, ``runs_dir() / name``,
+is worked out each time a config is made, so that ``RLDS_LANG_RUNS`` set after import still moves it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -45,4 +49,11 @@ def web_data_dir() -> Path:
     return _from_env("RLDS_LANG_WEB_DATA", Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "web")
 
 
-__all__ = ["APP_NAME", "cache_dir", "runs_dir", "web_data_dir"]
+def default_run(name: str) -> str:
+    """The field of a config's output folder, ``out: str = default_run("bc")``: its default, the folder ``name``
+    in ``runs_dir()`` as a string, is resolved each time a config is made, not once when its class is defined.
+    (Typed as the value it stands for, as ``dataclasses.field`` is.)"""
+    return dataclasses.field(default_factory=lambda: str(runs_dir() / name))
+
+
+__all__ = ["APP_NAME", "cache_dir", "runs_dir", "web_data_dir", "default_run"]

@@ -21,6 +21,7 @@ import dataclasses
 import torch
 from torch import nn
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.losses import bc_loss
 from trainers.core.config import TrainConfig
 from trainers.core.model import action_targets, language_model_for
@@ -32,7 +33,7 @@ class BCConfig(TrainConfig):
     """BC / %BC hyperparameters: all of ``TrainConfig`` (``top_p`` turns BC into %BC)."""
 
     #: output folder.
-    out: str = "runs/bc"
+    out: str = default_run("bc")
 
 
 class BCModel(nn.Module):

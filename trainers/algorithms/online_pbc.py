@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlds_lang.paths import default_run
 from rlds_lang.wordle import lmrl_gym
 from trainers.algorithms.bc import BCConfig
 from trainers.core.checkpoint import CHECKPOINT, DATA_STATE, checkpoint_dir
@@ -52,7 +53,7 @@ class OnlinePBCConfig(BCConfig):
     round's games, ``dataset`` is unused (every round plays its own)."""
 
     #: output folder (one ``round_KKK`` folder per round, ``checkpoint`` = the last finished round's model).
-    out: str = "runs/online_pbc"
+    out: str = default_run("online_pbc")
     #: fraction of each round's games kept for BC, by return (LMRL-Gym's %BC keeps the top 30%).
     top_p: float | None = 0.3
     #: rounds of play -> record -> filter -> BC.

@@ -23,6 +23,7 @@ import json
 import typing
 from typing import Any, TypeVar
 
+from rlds_lang.paths import default_run
 from trainers.core.model import ModelConfig
 
 C = TypeVar("C")
@@ -41,7 +42,7 @@ class TrainConfig:
     #: TFDS split to train on (e.g. ``train`` or ``train[:90%]``).
     split: str = "train"
     #: output folder: checkpoint, metrics.jsonl, TensorBoard events, training_curves.png.
-    out: str = "runs/train"
+    out: str = default_run("train")
     #: optimizer steps to train for (each one ``batch_size * grad_accum * world_size`` episodes).
     steps: int = 1000
     #: episodes per micro-batch and process.

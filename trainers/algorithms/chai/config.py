@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.utterance_ilql.config import UtteranceAgentConfig
 
 
@@ -27,7 +28,7 @@ class ChaiConfig(UtteranceAgentConfig):
     random start, which only tests want)."""
 
     #: output folder.
-    out: str = "runs/chai"
+    out: str = default_run("chai")
     #: utterances sampled from the frozen LM at each next state; the target takes the max of their target Q (5:
     #: the authors').
     target_samples: int = 5

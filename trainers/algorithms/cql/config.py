@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.ilql import ILQLConfig
 
 
@@ -33,7 +34,7 @@ class CQLConfig(ILQLConfig):
     """
 
     #: output folder.
-    out: str = "runs/cql"
+    out: str = default_run("cql")
     #: V's expectile: 0.5, a plain mean over the dataset's actions (the authors' ``CQLModel`` fixes ``tau=0.5``).
     tau: float = 0.5
     #: weight of the conservative term (0.1: the authors' ``cql_loss_weight`` on VisDial; ILQL's is 1e-4).

@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlds_lang.paths import default_run
 from trainers.core.config import TrainConfig
 from trainers.core.model import language_model_for
 from trainers.core.objective import LossOutput
@@ -59,7 +60,7 @@ class DPOConfig(TrainConfig):
     ``top_p``, ``token_reward``, ``config`` and ``data_dir`` are not used and must keep their defaults)."""
 
     #: output folder.
-    out: str = "runs/dpo"
+    out: str = default_run("dpo")
     #: checkpoint folder of the starting policy (e.g. a BC run's ``checkpoint``); required.
     init: str = ""
     #: checkpoint folder of the reference model; None = the starting policy (``init``) itself.

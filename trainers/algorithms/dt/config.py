@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from rlds_lang.paths import default_run
 from trainers.core.config import TrainConfig
 
 
@@ -31,7 +32,7 @@ class DTConfig(TrainConfig):
     """
 
     #: output folder.
-    out: str = "runs/dt"
+    out: str = default_run("dt")
     #: the return the agent is conditioned on when it plays (recorded in the checkpoint; ``load_policy``'s
     #: ``target_return`` and ``--agent NAME=DIR,target_return=R`` override it). -5.7: the authors' Wordle target
     #: (swept from -11 to 0); on other tasks give one in the range of the data's returns.

@@ -55,6 +55,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.losses import (
     bc_loss,
     cql_loss,
@@ -129,7 +130,7 @@ class ILQLConfig(ValueLearningConfig):
     """ILQL hyperparameters: ``ValueLearningConfig`` plus the target network and its Polyak rate."""
 
     #: output folder.
-    out: str = "runs/ilql"
+    out: str = default_run("ilql")
     #: Polyak rate of the target network (Q heads, and trunk with ``target_network="trunk"``) after every
     #: optimizer step (0.005: the ILQL authors' and LMRL-Gym's).
     alpha: float = 0.005

@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.ilql import LMRL_GYM_OPTIMIZER, ILQLModel, ValueLearningConfig
 from trainers.algorithms.ilql.losses import polyak_update
 
@@ -50,7 +51,7 @@ class MCConfig(ValueLearningConfig):
     """MC-returns hyperparameters: ILQL's shared ones (``trainers.algorithms.ilql.ilql.ValueLearningConfig``); no target lag."""
 
     #: output folder.
-    out: str = "runs/mc"
+    out: str = default_run("mc")
 
 
 #: ``MCConfig`` settings of LMRL-Gym's MC-returns row (``llm_rl_scripts/wordle/mc/train_mc_returns_gpt2.py``): its

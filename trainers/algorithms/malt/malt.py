@@ -51,6 +51,7 @@ import numpy as np
 
 from loggers import read_episodes
 from loggers.trees import TreeSpec, record_trees
+from rlds_lang.paths import default_run
 from rlds_lang.trees import rebuild_trees
 from rlds_lang.wordle.env import WordleEnv
 from trainers.algorithms.malt.expert_iteration import (
@@ -71,7 +72,7 @@ class MALTConfig:
     #: checkpoint folder of the starting policy (a BC run's ``checkpoint``); required.
     init: str = ""
     #: output folder: ``round_XX`` per round and ``malt_config.json``.
-    out: str = "runs/malt"
+    out: str = default_run("malt")
     #: rounds in all, expert-iteration rounds first.
     rounds: int = 3
     #: expert-iteration rounds before switching to MALT (DPO on response trees).

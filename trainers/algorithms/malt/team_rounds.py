@@ -30,6 +30,7 @@ import numpy as np
 
 from loggers import read_episodes
 from loggers.trees import TreeSpec, record_trees
+from rlds_lang.paths import default_run
 from trainers.algorithms.malt.expert_iteration import keep_mask, read_round_file, record_once, write_round_file
 from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups, team_policy
 
@@ -39,7 +40,7 @@ class TeamMALTConfig:
     """The rounds of ``run_team_malt`` (see the module docstring)."""
 
     #: output folder (``round_XX`` per round).
-    out: str = "runs/team_malt"
+    out: str = default_run("team_malt")
     #: model groups (``trainers.algorithms.malt.team.parse_groups``): ``0+1`` one shared model, ``0,1`` one each.
     model_groups: str = "0+1"
     #: checker send-backs per turn (two-role Wordle's K).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlds_lang.paths import default_run
 from trainers.core.model import ModelConfig
 
 
@@ -19,7 +20,7 @@ class PPOConfig:
     #: scores: ``env``, ``model:<dir>`` (trained reward model) or ``scorer:<module>:<function>`` (ppo_rewards).
     reward: str = "env"
     #: output folder (checkpoint, metrics.jsonl, tb/, training_curves.png, rollouts/).
-    out: str = "runs/ppo"
+    out: str = default_run("ppo")
     #: PPO updates (recipe: 1,000,000 episodes / 512 = 1,954 updates).
     updates: int = 100
     #: games played per update (recipe: a batch of 512 query/response episodes; scaled down for CPU).

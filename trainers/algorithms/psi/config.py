@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.ilql import ILQLConfig
 
 
@@ -34,7 +35,7 @@ class PsiConfig(ILQLConfig):
     """
 
     #: output folder.
-    out: str = "runs/psi"
+    out: str = default_run("psi")
     #: the reward is divided by this before it meets the log-probabilities (0.1: the authors' ``r_scale``).
     r_scale: float = 0.1
     #: V's expectile: 0.5 (the authors' ψ model inherits ``tau=0.5`` from their CQL model).

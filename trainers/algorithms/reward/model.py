@@ -50,6 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlds_lang.paths import default_run
 from rlds_lang.preferences import defaults
 from trainers.algorithms.reward.losses import RewardNormalizer
 from trainers.algorithms.reward.networks import (
@@ -83,7 +84,7 @@ class RewardModelConfig:
     #: share of episodes held out for validation when ``val_split`` is None (the anchor's 20%, of labels there).
     val_fraction: float = defaults.VALIDATION_FRACTION
     #: output folder: ``checkpoint/``, ``metrics.json``, ``metrics.jsonl``.
-    out: str = "runs/reward"
+    out: str = default_run("reward")
     #: training steps; each is one optimizer step of every member.
     steps: int = 1000
     #: judgements per member and micro-batch (ours).

@@ -70,6 +70,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from rlds_lang.paths import default_run
 from rlds_lang.preferences import defaults
 from rlds_lang.preferences.queues import DroppingSink, get_or_none, put_blocking
 from trainers.algorithms.reward.model import RewardModelConfig
@@ -89,7 +90,7 @@ class PipelineConfig:
     """Sizes and rates of the preference pipeline; defaults from ``rlds_lang.preferences.defaults`` (the anchor)."""
 
     #: output folder: ``preferences/`` (RLDS logs of clips and judgements), ``checkpoint/``, ``pipeline.json``.
-    out: str = "runs/preferences"
+    out: str = default_run("preferences")
     #: clips the queue to the labeller holds before it drops (ours: small, so the agent never waits).
     clip_queue_size: int = 8
     #: labels in flight to the trainer before the labeller waits (the label queue never drops).

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlds_lang.paths import default_run
 from trainers.core.config import TrainConfig
 
 
@@ -51,7 +52,7 @@ class UtteranceILQLConfig(UtteranceAgentConfig):
     """
 
     #: output folder.
-    out: str = "runs/utterance_ilql"
+    out: str = default_run("utterance_ilql")
     #: V's expectile over the dataset's utterances at a state (0.9: the authors' utterance-level setting).
     tau: float = 0.9
     #: weight of the Q heads' TD loss.

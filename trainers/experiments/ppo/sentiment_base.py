@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from rlds_lang.paths import default_run
 from trainers.core.model import ModelConfig
 
 
@@ -37,7 +38,7 @@ class BaseLMConfig:
     """Pretraining of the continuation task's base LM (CPU scale: the recipe starts from GPT-2 124M)."""
 
     #: output folder (``corpus/`` episodes, ``checkpoint/``).
-    out: str = "runs/sentiment/base"
+    out: str = default_run("sentiment/base")
     #: prompt lengths in words each train sentence is cut at (one example each).
     prompt_words: tuple[int, ...] = (2, 3, 4, 5, 6)
     #: use only the first this many examples (0 = all; small for tests).

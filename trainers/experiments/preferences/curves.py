@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.reward.model import RewardModelConfig
 from trainers.core.provenance import generated_by
 from trainers.evaluation.stats import column_standard_errors, sample_difference, separation
@@ -62,7 +63,7 @@ class CurvesConfig:
     #: seeds per method (paired across methods).
     seeds: int = 5
     #: output folder.
-    out: str = "runs/preference-curves"
+    out: str = default_run("preference-curves")
     #: the reward model (the dot demonstration's ensemble of 3 convolutional predictors).
     reward: RewardModelConfig = dataclasses.field(default_factory=dot_reward_config)
 

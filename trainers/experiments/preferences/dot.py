@@ -34,6 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rlds_lang.moving_dot.env import MOVES, MovingDotEnv, best_return
+from rlds_lang.paths import default_run
 from trainers.algorithms.reward.model import RewardModelConfig
 from trainers.core.provenance import generated_by
 from trainers.evaluation.stats import standard_error
@@ -84,7 +85,7 @@ class DotDemoConfig:
     #: share of the true-reward agent's gain over random the predicted-reward agent must recover.
     margin: float = 0.8
     seed: int = 0
-    out: str = "runs/dot-demo"
+    out: str = default_run("dot-demo")
     #: the reward ensemble (the paper's 3 members; the conv net of ``trainers.algorithms.reward.networks``).
     reward: RewardModelConfig = dataclasses.field(default_factory=dot_reward_config)
 

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rlds_lang.paths import default_run
 from trainers.algorithms.reward.model import RewardModelConfig
 from trainers.core.model import ModelConfig
 
@@ -67,7 +68,7 @@ class RewardDemoConfig:
     #: seed of recording, pairing and training.
     seed: int = 0
     #: output folder (the reward model's run and ``reward_demo.json``).
-    out: str = "runs/reward-demo"
+    out: str = default_run("reward-demo")
     #: the reward model and its training.
     reward: RewardModelConfig = dataclasses.field(default_factory=demo_reward_config)
 
