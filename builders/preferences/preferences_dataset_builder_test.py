@@ -3,8 +3,8 @@ hold out whole episodes and every example decodes back to the judgement the logs
 
 import tensorflow_datasets as tfds
 
-from builders.preferences import make_dummy_data, preferences_dataset_builder
-from builders.testing import AllowNumpyLoad
+from ..testing import AllowNumpyLoad
+from . import make_dummy_data, preferences_dataset_builder
 from loggers.preferences import read_preference_logs
 from loggers.preferences_dataset import judgement_from_example
 

@@ -14,8 +14,8 @@ import pytest
 import tensorflow_datasets as tfds
 from etils import epath
 
-from builders.reddit_comments import make_dummy_data, reddit_comments_dataset_builder as rcb
-from builders.testing import FullSizeBuild
+from ..testing import FullSizeBuild
+from . import make_dummy_data, reddit_comments_dataset_builder as rcb
 from rlds_lang.reddit.data import read_folder
 from rlds_lang.reddit.upvote_model import UPVOTE_MODEL_ENV, UpvoteClassifier, UpvoteModelConfig
 

@@ -3,8 +3,8 @@
 
 import tensorflow_datasets as tfds
 
-from builders.testing import AllowNumpyLoad, SmallBuild
-from builders.response_trees import make_dummy_data, response_trees_dataset_builder
+from ..testing import AllowNumpyLoad, SmallBuild
+from . import make_dummy_data, response_trees_dataset_builder
 from rlds_lang.trees import expected_rewards, rebuild_trees
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from builders.testing import FullSizeBuild
-from builders.visdial import make_dummy_data, visdial_dataset_builder as vdb
+from ..testing import FullSizeBuild
+from . import make_dummy_data, visdial_dataset_builder as vdb
 from rlds_lang.visdial.data import cache_file, load_reward_cache, read_split
 from rlds_lang.visdial.rewards import STOP, replay_rewards
 

@@ -5,8 +5,8 @@
 
 import tensorflow_datasets as tfds
 
-from builders.testing import AllowNumpyLoad, SmallBuild
-from builders.wordle_synthetic import wordle_synthetic_dataset_builder
+from ..testing import AllowNumpyLoad, SmallBuild
+from . import wordle_synthetic_dataset_builder
 
 
 class _Base(SmallBuild, AllowNumpyLoad, tfds.testing.DatasetBuilderTestCase):

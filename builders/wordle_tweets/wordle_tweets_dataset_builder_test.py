@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from builders.wordle_tweets import make_dummy_data, wordle_tweets_dataset_builder
+from . import make_dummy_data, wordle_tweets_dataset_builder
 from rlds_lang.wordle.tweets import parse_share
 from transforms.selection import episode_returns, filter_top_p, split_by_episode_id
 
