@@ -15,7 +15,6 @@ from typing import Any
 
 from rlds_lang.paths import cache_dir, runs_dir
 from trainers.core.provenance import command_line
-from trainers.experiments.beta_choice import BETA_GRID
 from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
@@ -180,15 +179,6 @@ def add_baselines_parser(pages: Any) -> None:
     _add_run_folders(parser, "docs/baselines.md")
     _add_row_selection(parser)
     _add_evaluation(parser)
-    parser.add_argument("--decodings", nargs=1, default=None, choices=list(DECODINGS),
-                        help="the one sampling decoding every row plays (default: sample, temperature 1)")
-    parser.add_argument("--build-workers", type=int, default=1,
-                        help="processes that record the LMRL-Gym dataset's shards before one Beam worker serialises them")
-    parser.add_argument("--beta-games", type=int, default=500,
-                        help="held-out games per β of each value row's choice (0: play each row's committed β)")
-    parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID), help="the β values of that choice")
-    parser.add_argument("--section5-pairs", type=int, default=1000,
-                        help="behaviour-policy first moves the Section-5 ranking compares the optimal one with")
     add_arguments(parser)
     parser.set_defaults(func=run_baselines)
 
