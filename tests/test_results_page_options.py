@@ -13,12 +13,14 @@ from trainers.cli.main import build_parser
 from trainers.cli.results import add_results_group
 
 REPO = Path(__file__).resolve().parents[1]
-#: option -> (the pages that take it, its default once parsed, a value typed on the command line and its parse)
+#: option -> (the pages that take it, its default once parsed, a value typed after it (None: a flag) and its parse)
 SHARED = {
     "--build-workers": (("lmrl-gym", "baselines"), 1, ("3", 3)),
     "--beta-grid": (("lmrl-gym", "baselines"), "1,2,4,8,16,32,64,128", ("1,4", "1,4")),
     "--beta-games": (("lmrl-gym", "baselines"), 500, ("7", 7)),
     "--section5-pairs": (("section5", "baselines"), 1000, ("9", 9)),
+    "--decodings": (("wordle", "lmrl-gym", "baselines"), None, ("t0.5", ["t0.5"])),
+    "--fresh": (("wordle", "lmrl-gym", "baselines"), False, (None, True)),
 }
 
 
@@ -41,7 +43,7 @@ def test_each_shared_option_parses_alike_on_every_page_that_takes_it(option):
     for page in pages:
         args = build_parser().parse_args(["results", page])
         assert getattr(args, dest) == default, (page, option)
-        args = build_parser().parse_args(["results", page, option, typed])
+        args = build_parser().parse_args(["results", page, option, *([] if typed is None else [typed])])
         assert getattr(args, dest) == parsed, (page, option)
 
 
@@ -61,3 +63,13 @@ def test_the_beta_choice_help_names_each_pages_rows():
     baselines = option_help("baselines", "--beta-grid")
     assert baselines.startswith("the β values the token-level value rows (ILQL, CQL, ψ)")
     assert option_help("baselines", "--beta-games") == option_help("lmrl-gym", "--beta-games")
+
+
+def test_each_page_keeps_its_own_help_for_a_shared_option():
+    assert option_help("wordle", "--games").endswith("(the document uses 2,000; >= 500 for any claim)")
+    assert option_help("lmrl-gym", "--games") == "evaluation games per agent"
+    assert option_help("baselines", "--decodings").startswith("the one sampling decoding")
+    with pytest.raises(SystemExit):  # the baselines page plays one decoding
+        build_parser().parse_args(["results", "baselines", "--decodings", "sample", "t0.5"])
+    assert build_parser().parse_args(["results", "lmrl-gym", "--decodings", "sample", "t0.5"]).decodings == [
+        "sample", "t0.5"]

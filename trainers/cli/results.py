@@ -15,7 +15,7 @@ from typing import Any
 
 from rlds_lang.paths import cache_dir, runs_dir
 from trainers.core.provenance import command_line
-from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
+from trainers.experiments.common import DECODINGS, add_decodings_argument, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
     MALT_START,
@@ -124,9 +124,9 @@ def _add_row_selection(parser: argparse.ArgumentParser) -> None:
                              "plain command evaluates and writes the document")
 
 
-def _add_evaluation(parser: argparse.ArgumentParser) -> None:
+def _add_evaluation(parser: argparse.ArgumentParser, games_help: str = "evaluation games per agent") -> None:
     """``--games``, ``--eval-seed`` and ``--fresh`` (the pages that play their rows on seeded games)."""
-    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
+    parser.add_argument("--games", type=int, default=2000, help=games_help)
     parser.add_argument("--eval-seed", type=int, default=0)
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
 
@@ -137,14 +137,10 @@ def add_wordle_parser(pages: Any) -> None:
     _add_run_folders(parser, "docs/results.md")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="which settings to run (default: all)")
-    parser.add_argument("--games", type=int, default=2000,
-                        help="evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
-    parser.add_argument("--eval-seed", type=int, default=0)
-    parser.add_argument("--decodings", nargs="+", default=None, choices=list(DECODINGS),
-                        help="how the agents decode, a table each (default: sample and greedy)")
+    _add_evaluation(parser, "evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
+    add_decodings_argument(parser, "how the agents decode, a table each (default: sample and greedy)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
-    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     parser.set_defaults(func=cmd_results)
 
 

@@ -30,6 +30,7 @@ from trainers.experiments.common import (
     DECODINGS,
     Decoding,
     Experiment,
+    add_decodings_argument,
     evaluate_run,
     experiment_config,
     slug,
@@ -46,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from trainers.experiments import section5
     from trainers.experiments.lmrl_gym.run import add_build_workers_argument
 
-    parser.add_argument("--decodings", nargs=1, default=None, choices=list(DECODINGS),
-                        help="the one sampling decoding every row plays (default: sample, temperature 1)")
+    add_decodings_argument(parser, "the one sampling decoding every row plays (default: sample, temperature 1)", 1)
     add_build_workers_argument(parser)
     add_beta_choice_arguments(parser, "the token-level value rows (ILQL, CQL, ψ)")
     section5.add_arguments(parser)

@@ -38,9 +38,9 @@ from trainers.core.build import built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import add_beta_choice_arguments, parse_grid, tuning_config
 from trainers.experiments.common import (
-    DECODINGS,
     SHARED,
     Experiment,
+    add_decodings_argument,
     experiment_config,
     slug,
     training_minutes,
@@ -121,9 +121,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_beta_choice_arguments(parser, "MC returns and ILQL")
     parser.add_argument("--consistency-games", type=int, default=100,
                         help="held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
-    parser.add_argument("--decodings", nargs="+", default=None, choices=list(DECODINGS),
-                        help="how every row is played, a table each (default: greedy and temperatures 0.3, 0.5, 0.7 "
-                             "and 1)")
+    add_decodings_argument(parser, "how every row is played, a table each (default: greedy and temperatures 0.3, "
+                                   "0.5, 0.7 and 1)")
     parser.add_argument("--headline-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES,
                         help="games of the headline decoding's table (LMRL-Gym's count; the other "
                              "decodings play --games)")
