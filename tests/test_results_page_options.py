@@ -69,6 +69,8 @@ def test_each_page_keeps_its_own_help_for_a_shared_option():
     assert option_help("wordle", "--games").endswith("(the document uses 2,000; >= 500 for any claim)")
     assert option_help("lmrl-gym", "--games") == "evaluation games per agent"
     assert option_help("baselines", "--decodings").startswith("the one sampling decoding")
+    with pytest.raises(SystemExit):  # the Section-5 page plays no games: it ranks values
+        build_parser().parse_args(["results", "section5", "--games", "4"])
     with pytest.raises(SystemExit):  # the baselines page plays one decoding
         build_parser().parse_args(["results", "baselines", "--decodings", "sample", "t0.5"])
     assert build_parser().parse_args(["results", "lmrl-gym", "--decodings", "sample", "t0.5"]).decodings == [

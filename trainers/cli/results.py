@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rlds_lang.paths import cache_dir, runs_dir
 from trainers.core.provenance import command_line
@@ -131,6 +131,20 @@ def _add_evaluation(parser: argparse.ArgumentParser, games_help: str = "evaluati
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
 
 
+def _add_trained_page(pages: Any, name: str, page: str, add_options: Callable[[argparse.ArgumentParser], None],
+                      run: Callable[[argparse.Namespace], Any], evaluation: bool = True) -> None:
+    """Adds the page ``name`` whose rows train one after another into run folders and write ``page``: the run
+    folders, row selection and (``evaluation``) seeded-games options, then the page's own (``add_options``); the
+    command calls ``run``."""
+    parser = page_parser(pages, name)
+    _add_run_folders(parser, page)
+    _add_row_selection(parser)
+    if evaluation:
+        _add_evaluation(parser)
+    add_options(parser)
+    parser.set_defaults(func=run)
+
+
 def add_wordle_parser(pages: Any) -> None:
     """Adds ``results wordle`` (``docs/results.md``)."""
     parser = page_parser(pages, "wordle")
@@ -148,35 +162,22 @@ def add_lmrl_gym_parser(pages: Any) -> None:
     """Adds ``results lmrl-gym`` (``docs/lmrl_gym.md``; its own options come from ``trainers.experiments.lmrl_gym``)."""
     from trainers.experiments.lmrl_gym.run import add_arguments, run_lmrl_gym
 
-    parser = page_parser(pages, "lmrl-gym")
-    _add_run_folders(parser, "docs/lmrl_gym.md")
-    _add_row_selection(parser)
-    _add_evaluation(parser)
-    add_arguments(parser)
-    parser.set_defaults(func=run_lmrl_gym)
+    _add_trained_page(pages, "lmrl-gym", "docs/lmrl_gym.md", add_arguments, run_lmrl_gym)
 
 
 def add_section5_parser(pages: Any) -> None:
     """Adds ``results section5`` (``docs/section5.md``)."""
     from trainers.experiments.section5 import add_arguments, run_section5
 
-    parser = page_parser(pages, "section5")
-    _add_run_folders(parser, "docs/section5.md")
-    _add_row_selection(parser)
-    add_arguments(parser)
-    parser.set_defaults(func=run_section5)
+    _add_trained_page(pages, "section5", "docs/section5.md", add_arguments, run_section5, evaluation=False)
 
 
 def add_baselines_parser(pages: Any) -> None:
-    """Adds ``results baselines`` (``docs/baselines.md``; its own options come from ``trainers.experiments.baselines``)."""
+    """Adds ``results baselines`` (``docs/baselines.md``; its own options come from
+    ``trainers.experiments.baselines.run.add_arguments``)."""
     from trainers.experiments.baselines.run import add_arguments, run_baselines
 
-    parser = page_parser(pages, "baselines")
-    _add_run_folders(parser, "docs/baselines.md")
-    _add_row_selection(parser)
-    _add_evaluation(parser)
-    add_arguments(parser)
-    parser.set_defaults(func=run_baselines)
+    _add_trained_page(pages, "baselines", "docs/baselines.md", add_arguments, run_baselines)
 
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:
