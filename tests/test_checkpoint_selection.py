@@ -4,6 +4,7 @@ objective over the held-out episodes, and the lowest one is chosen."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ from trainers.evaluation.selection import (
     held_out_loss,
     select_by_held_out_loss,
 )
+from trainers.experiments.common import Experiment
+from trainers.experiments.lmrl_gym.decodings import TrainedRow, save_best_rows
 from transforms.token_mdp import TokenMDPConfig, token_batches
 from transforms.torch_bridge import to_torch, trim_padding
 
@@ -87,3 +90,29 @@ def test_best_is_the_lowest_loss_not_the_last():
 def test_selection_needs_a_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         select_by_held_out_loss(tmp_path, load_agent_model)
+
+
+def test_a_selection_reads_back_from_its_json_form():
+    selection = Selection((CheckpointLoss(2, Path("run/a"), 1.5), CheckpointLoss(4, Path("run/b"), 1.25)), "train", 7)
+    back = Selection.from_dict(json.loads(json.dumps(selection.to_dict())))
+    assert back == selection and back.best.path == Path("run/b")
+    with pytest.raises(ValueError, match="no field 'episodes'"):
+        Selection.from_dict({k: v for k, v in selection.to_dict().items() if k != "episodes"})
+
+
+def _no_load(folder):
+    raise AssertionError(f"the cached selection should have been reused, not {folder} loaded")
+
+
+def test_save_best_rows_reuses_the_selection_it_stored_for_the_same_checkpoints(run, tmp_path):
+    row = TrainedRow("BC", Experiment("BC", "bc"), run, 6)
+    kept = dict(snapshots(run))[4]
+    stored = Selection((CheckpointLoss(4, kept, 0.5), CheckpointLoss(6, run / "checkpoint", 0.75)), "eval", 3)
+    path = tmp_path / "selection-BC.json"
+    path.write_text(json.dumps({"key": {"steps": [4, 6], "episodes": 3}, "selection": stored.to_dict()}))
+    chosen, selections = save_best_rows([row], _no_load, tmp_path, episodes=3)
+    assert selections == {"BC": stored}
+    assert (chosen[0].name, chosen[0].step, chosen[0].checkpoint) == ("BC (save_best)", 4, kept)
+    path.write_text(json.dumps({"key": {"steps": [4, 6], "episodes": 3}, "selection": {"split": "eval"}}))
+    with pytest.raises(ValueError, match=f"{path.name}: .*no field 'candidates'"):
+        save_best_rows([row], _no_load, tmp_path, episodes=3)

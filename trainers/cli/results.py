@@ -11,12 +11,11 @@ import argparse
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rlds_lang.paths import cache_dir, runs_dir
 from trainers.core.provenance import command_line
-from trainers.experiments.beta_choice import BETA_GRID
-from trainers.experiments.common import DECODINGS, count_parameters, experiment_config
+from trainers.experiments.common import DECODINGS, add_decodings_argument, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
     MALT_START,
@@ -125,11 +124,25 @@ def _add_row_selection(parser: argparse.ArgumentParser) -> None:
                              "plain command evaluates and writes the document")
 
 
-def _add_evaluation(parser: argparse.ArgumentParser) -> None:
+def _add_evaluation(parser: argparse.ArgumentParser, games_help: str = "evaluation games per agent") -> None:
     """``--games``, ``--eval-seed`` and ``--fresh`` (the pages that play their rows on seeded games)."""
-    parser.add_argument("--games", type=int, default=2000, help="evaluation games per agent")
+    parser.add_argument("--games", type=int, default=2000, help=games_help)
     parser.add_argument("--eval-seed", type=int, default=0)
     parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
+
+
+def _add_trained_page(pages: Any, name: str, page: str, add_options: Callable[[argparse.ArgumentParser], None],
+                      run: Callable[[argparse.Namespace], Any], evaluation: bool = True) -> None:
+    """Adds the page ``name`` whose rows train one after another into run folders and write ``page``: the run
+    folders, row selection and (``evaluation``) seeded-games options, then the page's own (``add_options``); the
+    command calls ``run``."""
+    parser = page_parser(pages, name)
+    _add_run_folders(parser, page)
+    _add_row_selection(parser)
+    if evaluation:
+        _add_evaluation(parser)
+    add_options(parser)
+    parser.set_defaults(func=run)
 
 
 def add_wordle_parser(pages: Any) -> None:
@@ -138,14 +151,10 @@ def add_wordle_parser(pages: Any) -> None:
     _add_run_folders(parser, "docs/results.md")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
                         help="which settings to run (default: all)")
-    parser.add_argument("--games", type=int, default=2000,
-                        help="evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
-    parser.add_argument("--eval-seed", type=int, default=0)
-    parser.add_argument("--decodings", nargs="+", default=None, choices=list(DECODINGS),
-                        help="how the agents decode, a table each (default: sample and greedy)")
+    _add_evaluation(parser, "evaluation games per agent (the document uses 2,000; >= 500 for any claim)")
+    add_decodings_argument(parser, "how the agents decode, a table each (default: sample and greedy)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
-    parser.add_argument("--fresh", action="store_true", help="re-evaluate even when a result JSON exists")
     parser.set_defaults(func=cmd_results)
 
 
@@ -153,44 +162,22 @@ def add_lmrl_gym_parser(pages: Any) -> None:
     """Adds ``results lmrl-gym`` (``docs/lmrl_gym.md``; its own options come from ``trainers.experiments.lmrl_gym``)."""
     from trainers.experiments.lmrl_gym.run import add_arguments, run_lmrl_gym
 
-    parser = page_parser(pages, "lmrl-gym")
-    _add_run_folders(parser, "docs/lmrl_gym.md")
-    _add_row_selection(parser)
-    _add_evaluation(parser)
-    add_arguments(parser)
-    parser.set_defaults(func=run_lmrl_gym)
+    _add_trained_page(pages, "lmrl-gym", "docs/lmrl_gym.md", add_arguments, run_lmrl_gym)
 
 
 def add_section5_parser(pages: Any) -> None:
     """Adds ``results section5`` (``docs/section5.md``)."""
     from trainers.experiments.section5 import add_arguments, run_section5
 
-    parser = page_parser(pages, "section5")
-    _add_run_folders(parser, "docs/section5.md")
-    _add_row_selection(parser)
-    add_arguments(parser)
-    parser.set_defaults(func=run_section5)
+    _add_trained_page(pages, "section5", "docs/section5.md", add_arguments, run_section5, evaluation=False)
 
 
 def add_baselines_parser(pages: Any) -> None:
-    """Adds ``results baselines`` (``docs/baselines.md``; its own options come from ``trainers.experiments.baselines``)."""
+    """Adds ``results baselines`` (``docs/baselines.md``; its own options come from
+    ``trainers.experiments.baselines.run.add_arguments``)."""
     from trainers.experiments.baselines.run import add_arguments, run_baselines
 
-    parser = page_parser(pages, "baselines")
-    _add_run_folders(parser, "docs/baselines.md")
-    _add_row_selection(parser)
-    _add_evaluation(parser)
-    parser.add_argument("--decodings", nargs=1, default=None, choices=list(DECODINGS),
-                        help="the one sampling decoding every row plays (default: sample, temperature 1)")
-    parser.add_argument("--build-workers", type=int, default=1,
-                        help="processes that record the LMRL-Gym dataset's shards before one Beam worker serialises them")
-    parser.add_argument("--beta-games", type=int, default=500,
-                        help="held-out games per β of each value row's choice (0: play each row's committed β)")
-    parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID), help="the β values of that choice")
-    parser.add_argument("--section5-pairs", type=int, default=1000,
-                        help="behaviour-policy first moves the Section-5 ranking compares the optimal one with")
-    add_arguments(parser)
-    parser.set_defaults(func=run_baselines)
+    _add_trained_page(pages, "baselines", "docs/baselines.md", add_arguments, run_baselines)
 
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:

@@ -103,6 +103,15 @@ class Selection:
         return {"split": self.split, "episodes": self.episodes,
                 "candidates": [{"step": c.step, "path": str(c.path), "loss": c.loss} for c in self.candidates]}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Selection":
+        """The selection ``to_dict`` gave ``data`` for; a clear error naming the missing field otherwise."""
+        try:
+            return cls(tuple(CheckpointLoss(int(c["step"]), Path(c["path"]), float(c["loss"]))
+                             for c in data["candidates"]), data["split"], int(data["episodes"]))
+        except KeyError as error:
+            raise ValueError(f"Selection.from_dict: no field {error} in {str(data)[:200]}") from None
+
 
 def select_by_held_out_loss(run: str | os.PathLike, load: Callable[[Path], LoadedModel], split: str = "eval",
                             episodes: int = 2000, batch_size: int = 64) -> Selection:

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 from typing import Any, Sequence
@@ -84,5 +85,15 @@ def parse_grid(text: str) -> tuple[float, ...]:
     return grid
 
 
+def add_beta_choice_arguments(parser: argparse.ArgumentParser, rows: str) -> None:
+    """Adds ``--beta-grid`` and ``--beta-games``, the options of this choice, to a results page's parser; ``rows``
+    names in the help the page's rows that choose their β (e.g. ``"MC returns and ILQL"``)."""
+    parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID),
+                        help=f"the β values {rows} play on held-out games before the table "
+                             "(LMRL-Gym's scripts sweep 1..128)")
+    parser.add_argument("--beta-games", type=int, default=500,
+                        help="held-out games per β of that choice (0: play each row's committed β)")
+
+
 __all__ = ["BETA_GRID", "TUNING_SEED_OFFSET", "BetaChoice", "tuning_config", "choose_beta", "render_beta_choices",
-           "parse_grid"]
+           "parse_grid", "add_beta_choice_arguments"]

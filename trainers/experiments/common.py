@@ -5,6 +5,7 @@ training time across resumed calls, and ``evaluate_run`` (a trained row played o
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -56,6 +57,12 @@ DECODINGS: dict[str, Decoding] = {
     **{f"t{t:g}": Decoding(f"t{t:g}", f"sampling at temperature {t:g}", greedy=False, temperature=t)
        for t in (0.3, 0.5, 0.7)},
 }
+
+
+def add_decodings_argument(parser: argparse.ArgumentParser, help: str, nargs: int | str = "+") -> None:
+    """Adds ``--decodings`` (keys of ``DECODINGS``; default None, the page's own choice) to a results page's
+    parser: ``nargs`` decodings, ``help`` saying how the page plays them and its default."""
+    parser.add_argument("--decodings", nargs=nargs, default=None, choices=list(DECODINGS), help=help)
 
 
 def slug(name: str) -> str:

@@ -25,11 +25,12 @@ from trainers.experiments.baselines.settings import (
     TOKEN_VALUE,
     Setting,
 )
-from trainers.experiments.beta_choice import choose_beta, parse_grid, tuning_config
+from trainers.experiments.beta_choice import add_beta_choice_arguments, choose_beta, parse_grid, tuning_config
 from trainers.experiments.common import (
     DECODINGS,
     Decoding,
     Experiment,
+    add_decodings_argument,
     evaluate_run,
     experiment_config,
     slug,
@@ -41,7 +42,15 @@ DOC = Path("docs") / "baselines.md"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``rlds-lang results baselines`` beyond those ``rlds-lang results`` already has."""
+    """The options of ``rlds-lang results baselines`` beyond the run folders, row selection and evaluation every
+    page of ``rlds-lang results`` has; those it shares with the LMRL-Gym and Section-5 pages are declared by them."""
+    from trainers.experiments import section5
+    from trainers.experiments.lmrl_gym.run import add_build_workers_argument
+
+    add_decodings_argument(parser, "the one sampling decoding every row plays (default: sample, temperature 1)", 1)
+    add_build_workers_argument(parser)
+    add_beta_choice_arguments(parser, "the token-level value rows (ILQL, CQL, ψ)")
+    section5.add_arguments(parser)
     parser.add_argument("--dt-targets", default=",".join(f"{t:g}" for t in DT_TARGETS),
                         help="baselines: the target returns the Decision Transformer is played for (comma-separated)")
     parser.add_argument("--top-advantage-episodes", type=int, default=1000,

@@ -86,7 +86,7 @@ def save_best_rows(rows: Sequence[TrainedRow], load: Callable[[Path], Any], cach
     selection is kept in ``cache/selection-<row>.json`` under its candidates' steps and ``episodes``, and reused
     unless ``fresh`` or the run has kept another checkpoint since."""
     from trainers.core.checkpoint import checkpoint_dir, checkpoint_step, snapshots
-    from trainers.evaluation.selection import CheckpointLoss, Selection, select_by_held_out_loss
+    from trainers.evaluation.selection import Selection, select_by_held_out_loss
 
     chosen, selections = [], {}
     for row in rows:
@@ -95,8 +95,11 @@ def save_best_rows(rows: Sequence[TrainedRow], load: Callable[[Path], Any], cach
         path = cache / f"selection-{slug(row.name)}.json"
         stored = json.loads(path.read_text()) if path.exists() and not fresh else {}
         if stored.get("key") == key:
-            selection = Selection(tuple(CheckpointLoss(c["step"], Path(c["path"]), c["loss"])
-                                        for c in stored["selection"]["candidates"]), "eval", episodes)
+            try:
+                selection = Selection.from_dict(stored["selection"])
+            except ValueError as error:
+                raise ValueError(f"{path}: {error} (delete it, or pass --fresh, to score the checkpoints "
+                                 "again)") from None
         else:
             selection = select_by_held_out_loss(row.run, load, split="eval", episodes=episodes)
             path.parent.mkdir(parents=True, exist_ok=True)

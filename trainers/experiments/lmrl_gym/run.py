@@ -36,11 +36,11 @@ from trainers.algorithms.ilql.ilql import LMRL_GYM_ILQL
 from trainers.algorithms.ilql.mc import LMRL_GYM_MC
 from trainers.core.build import built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
-from trainers.experiments.beta_choice import BETA_GRID, parse_grid, tuning_config
+from trainers.experiments.beta_choice import add_beta_choice_arguments, parse_grid, tuning_config
 from trainers.experiments.common import (
-    DECODINGS,
     SHARED,
     Experiment,
+    add_decodings_argument,
     experiment_config,
     slug,
     training_minutes,
@@ -113,24 +113,16 @@ STARTED_FROM_BC = "started_from_bc.json"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``rlds-lang results lmrl-gym`` that only this page has (the shared ones are the CLI's)."""
-    parser.add_argument("--build-workers", type=int, default=1,
-                        help="processes that record the dataset's shards into <data-dir>/shard_cache "
-                             "(so an interrupted build resumes) before one Beam worker serialises them (Beam's own "
-                             "2-process runner once lost 3%% of the games without an error)")
+    add_build_workers_argument(parser)
     parser.add_argument("--pbc-rounds", type=int, default=PBC_ROUNDS, help="online %%BC rounds")
     parser.add_argument("--pbc-games", type=int, default=PBC_GAMES, help="online %%BC games per round")
     parser.add_argument("--pbc-steps", type=int, default=None,
                         help=f"online %%BC BC steps per round (default {PBC_STEPS}, or --steps)")
-    parser.add_argument("--beta-grid", default=",".join(f"{b:g}" for b in BETA_GRID),
-                        help="the β values MC returns and ILQL play on held-out games before the table "
-                             "(LMRL-Gym's scripts sweep 1..128)")
-    parser.add_argument("--beta-games", type=int, default=500,
-                        help="held-out games per β of that choice (0: play each row's committed β)")
+    add_beta_choice_arguments(parser, "MC returns and ILQL")
     parser.add_argument("--consistency-games", type=int, default=100,
                         help="held-out data-policy games of BC's diagnosis (consistency_learned; 100 games give about 370 states)")
-    parser.add_argument("--decodings", nargs="+", default=None, choices=list(DECODINGS),
-                        help="how every row is played, a table each (default: greedy and temperatures 0.3, 0.5, 0.7 "
-                             "and 1)")
+    add_decodings_argument(parser, "how every row is played, a table each (default: greedy and temperatures 0.3, "
+                                   "0.5, 0.7 and 1)")
     parser.add_argument("--headline-games", type=int, default=lmrl_gym.PUBLISHED_EVAL_GAMES,
                         help="games of the headline decoding's table (LMRL-Gym's count; the other "
                              "decodings play --games)")
@@ -140,6 +132,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration-games", type=int, default=1000,
                         help="held-out (eval split) games of the value calibration")
     add_linear_arguments(parser)
+
+
+def add_build_workers_argument(parser: argparse.ArgumentParser) -> None:
+    """Adds ``--build-workers``, the processes of ``build_dataset``, to a results page's parser."""
+    parser.add_argument("--build-workers", type=int, default=1,
+                        help="processes that record the LMRL-Gym dataset's shards into <data-dir>/shard_cache "
+                             "(so an interrupted build resumes) before one Beam worker serialises them (Beam's own "
+                             "2-process runner once lost 3%% of the games without an error)")
 
 
 def build_dataset(data_dir: str | Path, small: int | None, workers: int) -> str:
@@ -378,4 +378,4 @@ def _diagnostics(runs_root: Path, bc_run: Path, args: argparse.Namespace) -> tup
 
 
 __all__ = ["TRAINING", "ON_BC_POLICY", "ROWS", "finished_bc_lm", "check_started_from_bc", "add_arguments",
-           "cached_report", "scripted_first_move", "train_rows", "run_lmrl_gym"]
+           "add_build_workers_argument", "cached_report", "scripted_first_move", "train_rows", "run_lmrl_gym"]
