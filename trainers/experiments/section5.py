@@ -31,7 +31,7 @@ import numpy as np
 from rlds_lang.env import as_text
 from rlds_lang.wordle import ilql_adversarial
 from trainers.core.build import tfds_build
-from trainers.core.provenance import command_line, generated_by
+from trainers.core.provenance import command_line, generated_by, source_commit
 from trainers.experiments.common import (
     SHARED,
     Experiment,
@@ -364,19 +364,22 @@ def run_section5(args: argparse.Namespace) -> Path | None:
     out = Path(args.out or DOC)
     out.parent.mkdir(parents=True, exist_ok=True)
     data = data_figures(games)
-    out.with_suffix(".json").write_text(json.dumps({"data": data, "ranks": ranks}, indent=1))
     steps = args.steps or TRAINING["steps"]
+    command = _command(args, steps)
+    out.with_suffix(".json").write_text(json.dumps({"command": command, "commit": source_commit(), "data": data,
+                                                    "ranks": ranks}, indent=1))
     plot = plot_first_move(ranks, data, out.with_name(f"{out.stem}-first-move.png"))
-    document = render(data, ranks, {n: m for n, (_, m) in trained.items()}, steps, _command(args))
+    document = render(data, ranks, {n: m for n, (_, m) in trained.items()}, steps, command)
     document += f"\n![What each row values the first guesses at]({plot.name})\n"
     out.write_text(document)
     print(document)
     return out
 
 
-def _command(args: argparse.Namespace) -> str:
-    """The command line that reproduces the document: as typed, its sizes spelled out."""
-    return command_line(args, "rlds-lang results section5", (("--small", args.small), ("--steps", args.steps),
+def _command(args: argparse.Namespace, steps: int) -> str:
+    """The command line that reproduces the document: as typed, its sizes spelled out (``steps``: the optimizer
+    steps the rows trained, so that a later change of ``TRAINING`` does not change what the command means)."""
+    return command_line(args, "rlds-lang results section5", (("--small", args.small), ("--steps", steps),
                                                              ("--section5-pairs", args.section5_pairs)))
 
 
