@@ -384,7 +384,7 @@ def _command(args: argparse.Namespace, steps: int) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """This setting's own options of ``rlds-lang results wordle``."""
+    """This setting's own options of ``rlds-lang results section5``."""
     parser.add_argument("--section5-pairs", type=int, default=1000,
                         help="section5: pairs of moves per ranking test (sampled with a fixed seed)")
 
