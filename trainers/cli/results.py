@@ -228,13 +228,7 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
     settings = malt_roles.SMOKE if args.smoke else malt_roles.COMMITTED
     workdir = Path(args.workdir)
     started, cpu_started = time.perf_counter(), time.process_time()
-    bc = malt_roles.train_bc(settings, workdir)
-    agents, arms = [("bc", bc)], {}
-    for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
-        rounds = arms[name] = malt_roles.run_arm(name, bc, ei_rounds, settings, workdir)
-        if name == "malt" and 0 < ei_rounds < len(rounds):
-            agents.append((malt_roles.MALT_START, rounds[ei_rounds - 1].checkpoints))
-        agents.append((name, rounds[-1].checkpoints))
+    agents, arms = malt_roles.run_arms(settings, workdir)
     rows = malt_roles.evaluate_rows(agents, settings)
     command = command_line(args, "rlds-lang results malt-roles" + (" --smoke" if args.smoke else ""))
     summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
