@@ -1,6 +1,7 @@
 """`rlds-lang results malt --smoke` runs the whole pipeline of docs/malt.md on tiny settings: BC start, an EI
 arm and a MALT arm, the same seeded games for every row, computed verdicts."""
 
+import pytest
 import torch
 
 from trainers.algorithms.malt.expert_iteration import RoundManifest
@@ -55,3 +56,62 @@ def test_the_verdicts_hold_only_for_an_improvement_beyond_two_paired_se():
     lines = verdicts([bc, better, worse])
     assert "-> improves by more than 2 paired SE" in lines[0]
     assert "-> does NOT improve by more than 2 paired SE" in lines[1]  # clearly worse is no improvement
+
+
+def test_the_reference_arm_runs_malt_config_s_defaults():
+    import dataclasses
+    from pathlib import Path
+
+    from trainers.algorithms.malt.malt import MALTConfig
+    from trainers.experiments.malt import COMMITTED, REFERENCE, reference_config
+
+    config = reference_config(Path("runs/m/bc/checkpoint"), COMMITTED, Path("runs/m"))
+    assert config.init == "runs/m/bc/checkpoint" and config.out == f"runs/m/{REFERENCE}"
+    defaults = dataclasses.asdict(MALTConfig())
+    differ = {k: v for k, v in dataclasses.asdict(config).items() if v != defaults[k]}
+    assert set(differ) == {"init", "out"}, differ  # no project choice leaks into the reference arm
+    assert (config.branching, config.reuse_rollouts, config.nll_coef, config.pair_method, config.strict_threshold) == (
+        2, False, 0.0, "positive_negative", False)  # the reference trainer's, as MALTConfig's docstring says
+
+
+def test_the_page_names_every_setting_in_which_malt_departs_from_the_reference(monkeypatch):
+    from pathlib import Path
+
+    import trainers.experiments.malt as malt
+    from trainers.experiments.malt import (
+        COMMITTED,
+        PROJECT_CHOICES,
+        arm_config,
+        differing_settings,
+        reference_config,
+        reference_section,
+    )
+
+    project = arm_config("malt", Path("bc"), COMMITTED["malt_initial_ei_rounds"], COMMITTED, Path("w"))
+    differences = differing_settings(project, reference_config(Path("bc"), COMMITTED, Path("w")))
+    named = {name: (mine, theirs) for name, mine, theirs, _ in differences}
+    assert named["branching"] == (3, 2) and named["reuse_rollouts"] == (True, False)
+    assert named["nll_coef"] == (1.0, 0.0) and named["pair_method"] == ("interval", "positive_negative")
+    assert "out" not in named and "init" not in named and "rounds" not in named  # same BC start, same rounds
+    text = reference_section(differences)
+    assert "| branching | 3 | 2 | the MALT paper's three samples per agent" in text
+    monkeypatch.setattr(malt, "PROJECT_CHOICES", {k: v for k, v in PROJECT_CHOICES.items() if k != "branching"})
+    with pytest.raises(ValueError, match="MALTConfig.branching: .* gives no reason"):
+        differing_settings(project, reference_config(Path("bc"), COMMITTED, Path("w")))
+
+
+def test_the_page_has_the_reference_row_its_verdicts_and_its_settings_section():
+    from trainers.evaluation.wordle import EvalResult
+    from trainers.experiments.malt import SMOKE, Row, document
+
+    def row(name, rewards):
+        return Row(name, EvalResult(name, rewards, [4] * len(rewards), [r > -6 for r in rewards], 0, 1.0), "", 10)
+
+    rows = [row("bc", [-4.0, -3.0, -5.0, -4.0]), row("malt", [-3.0, -2.0, -4.0, -2.9]),
+            row("malt_reference", [-4.0, -3.1, -5.0, -4.0])]
+    page = document(rows, {}, SMOKE, 60.0, True, "rlds-lang results malt --smoke",
+                    [("branching", 3, 2, "the MALT paper's three samples per agent")])
+    assert "| malt_reference | 4 |" in page
+    assert "- `malt_reference` vs `bc`: Δ =" in page
+    assert "- `malt_reference` vs `malt`: Δ = -1.050 ± " in page and "(the reference defaults against this page's" in page
+    assert "## The reference defaults (`malt_reference`)" in page and "| branching | 3 | 2 |" in page
