@@ -61,3 +61,22 @@ def test_regenerating_the_single_agent_page_keeps_the_two_role_blocks():
     assert "summary line" in regenerated.splitlines()[3] and regenerated.rstrip().endswith(
         "<!-- two-role section: end -->")
     assert splice(regenerated, "summary 2", "## Two-role\n\nbody 2").count("## Two-role") == 1
+
+
+def test_each_arm_is_compared_with_its_own_bc_start_and_the_headline_is_the_committed_arm_s():
+    from trainers.experiments.malt_roles import COMMITTED, results_table, section
+
+    rng = np.random.default_rng(1)
+    base = rng.normal(-5.0, 1.0, 400)
+    rows = [_row("bc", base, base, base), _row("malt", base + rng.normal(0, 0.01, 400), base, base),  # headline: no gain
+            _row("bc", base - 1.0, base, base), _row("malt", base, base, base)]  # the 0,1 arm: +1 over its own bc
+    for row in rows[2:]:
+        row.name, row.arm = row.name + "[0,1]", "[0,1]"
+    met, lines = verdict(rows, "[0,1]")
+    assert met and lines[0].startswith("- team return, `malt[0,1]` vs `bc[0,1]`: Δ = +1.000")
+    table = results_table(rows).splitlines()
+    assert table[4].startswith("| bc[0,1] | 400 |") and table[4].endswith("| — |")
+    assert "| +1.000 ± 0.000 |" in table[5]  # against bc[0,1], not against the headline's bc
+    summary, text = section(rows, {}, COMMITTED, 60.0, False, "rlds-lang results malt-roles")
+    assert "target NOT met" in summary  # the headline (0+1) arm's verdict, though the 0,1 arm meets its target
+    assert "Model groups `0,1` (rows `…[0,1]`, their own BC start): MALT's target met on this arm." in text
