@@ -247,7 +247,8 @@ def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], s
     if smoke:
         head += "**Smoke run with tiny settings: not a result.**\n\n"
     return (head + f"{generated_by(command)} (`trainers/experiments/malt.py`) on "
-            f"{datetime.date.today().isoformat()} in {seconds / 60:.1f} min; do not edit by hand.\n\n"
+            f"{datetime.date.today().isoformat()} in {seconds / 60:.1f} min (wall-clock; a resumed run counts only its "
+            "own part); do not edit by hand.\n\n"
             "## Verdicts (computed)\n\n" + "\n".join(verdicts(rows)) + "\n\n"
             f"## Results ({settings['games']} seeded games each, official rule, sampling at temperature 1)\n\n"
             + results_table([r.result for r in rows], baseline="bc") + "\n\n"
