@@ -28,8 +28,6 @@ STALE = {
     "docs/results-paper-sample.json": "written with docs/results.md",
     "docs/lmrl_gym.json": "rlds-lang results lmrl-gym (writes docs/lmrl_gym.md too): its 5 rows trained 724 min "
                           "(the page's table) plus 2,000 games per row",
-    "docs/ppo.md": "rlds-lang results ppo: starts from a BC checkpoint (runs/malt/bc of `rlds-lang results malt`), "
-                   "then 300 PPO updates, 200 RLHF updates and the sentiment pipeline; well over 20 min",
 }
 
 
