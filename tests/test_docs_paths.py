@@ -28,10 +28,6 @@ STALE = {
     "docs/results-paper-sample.json": "written with docs/results.md",
     "docs/lmrl_gym.json": "rlds-lang results lmrl-gym (writes docs/lmrl_gym.md too): its 5 rows trained 724 min "
                           "(the page's table) plus 2,000 games per row",
-    "docs/ppo.md": "rlds-lang results ppo: starts from a BC checkpoint (runs/malt/bc of `rlds-lang results malt`), "
-                   "then 300 PPO updates, 200 RLHF updates and the sentiment pipeline; well over 20 min",
-    "docs/malt.md": "rlds-lang results malt --agent ppo=CHECKPOINT: its ppo row needs docs/ppo.md's PPO run first; "
-                    "BC 3,000 steps, 3 rounds of 1,024 games, 1,000 games per row",
 }
 
 

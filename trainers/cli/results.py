@@ -19,9 +19,13 @@ from trainers.experiments.common import DECODINGS, add_decodings_argument, count
 from trainers.experiments.malt import (
     COMMITTED,
     MALT_START,
+    REFERENCE,
     SMOKE,
+    arm_config,
+    differing_settings,
     document,
     evaluate_rows,
+    reference_config,
     rollout_steps,
     run_arm,
     train_bc,
@@ -190,8 +194,12 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     bc, bc_steps = train_bc(settings, workdir, args.progress)
     agents: list[tuple[str, str, int | None]] = [("bc", str(bc), bc_steps)]
     arms = {}
-    for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
-        manifests = arms[name] = run_arm(name, bc, ei_rounds, settings, workdir, args.progress)
+    configs = {name: arm_config(name, bc, ei_rounds, settings, workdir)
+               for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"]))}
+    configs[REFERENCE] = reference_config(bc, settings, workdir)
+    for name, config in configs.items():
+        manifests = arms[name] = run_arm(config, args.progress)
+        ei_rounds = config.num_initial_ei_rounds
         if name == "malt" and 0 < ei_rounds < len(manifests):  # what the DPO rounds start from
             start = manifests[:ei_rounds]
             agents.append((MALT_START, start[-1].checkpoint, bc_steps + sum(m.env_steps for m in start)))
@@ -202,7 +210,8 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     command = command_line(args, " ".join(["rlds-lang results malt", *(["--smoke"] if args.smoke else []),
                                            *(f"--agent {spec}" for spec in args.agent)]))
-    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command)
+    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
+                    differing_settings(configs["malt"], configs[REFERENCE]))
     out.write_text(kept_blocks(out.read_text(), page) if out.exists() else page)  # the two-role section stays
     print(f"results -> {out}")
     return out
@@ -215,13 +224,7 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
     settings = malt_roles.SMOKE if args.smoke else malt_roles.COMMITTED
     workdir = Path(args.workdir)
     started, cpu_started = time.perf_counter(), time.process_time()
-    bc = malt_roles.train_bc(settings, workdir)
-    agents, arms = [("bc", bc)], {}
-    for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
-        rounds = arms[name] = malt_roles.run_arm(name, bc, ei_rounds, settings, workdir)
-        if name == "malt" and 0 < ei_rounds < len(rounds):
-            agents.append((malt_roles.MALT_START, rounds[ei_rounds - 1].checkpoints))
-        agents.append((name, rounds[-1].checkpoints))
+    agents, arms = malt_roles.run_arms(settings, workdir)
     rows = malt_roles.evaluate_rows(agents, settings)
     command = command_line(args, "rlds-lang results malt-roles" + (" --smoke" if args.smoke else ""))
     summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command,

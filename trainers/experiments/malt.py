@@ -3,8 +3,11 @@ seeded games with paired differences; rerun with ``rlds-lang results malt``.
 
 Everything the result depends on is here: the BC data (``wordle_synthetic/expert``, built with ``tfds
 build`` if absent), the committed settings (``COMMITTED``), the evaluation, and the document (table with
-mean ± SE per row ``bc``, ``ei``, ``malt`` and any ``--agent`` given, e.g. ILQL or PPO checkpoints, each with
-the environment steps it used; verdicts computed from paired differences, never typed). Training and the
+mean ± SE per row ``bc``, ``ei``, ``malt``, ``malt_reference`` and any ``--agent`` given, e.g. ILQL or PPO
+checkpoints, each with the environment steps it used; verdicts computed from paired differences, never typed).
+``malt`` uses this page's choices (``COMMITTED``); ``malt_reference`` runs ``MALTConfig``'s defaults, the reference
+trainer's, from the same BC start (``reference_config``), and the page lists the settings in which the two differ
+with the reason for each of the page's (``PROJECT_CHOICES``). Training and the
 rounds resume from their checkpoints and ``round.json`` files, so an interrupted reproduction continues.
 
 Example::
@@ -48,17 +51,45 @@ COMMITTED: dict[str, Any] = {
     # reference trainer's: each round's own pairs only)
     "round_reuse_rollouts": True,
     "ei_min_return": -5.0, "ei_top_fraction": None, "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
+    # the malt_reference arm runs MALTConfig's defaults as they are (reference_config): nothing here changes them
+    "reference_sizes": {},
 }
 SMOKE: dict[str, Any] = {
     **COMMITTED, "dataset_small": 40, "model": {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 96},
     "bc_steps": 3, "bc_batch_size": 4, "rounds": 2, "malt_initial_ei_rounds": 1, "ei_games": 4, "trees": 2,
     "branching": 2, "branch_from": 0, "branch_depth": 1, "round_bc_steps": 2, "round_dpo_epochs": 1,
     "ei_min_return": None, "ei_top_fraction": 0.5, "games": 8,
+    "reference_sizes": {"rounds": 2, "ei_games": 4, "trees": 2, "branch_depth": 1, "bc_steps": 2, "dpo_steps": 2,
+                        "ei_min_return": None, "ei_top_fraction": 0.5},
 }
 
 
 #: the row of the MALT arm's policy after its initial EI rounds (where its DPO rounds start).
 MALT_START = "malt_ei_start"
+#: the row of the MALT arm run at ``MALTConfig``'s defaults, the reference trainer's (``reference_config``).
+REFERENCE = "malt_reference"
+#: why this page's ``malt`` arm departs from the reference defaults, per ``MALTConfig`` field (from ``COMMITTED``'s
+#: comments and ``trainers.algorithms.malt.malt``'s docstring).
+PROJECT_CHOICES: dict[str, str] = {
+    "ei_games": "more games per EI round than the default 512, sized for this page's run (no comparison measured)",
+    "trees": "more start states per MALT round than the default 128, sized for this page's run (no comparison "
+             "measured)",
+    "branching": "the MALT paper's three samples per agent (the reference trainer samples two)",
+    "bc_steps": "rounds fine-tune the previous round's model with a fresh optimiser: at the defaults a first run "
+                "got worse every round (EI sampled -4.03 -> -4.68 -> -4.70; MALT -> -5.56)",
+    "bc_lr": "as bc_steps: the default 3e-4 made every round worse in a first run",
+    "dpo_lr": "as bc_steps: the default 1e-4 made every round worse in a first run",
+    "nll_coef": "iterative RPO's NLL term: plain DPO moved the chosen responses' likelihood from 0.98 to 0.52 in a "
+                "round, and the round played worse than its start",
+    "dpo_epochs": "passes over a round's pairs instead of a fixed step count, which made 37 passes over 64 pairs",
+    "dpo_steps": "used only when dpo_epochs is None",
+    "branch_from": "a BC policy's first guess is fixed, so trees branch from the 2nd guess (held-out games, never "
+                   "the table's seeds)",
+    "branch_depth": "with branch_from, trees branch at guesses 2-3 (held-out games: -3.79 against neutral rounds "
+                    "at -3.92 when branching elsewhere)",
+    "pair_method": "interval pairs (held-out games: -3.79; positive_negative there: -3.84)",
+    "reuse_rollouts": "more pairs per round from the trees of compatible earlier rounds",
+}
 
 
 @dataclasses.dataclass
@@ -106,21 +137,53 @@ def rollout_steps(checkpoint: str | Path) -> int | None:
     return sum(len(episode["steps"]) - 1 for episode in read_episodes(rollouts))
 
 
-def run_arm(name: str, init: Path, ei_rounds: int, settings: dict[str, Any], workdir: Path, progress: bool):
-    """An EI-only (``ei_rounds == rounds``) or MALT arm from the BC start; its round manifests."""
-    from trainers.algorithms.malt.malt import MALTConfig, run_malt
+def arm_config(name: str, init: Path, ei_rounds: int, settings: dict[str, Any], workdir: Path) -> Any:
+    """The ``MALTConfig`` of this page's EI-only (``ei_rounds == rounds``) or MALT arm: the committed settings."""
+    from trainers.algorithms.malt.malt import MALTConfig
 
-    config = MALTConfig(init=str(init), out=str(workdir / name), rounds=settings["rounds"],
-                        num_initial_ei_rounds=ei_rounds, ei_games=settings["ei_games"], trees=settings["trees"],
-                        branching=settings["branching"], branch_depth=settings["branch_depth"],
-                        branch_from=settings["branch_from"], pair_method=settings["pair_method"],
-                        bc_steps=settings["round_bc_steps"], dpo_steps=settings["round_dpo_steps"],
-                        dpo_epochs=settings["round_dpo_epochs"],
-                        bc_lr=settings["round_bc_lr"], dpo_lr=settings["round_dpo_lr"],
-                        distinct_tries=settings["round_distinct_tries"], nll_coef=settings["round_nll_coef"],
-                        reuse_rollouts=settings["round_reuse_rollouts"],
-                        ei_min_return=settings["ei_min_return"], ei_top_fraction=settings["ei_top_fraction"],
-                        seed=settings["seed"])
+    return MALTConfig(init=str(init), out=str(workdir / name), rounds=settings["rounds"],
+                      num_initial_ei_rounds=ei_rounds, ei_games=settings["ei_games"], trees=settings["trees"],
+                      branching=settings["branching"], branch_depth=settings["branch_depth"],
+                      branch_from=settings["branch_from"], pair_method=settings["pair_method"],
+                      bc_steps=settings["round_bc_steps"], dpo_steps=settings["round_dpo_steps"],
+                      dpo_epochs=settings["round_dpo_epochs"],
+                      bc_lr=settings["round_bc_lr"], dpo_lr=settings["round_dpo_lr"],
+                      distinct_tries=settings["round_distinct_tries"], nll_coef=settings["round_nll_coef"],
+                      reuse_rollouts=settings["round_reuse_rollouts"],
+                      ei_min_return=settings["ei_min_return"], ei_top_fraction=settings["ei_top_fraction"],
+                      seed=settings["seed"])
+
+
+def reference_config(init: Path, settings: dict[str, Any], workdir: Path) -> Any:
+    """The ``MALTConfig`` of the ``REFERENCE`` arm: MALTConfig's defaults (the reference trainer's), from the same BC
+    start and seed, in ``workdir/malt_reference``; only ``settings["reference_sizes"]`` (empty when committed, the
+    smoke run's small sizes otherwise) changes them."""
+    from trainers.algorithms.malt.malt import MALTConfig
+
+    return MALTConfig(init=str(init), out=str(workdir / REFERENCE), seed=settings["seed"],
+                      **settings.get("reference_sizes", {}))
+
+
+def differing_settings(project: Any, reference: Any) -> list[tuple[str, Any, Any, str]]:
+    """``(field, project value, reference value, why the project's value)`` for every ``MALTConfig`` field of the
+    two arms that differs, but where they write their runs; a difference without a reason in ``PROJECT_CHOICES`` is
+    an error (a choice the page would not explain)."""
+    rows = []
+    for field in dataclasses.fields(project):
+        mine, theirs = getattr(project, field.name), getattr(reference, field.name)
+        if field.name == "out" or mine == theirs:
+            continue
+        if field.name not in PROJECT_CHOICES:
+            raise ValueError(f"MALTConfig.{field.name}: this page's malt arm uses {mine!r}, the reference "
+                             f"defaults {theirs!r}, and PROJECT_CHOICES gives no reason for it")
+        rows.append((field.name, mine, theirs, PROJECT_CHOICES[field.name]))
+    return rows
+
+
+def run_arm(config: Any, progress: bool) -> list:
+    """Runs (or resumes) the rounds of an arm's ``MALTConfig``; its round manifests."""
+    from trainers.algorithms.malt.malt import run_malt
+
     return run_malt(config, progress=progress)
 
 
@@ -138,12 +201,16 @@ def evaluate_rows(agents: list[tuple[str, str, int | None]], settings: dict[str,
 
 
 def verdicts(rows: list[Row]) -> list[str]:
-    """For every row but ``bc``: whether it improves on ``bc`` by more than 2 paired standard errors; and whether
-    ``malt`` improves on its own start (``MALT_START``, after its EI rounds), i.e. what the DPO rounds added."""
+    """For every row but ``bc``: whether it improves on ``bc`` by more than 2 paired standard errors; whether
+    ``malt`` improves on its own start (``MALT_START``, after its EI rounds), i.e. what the DPO rounds added; and
+    whether ``REFERENCE`` (the reference defaults) improves on this page's ``malt``."""
     by_name = {r.name: r for r in rows}
     lines = [_verdict(row, by_name["bc"]) for row in rows if row.name != "bc"]
     if MALT_START in by_name and "malt" in by_name:
         lines.append(_verdict(by_name["malt"], by_name[MALT_START]) + " (the MALT rounds' own effect)")
+    if REFERENCE in by_name and "malt" in by_name:
+        lines.append(_verdict(by_name[REFERENCE], by_name["malt"]) + " (the reference defaults against this page's "
+                                                                      "choices)")
     return lines
 
 
@@ -156,9 +223,22 @@ def _verdict(row: Row, base: Row) -> str:
             f"{'improves by more than 2 paired SE' if holds else 'does NOT improve by more than 2 paired SE'}")
 
 
+def reference_section(differences: list[tuple[str, Any, Any, str]]) -> str:
+    """Markdown: the settings in which this page's ``malt`` arm and the ``REFERENCE`` arm differ, and why each of
+    the page's exists."""
+    lines = [f"## The reference defaults (`{REFERENCE}`)\n",
+             f"`{REFERENCE}` runs `trainers.algorithms.malt.malt.MALTConfig`'s defaults, the reference trainer's (its "
+             "module docstring says where each comes from), from the same BC start and seed; `malt` departs from them "
+             "in these settings (a `MALTConfig` field each):\n",
+             "| setting | `malt` | `" + REFERENCE + "` | why `malt`'s value |", "| --- | --- | --- | --- |"]
+    lines += [f"| {name} | {mine} | {theirs} | {why} |" for name, mine, theirs, why in differences]
+    return "\n".join(lines) + "\n\n"
+
+
 def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], seconds: float, smoke: bool,
-             command: str = "rlds-lang results malt") -> str:
-    """The markdown of ``docs/malt.md`` (``arms``: each arm's round manifests; ``command``: what reproduces it)."""
+             command: str = "rlds-lang results malt", differences: list[tuple[str, Any, Any, str]] | None = None) -> str:
+    """The markdown of ``docs/malt.md`` (``arms``: each arm's round manifests; ``command``: what reproduces it;
+    ``differences``: ``differing_settings`` of the ``malt`` and ``REFERENCE`` arms, when the page has both)."""
     from trainers.algorithms.malt.malt import rounds_table
     from trainers.evaluation.wordle import results_table
 
@@ -167,7 +247,8 @@ def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], s
     if smoke:
         head += "**Smoke run with tiny settings: not a result.**\n\n"
     return (head + f"{generated_by(command)} (`trainers/experiments/malt.py`) on "
-            f"{datetime.date.today().isoformat()} in {seconds / 60:.1f} min; do not edit by hand.\n\n"
+            f"{datetime.date.today().isoformat()} in {seconds / 60:.1f} min (wall-clock; a resumed run counts only its "
+            "own part); do not edit by hand.\n\n"
             "## Verdicts (computed)\n\n" + "\n".join(verdicts(rows)) + "\n\n"
             f"## Results ({settings['games']} seeded games each, official rule, sampling at temperature 1)\n\n"
             + results_table([r.result for r in rows], baseline="bc") + "\n\n"
@@ -176,7 +257,9 @@ def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], s
             "| agent | environment steps |\n| --- | --- |\n" + steps + "\n\n"
             "## Rounds (selected: games kept by EI, preference pairs trained on by MALT)\n\n"
             + "".join(f"`{name}`:\n\n```\n{rounds_table(manifests)}\n```\n\n" for name, manifests in arms.items())
+            + (reference_section(differences) if differences else "")
             + "## Settings\n\n```\n" + "\n".join(f"{k} = {v}" for k, v in settings.items()) + "\n```\n")
 
 
-__all__ = ["COMMITTED", "MALT_START", "SMOKE", "Row", "rollout_steps", "document", "verdicts"]
+__all__ = ["COMMITTED", "MALT_START", "PROJECT_CHOICES", "REFERENCE", "SMOKE", "Row", "arm_config", "differing_settings",
+           "document", "reference_config", "reference_section", "rollout_steps", "run_arm", "verdicts"]

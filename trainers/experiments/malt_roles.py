@@ -7,8 +7,10 @@ through ``loggers.record``), the BC start (one model per model group, trained on
 (every round EI) and a MALT arm (``malt_initial_ei_rounds`` EI rounds, then per-agent MALT rounds;
 ``trainers.algorithms.malt.team_rounds``), and the table: per row the team's game return and each role's own return,
 mean ± SE over the same ``games`` seeded games. The verdict is computed: MALT improves the team's return over the
-BC start by more than 2 paired SE, and no role's own return falls (a fall: a paired difference below -2 SE). The
-section is spliced into the page between markers (``splice``), so ``rlds-lang malt-results`` keeps it, and a
+BC start by more than 2 paired SE, and no role's own return falls (a fall: a paired difference below -2 SE). Each
+arm of model groups (``model_groups``, the headline, then each of ``other_model_groups``) has its own BC start, EI
+and MALT rows and verdict lines; the rows of a later arm are named with its groups (``malt[0,1]``) and its runs are
+in their own folder of the workdir (``arm_dir``), on the same BC data. The section is spliced into the page between markers (``splice``), so ``rlds-lang malt-results`` keeps it, and a
 one-line summary goes under the page's title. Rounds and training resume from ``round.json`` files and
 checkpoints in ``--workdir``.
 
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,12 @@ COMMITTED: dict[str, Any] = {
     "bc_steps": 2500, "bc_batch_size": 32, "bc_lr": 1e-3, "model_groups": "0+1",
     "rounds": 2, "malt_initial_ei_rounds": 1, "ei_games": 192, "ei_min_return": -4.0, "ei_steps": 100,
     "ei_lr": 1e-4, "trees": 48, "branching": 2, "branch_depth": 4, "pair_method": "positive_negative",
-    "dpo_epochs": 4.0, "dpo_lr": 2e-5, "nll_coef": 0.0, "games": 300, "eval_seed": 1_000_000_000, "seed": 0,
+    "dpo_epochs": 4.0, "dpo_lr": 2e-5, "nll_coef": 0.0,
+    # 1,000 games, as the single-agent section evaluates on (decided before the rerun, not after looking at its rows;
+    # the first run's 300 games left MALT's +0.150 team gain at 1.6 paired SE)
+    "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
+    # a second arm beside the headline's shared model: one model per role, with its own BC start, EI and MALT rows
+    "other_model_groups": ["0,1"],
 }
 SMOKE: dict[str, Any] = {
     **COMMITTED, "bc_data": [["weak", "medium"]], "bc_games_each": 6,
@@ -61,11 +67,31 @@ COLUMNS = ("team return", "proposer's own return", "checker's own return")
 
 @dataclasses.dataclass
 class TeamRow:
-    """One row: its name, checkpoints and its ``[games, 3]`` returns (team, proposer's own, checker's own)."""
+    """One row: its name, checkpoints, ``[games, 3]`` returns (team, proposer's own, checker's own) and the suffix
+    of its arm (``arm_suffix``: "" for the headline arm), whose ``bc`` row its Δ is taken against."""
 
     name: str
     checkpoints: list[str]
     returns: np.ndarray
+    arm: str = ""
+
+
+def arm_groups(settings: dict[str, Any]) -> list[str]:
+    """The model groups of every arm: the headline's (``model_groups``) first, then ``other_model_groups``."""
+    return [settings["model_groups"], *settings.get("other_model_groups", [])]
+
+
+def arm_suffix(groups: str, settings: dict[str, Any]) -> str:
+    """What the row names of the arm of ``groups`` end with: "" for the headline arm, else ``[groups]``."""
+    return "" if groups == settings["model_groups"] else f"[{groups}]"
+
+
+def arm_dir(workdir: Path, groups: str, settings: dict[str, Any]) -> Path:
+    """The runs of the arm of ``groups``: ``workdir`` for the headline arm, else ``workdir/groups_<groups>`` (``,``
+    and ``+`` written ``_`` and ``p``)."""
+    if groups == settings["model_groups"]:
+        return workdir
+    return workdir / ("groups_" + groups.replace(",", "_").replace("+", "p"))
 
 
 def make_env(settings: dict[str, Any]):
@@ -76,8 +102,9 @@ def make_env(settings: dict[str, Any]):
                               guesses=settings["words"])
 
 
-def train_bc(settings: dict[str, Any], workdir: Path) -> list[str]:
-    """The BC start: the scripted games (recorded once), then one checkpoint per model group on its agents' turns."""
+def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None) -> list[str]:
+    """The BC start of the arm of ``groups`` (default: the headline's): the scripted games (recorded once in
+    ``workdir``, shared by every arm), then one checkpoint per model group on its agents' turns, in its ``arm_dir``."""
     from loggers import read_episodes
     from loggers.record import record
     from rlds_lang.wordle_roles.policies import scripted_team
@@ -93,9 +120,10 @@ def train_bc(settings: dict[str, Any], workdir: Path) -> list[str]:
             settings["bc_games_each"], d,
             seed=settings["seed"] + k * 1_000_000, progress=False))
         episodes += list(read_episodes(folder))
+    groups = groups or settings["model_groups"]
     checkpoints = []
-    for g, group in enumerate(parse_groups(settings["model_groups"], 2)):
-        out = workdir / "bc" / f"g{g}"
+    for g, group in enumerate(parse_groups(groups, 2)):
+        out = arm_dir(workdir, groups, settings) / "bc" / f"g{g}"
         if not (out / "checkpoint" / "model.pt").exists():
             config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), steps=settings["bc_steps"],
                               batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
@@ -105,34 +133,55 @@ def train_bc(settings: dict[str, Any], workdir: Path) -> list[str]:
     return checkpoints
 
 
-def run_arm(name: str, start: list[str], ei_rounds: int, settings: dict[str, Any], workdir: Path) -> list:
-    """An EI-only or MALT arm from the BC start; its round records."""
+def run_arm(name: str, start: list[str], ei_rounds: int, settings: dict[str, Any], workdir: Path,
+            groups: str | None = None) -> list:
+    """An EI-only or MALT arm from the BC start of the model groups ``groups`` (default: the headline's), in its
+    ``arm_dir``; its round records."""
     from trainers.algorithms.malt.team_rounds import TeamMALTConfig, run_team_malt
 
-    keys = {f.name for f in dataclasses.fields(TeamMALTConfig)}
-    config = TeamMALTConfig(**{k: v for k, v in settings.items() if k in keys and k != "rounds"},
-                            out=str(workdir / name), rounds=settings["rounds"], num_initial_ei_rounds=ei_rounds)
+    groups = groups or settings["model_groups"]
+    keys = {f.name for f in dataclasses.fields(TeamMALTConfig)} - {"rounds", "model_groups"}
+    config = TeamMALTConfig(**{k: v for k, v in settings.items() if k in keys}, model_groups=groups,
+                            out=str(arm_dir(workdir, groups, settings) / name), rounds=settings["rounds"],
+                            num_initial_ei_rounds=ei_rounds)
     return run_team_malt(config, start, make_env(settings))
 
 
-def evaluate_rows(agents: list[tuple[str, list[str]]], settings: dict[str, Any]) -> list[TeamRow]:
-    """Every row on the same ``games`` seeded games (sampling at temperature 1)."""
+def run_arms(settings: dict[str, Any], workdir: Path) -> tuple[list[tuple[str, str, list[str]]], dict[str, list]]:
+    """Trains (or resumes) every arm of model groups: ``(rows to evaluate as (name, groups, checkpoints), round
+    records by arm row name)``: per arm ``bc``, ``ei``, ``malt_ei_start`` and ``malt``."""
+    agents, arms = [], {}
+    for groups in arm_groups(settings):
+        suffix = arm_suffix(groups, settings)
+        bc = train_bc(settings, workdir, groups)
+        agents.append(("bc" + suffix, groups, bc))
+        for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
+            rounds = arms[name + suffix] = run_arm(name, bc, ei_rounds, settings, workdir, groups)
+            if name == "malt" and 0 < ei_rounds < len(rounds):  # what the MALT rounds start from
+                agents.append((MALT_START + suffix, groups, rounds[ei_rounds - 1].checkpoints))
+            agents.append((name + suffix, groups, rounds[-1].checkpoints))
+    return agents, arms
+
+
+def evaluate_rows(agents: list[tuple[str, str, list[str]]], settings: dict[str, Any]) -> list[TeamRow]:
+    """Every row ``(name, model groups, checkpoints)`` on the same ``games`` seeded games (sampling at temperature 1)."""
     from trainers.algorithms.malt.team import parse_groups, play_team, team_policy
 
-    groups = parse_groups(settings["model_groups"], 2)
     seeds = [settings["eval_seed"] + i for i in range(settings["games"])]
-    return [TeamRow(name, checkpoints, play_team(lambda: make_env(settings),
-                                                 team_policy(make_env(settings), groups, checkpoints, name=name), seeds))
-            for name, checkpoints in agents]
+    return [TeamRow(name, checkpoints, play_team(lambda: make_env(settings), team_policy(
+                make_env(settings), parse_groups(groups, 2), checkpoints, name=name), seeds),
+                    arm_suffix(groups, settings))
+            for name, groups, checkpoints in agents]
 
 
-def verdict(rows: list[TeamRow]) -> tuple[bool, list[str]]:
-    """``(target met, lines)``: MALT's team return vs BC's beyond 2 paired SE, and each role's own return not
-    falling (not below BC's by more than 2 paired SE); plus EI vs BC and MALT vs its EI start, for reading."""
+def verdict(rows: list[TeamRow], suffix: str = "") -> tuple[bool, list[str]]:
+    """``(target met, lines)`` of the arm whose row names end with ``suffix``: MALT's team return vs BC's beyond 2
+    paired SE, and each role's own return not falling (not below BC's by more than 2 paired SE); plus EI vs BC and
+    MALT vs its EI start, for reading."""
     from trainers.evaluation.stats import sample_separation
 
     by_name = {r.name: r for r in rows}
-    malt, bc = by_name["malt"], by_name["bc"]
+    malt, bc = by_name["malt" + suffix], by_name["bc" + suffix]
     lines, met = [], True
     for c, column in enumerate(COLUMNS):
         delta, se, side = sample_separation(malt.returns[:, c], bc.returns[:, c])
@@ -143,8 +192,8 @@ def verdict(rows: list[TeamRow]) -> tuple[bool, list[str]]:
             holds = side != -1
             text = "does not fall" if holds else "FALLS by more than 2 paired SE"
         met &= holds
-        lines.append(f"- {column}, `malt` vs `bc`: Δ = {delta:+.3f} ± {se:.3f} (paired SE) -> {text}")
-    for a, b in (("ei", "bc"), ("malt", MALT_START)):
+        lines.append(f"- {column}, `{malt.name}` vs `{bc.name}`: Δ = {delta:+.3f} ± {se:.3f} (paired SE) -> {text}")
+    for a, b in (("ei" + suffix, bc.name), (malt.name, MALT_START + suffix)):
         if a in by_name and b in by_name:
             delta, se, side = sample_separation(by_name[a].returns[:, 0], by_name[b].returns[:, 0])
             lines.append(f"- team return, `{a}` vs `{b}` (for reading): Δ = {delta:+.3f} ± {se:.3f} (paired SE)")
@@ -152,13 +201,15 @@ def verdict(rows: list[TeamRow]) -> tuple[bool, list[str]]:
 
 
 def results_table(rows: list[TeamRow]) -> str:
-    """Markdown: per row the mean ± SE of each column, the win rate, and the team return's paired Δ vs ``bc``."""
+    """Markdown: per row the mean ± SE of each column, the win rate, and the team return's paired Δ vs its arm's
+    ``bc`` row."""
     from trainers.evaluation.stats import mean_and_se, sample_difference
 
-    base = next(r for r in rows if r.name == "bc")
-    lines = ["| row | games | " + " | ".join(f"{c} ± SE" for c in COLUMNS) + " | win rate | Δ team vs bc ± SE |",
+    bases = {r.arm: r for r in rows if r.name == "bc" + r.arm}
+    lines = ["| row | games | " + " | ".join(f"{c} ± SE" for c in COLUMNS) + " | win rate | Δ team vs its bc ± SE |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
+        base = bases[row.arm]
         cells = [f"{m:.3f} ± {s:.3f}" for m, s in (mean_and_se(row.returns[:, c]) for c in range(3))]
         wins = float(np.mean(row.returns[:, 0] > -6.0 + 1e-9)) if len(row.returns) else 0.0
         delta = "—" if row is base else "{:+.3f} ± {:.3f}".format(*sample_difference(row.returns[:, 0],
@@ -177,37 +228,38 @@ def rounds_table(rounds: list) -> str:
     return "\n".join(lines)
 
 
-def current_commit() -> str:
-    """The repository's commit (short hash), or ``unknown`` outside a git checkout."""
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def section(rows: list[TeamRow], arms: dict[str, list], settings: dict[str, Any], seconds: float, smoke: bool,
             command: str, cpu_seconds: float = 0.0) -> tuple[str, str]:
     """``(summary line, section)`` markdown of the two-role result (see the module docstring); ``seconds`` and
-    ``cpu_seconds``: the command's wall-clock and CPU time."""
+    ``cpu_seconds``: the command's wall-clock and CPU time. The target is the headline arm's."""
+    from trainers.core.provenance import generated_by
+
     met, lines = verdict(rows)
     state = "met" if met else "NOT met"
+    others = ""
+    for groups in arm_groups(settings)[1:]:
+        other_met, other_lines = verdict(rows, arm_suffix(groups, settings))
+        others += (f"\n\nModel groups `{groups}` (rows `…{arm_suffix(groups, settings)}`, their own BC start): MALT's "
+                   f"target {'met' if other_met else 'NOT met'} on this arm.\n\n" + "\n".join(other_lines))
     summary = (f"**Two-role Wordle (proposer and checker): target {state}** — MALT vs the BC start, team return and "
                f"each role's own return; see the section below." + (" Smoke run: not a result." if smoke else ""))
     text = ("## Two-role Wordle: a proposer and a checker\n\n"
             + ("**Smoke run with tiny settings: not a result.**\n\n" if smoke else "")
-            + f"**Target {state}**: MALT improves the team's return over the BC start by more than 2 paired SE and no "
-            "role's own return falls.\n\n"
-            f"Generated by `{command}` (`trainers/experiments/malt_roles.py`) at commit {current_commit()} on "
+            + f"**Target {state}** (model groups `{settings['model_groups']}`): MALT improves the team's return over "
+            "the BC start by more than 2 paired SE and no role's own return falls.\n\n"
+            f"{generated_by(command)} (`trainers/experiments/malt_roles.py`) on "
             f"{datetime.date.today().isoformat()} in {cpu_seconds / 60:.1f} CPU min on one thread ({seconds / 60:.1f} min "
             "wall-clock on a shared machine; a resumed run counts only its own part); do not edit by hand.\n\n"
             f"The task (`rlds_lang.wordle_roles`, word list `{settings['words']}` as answers and guesses): the "
             "proposer offers a guess, the checker accepts it or sends it back "
             f"(at most {settings['max_sendbacks']} time(s) a turn); the accepted guess is played. Team return: the "
             "game's (-1 per guess that is not the answer). Own returns: the game's plus the proposer's cost of a "
-            "proposal sent back and the checker's cost of a wrong judgement. Both roles on "
-            f"model groups `{settings['model_groups']}` (`0+1`: one model with role prompts).\n\n"
-            "### Verdicts (computed)\n\n" + "\n".join(lines) + "\n\n"
+            "proposal sent back and the checker's cost of a wrong judgement. Model groups: `0+1` puts both roles on "
+            "one model with role prompts, `0,1` gives each role its own model. The headline arm is model groups "
+            f"`{settings['model_groups']}`; "
+            + (f"the rows of model groups {', '.join(f'`{g}`' for g in arm_groups(settings)[1:])} end with the groups "
+               "and are compared with their own BC start.\n\n" if arm_groups(settings)[1:] else "there is no other arm.\n\n")
+            + "### Verdicts (computed)\n\n" + "\n".join(lines) + others + "\n\n"
             f"### Results ({settings['games']} seeded games each, the same seeds for every row, temperature 1)\n\n"
             + results_table(rows) + "\n\n### Rounds\n\n"
             + "".join(f"`{name}`:\n\n```\n{rounds_table(rounds)}\n```\n\n" for name, rounds in arms.items())
@@ -243,5 +295,6 @@ def kept_blocks(old_page: str, new_page: str) -> str:
     return new_page
 
 
-__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TeamRow", "current_commit", "evaluate_rows", "kept_blocks",
-           "make_env", "results_table", "rounds_table", "run_arm", "section", "splice", "train_bc", "verdict"]
+__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TeamRow", "arm_dir", "arm_groups", "arm_suffix",
+           "evaluate_rows", "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section",
+           "splice", "train_bc", "verdict"]
