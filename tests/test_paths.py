@@ -57,7 +57,6 @@ def test_the_command_lines_default_folders_are_the_users(tmp_path, monkeypatch):
 #: the modules allowed to name ``__file__``, and why it is not a data file or default folder beside the code.
 FILE_USES = {
     "loggers/workers.py": "the __file__ of the user's __main__ script (can worker processes re-import it)",
-    "trainers/experiments/malt_roles.py": "git's commit of the checkout (a results page run from the repository)",
 }
 
 
@@ -83,6 +82,8 @@ def test_no_module_reads_files_beside_its_own_path():
     found = [f"{path}:{number}: {line.strip()}" for path, number, line in package_lines()
              if "__file__" in line and path not in FILE_USES]
     assert not found, "\n".join(found)
+    users = {path for path, _, line in package_lines() if "__file__" in line}
+    assert set(FILE_USES) <= users, f"FILE_USES names modules that no longer use __file__: {set(FILE_USES) - users}"
 
 
 def test_the_corpus_reads_through_importlib_resources_from_a_zip(tmp_path):
