@@ -114,12 +114,20 @@ def test_a_person_asks_a_visdial_dialogue_and_stops_it(page, server, data_dir, t
 
 
 def test_the_visdial_page_shows_the_image_when_the_folder_has_it(page, server):
+    def late(route):  # the picture arrives after the new game is drawn, as on a slow machine
+        page.wait_for_timeout(300)
+        route.continue_()
+
+    page.route(re.compile(r".*/picture$"), late)
     page.goto(server.url + "/play?annotator=ivo&task=visdial")
     page.wait_for_selector("#message >> text=Press Enter")
     for _ in range(12):  # new dialogues until one is about the image that has a file
         page.click("#new-game")
         page.wait_for_selector("#transcript[data-done='false']")
-        expect(page.locator("#picture-note")).not_to_be_empty() if page.is_hidden("#picture-img") else None
+        episode = page.get_attribute("#transcript", "data-episode")
+        page.wait_for_selector(f"#picture[data-episode='{episode}']", state="attached")  # its picture has arrived
+        if page.is_hidden("#picture-img"):
+            expect(page.locator("#picture-note")).not_to_be_empty()
         if page.get_attribute("#picture-img", "src"):
             break
     src = page.get_attribute("#picture-img", "src")

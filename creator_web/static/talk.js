@@ -29,7 +29,7 @@ async function startTalk(session) {
   async function showPicture() {
     const figure = document.getElementById("picture");
     figure.hidden = !state.has_picture;
-    if (!state.has_picture) return;
+    if (!state.has_picture) { figure.dataset.episode = state.episode_id || ""; return; }
     const img = document.getElementById("picture-img"), note = document.getElementById("picture-note");
     try {
       const picture = await api("GET", base + "/picture");
@@ -37,6 +37,7 @@ async function startTalk(session) {
       if (picture.image) img.src = picture.image; else img.removeAttribute("src");
       note.textContent = picture.note;
     } catch (e) { img.hidden = true; note.textContent = e.message; }
+    figure.dataset.episode = state.episode_id || "";  // the picture now shown belongs to this episode
   }
 
   function render() {
