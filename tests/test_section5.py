@@ -30,7 +30,12 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys, monkeypa
         main([*common, "--train-only", "SARSA"])
     main([*common, "--train-only", "MC returns", "--out", str(out)])
     assert not out.exists() and (tmp_path / "runs" / "section5" / "MC_returns" / "checkpoint").is_dir()
+    from trainers.core import provenance
+
+    asked, run = [], provenance.subprocess.run
+    monkeypatch.setattr(provenance.subprocess, "run", lambda argv, **kw: asked.append(argv) or run(argv, **kw))
     main([*common, "--section5-pairs", "8", "--out", str(out)])
+    assert asked.count(["git", "rev-parse", "HEAD"]) == 1  # one commit for the page and its JSON
     json_text = out.with_suffix(".json").read_text()
     document, figures = out.read_text(), json.loads(json_text)
     assert document.startswith("# The ILQL paper's Section-5 ranking test")

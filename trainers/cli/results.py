@@ -18,17 +18,11 @@ from trainers.core.provenance import command_line
 from trainers.experiments.common import DECODINGS, add_decodings_argument, count_parameters, experiment_config
 from trainers.experiments.malt import (
     COMMITTED,
-    MALT_START,
-    REFERENCE,
     SMOKE,
-    arm_config,
-    differing_settings,
     document,
     evaluate_rows,
-    reference_config,
     rollout_steps,
-    run_arm,
-    train_bc,
+    run_arms,
 )
 from trainers.experiments.malt_roles import kept_blocks
 from trainers.experiments.ppo.results import run
@@ -189,29 +183,15 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     from trainers.algorithms.registry import parse_agent
 
     settings = SMOKE if args.smoke else COMMITTED
-    workdir = Path(args.workdir)
     started = time.perf_counter()
-    bc, bc_steps = train_bc(settings, workdir, args.progress)
-    agents: list[tuple[str, str, int | None]] = [("bc", str(bc), bc_steps)]
-    arms = {}
-    configs = {name: arm_config(name, bc, ei_rounds, settings, workdir)
-               for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"]))}
-    configs[REFERENCE] = reference_config(bc, settings, workdir)
-    for name, config in configs.items():
-        manifests = arms[name] = run_arm(config, args.progress)
-        ei_rounds = config.num_initial_ei_rounds
-        if name == "malt" and 0 < ei_rounds < len(manifests):  # what the DPO rounds start from
-            start = manifests[:ei_rounds]
-            agents.append((MALT_START, start[-1].checkpoint, bc_steps + sum(m.env_steps for m in start)))
-        agents.append((name, manifests[-1].checkpoint, bc_steps + sum(m.env_steps for m in manifests)))
+    agents, arms, differences = run_arms(settings, Path(args.workdir), args.progress)
     agents += [(name, path, rollout_steps(path)) for name, path, _ in (parse_agent(spec) for spec in args.agent)]
     rows = evaluate_rows(agents, settings, args.progress)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     command = command_line(args, " ".join(["rlds-lang results malt", *(["--smoke"] if args.smoke else []),
                                            *(f"--agent {spec}" for spec in args.agent)]))
-    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
-                    differing_settings(configs["malt"], configs[REFERENCE]))
+    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command, differences)
     out.write_text(kept_blocks(out.read_text(), page) if out.exists() else page)  # the two-role section stays
     print(f"results -> {out}")
     return out

@@ -180,11 +180,27 @@ def differing_settings(project: Any, reference: Any) -> list[tuple[str, Any, Any
     return rows
 
 
-def run_arm(config: Any, progress: bool) -> list:
-    """Runs (or resumes) the rounds of an arm's ``MALTConfig``; its round manifests."""
+def run_arms(settings: dict[str, Any], workdir: Path, progress: bool
+             ) -> tuple[list[tuple[str, str, int | None]], dict[str, list], list[tuple[str, Any, Any, str]]]:
+    """Trains (or resumes) the BC start and every arm in ``workdir``: ``(rows to evaluate as (name, checkpoint,
+    environment steps), round manifests by arm, the settings in which the malt arm differs from the reference's)``.
+    The rows: ``bc``, ``ei``, ``malt_ei_start`` (where the MALT rounds start), ``malt`` and ``malt_reference``."""
     from trainers.algorithms.malt.malt import run_malt
 
-    return run_malt(config, progress=progress)
+    bc, bc_steps = train_bc(settings, workdir, progress)
+    agents: list[tuple[str, str, int | None]] = [("bc", str(bc), bc_steps)]
+    configs = {name: arm_config(name, bc, ei_rounds, settings, workdir)
+               for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"]))}
+    configs[REFERENCE] = reference_config(bc, settings, workdir)
+    arms = {}
+    for name, config in configs.items():
+        manifests = arms[name] = run_malt(config, progress=progress)
+        ei_rounds = config.num_initial_ei_rounds
+        if name == "malt" and 0 < ei_rounds < len(manifests):  # what the DPO rounds start from
+            start = manifests[:ei_rounds]
+            agents.append((MALT_START, start[-1].checkpoint, bc_steps + sum(m.env_steps for m in start)))
+        agents.append((name, manifests[-1].checkpoint, bc_steps + sum(m.env_steps for m in manifests)))
+    return agents, arms, differing_settings(configs["malt"], configs[REFERENCE])
 
 
 def evaluate_rows(agents: list[tuple[str, str, int | None]], settings: dict[str, Any], progress: bool) -> list[Row]:
@@ -262,4 +278,4 @@ def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], s
 
 
 __all__ = ["COMMITTED", "MALT_START", "PROJECT_CHOICES", "REFERENCE", "SMOKE", "Row", "arm_config", "differing_settings",
-           "document", "reference_config", "reference_section", "rollout_steps", "run_arm", "verdicts"]
+           "document", "reference_config", "reference_section", "rollout_steps", "run_arms", "verdicts"]

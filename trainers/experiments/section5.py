@@ -276,8 +276,9 @@ def train_row(experiment: Experiment, dataset: str, runs: Path, steps: int | Non
 
 
 def render(data: Mapping[str, Any], ranks: Mapping[str, Mapping[str, float]], minutes: Mapping[str, float],
-           steps: int, command: str) -> str:
-    """The document: the verdict first, then the data beside the paper's and the two tests per row."""
+           steps: int, command: str, commit: str | None = None) -> str:
+    """The document: the verdict first, then the data beside the paper's and the two tests per row; ``commit`` is
+    the one the page names (default: ``source_commit()``'s)."""
     ilql = {name: r["initial"] for name, r in ranks.items() if name.startswith("ILQL")}
     best = max(ilql, key=ilql.get)
     reached = ilql[best] >= TARGET_FRACTION
@@ -301,7 +302,7 @@ def render(data: Mapping[str, Any], ranks: Mapping[str, Mapping[str, float]], mi
 
 {verdict}
 
-{generated_by(command)} (`trainers/experiments/section5.py`); nothing in it is typed by hand.
+{generated_by(command, commit=commit)} (`trainers/experiments/section5.py`); nothing in it is typed by hand.
 
 ## The data
 
@@ -365,11 +366,11 @@ def run_section5(args: argparse.Namespace) -> Path | None:
     out.parent.mkdir(parents=True, exist_ok=True)
     data = data_figures(games)
     steps = args.steps or TRAINING["steps"]
-    command = _command(args, steps)
-    out.with_suffix(".json").write_text(json.dumps({"command": command, "commit": source_commit(), "data": data,
+    command, commit = _command(args, steps), source_commit()
+    out.with_suffix(".json").write_text(json.dumps({"command": command, "commit": commit, "data": data,
                                                     "ranks": ranks}, indent=1))
     plot = plot_first_move(ranks, data, out.with_name(f"{out.stem}-first-move.png"))
-    document = render(data, ranks, {n: m for n, (_, m) in trained.items()}, steps, command)
+    document = render(data, ranks, {n: m for n, (_, m) in trained.items()}, steps, command, commit)
     document += f"\n![What each row values the first guesses at]({plot.name})\n"
     out.write_text(document)
     print(document)
