@@ -109,7 +109,15 @@ def sentiment_section(args: argparse.Namespace) -> str:
 
     sizes = SentimentSizes(**{f.name: getattr(args, f"sentiment_{f.name}") for f in dataclasses.fields(SentimentSizes)
                               if getattr(args, f"sentiment_{f.name}", None) is not None})
-    return write_section(Path(args.runs), Path(args.out), sizes, args.progress)
+    return write_section(Path(args.runs), Path(args.out), sizes, args.progress, section_3_command(args))
+
+
+def section_3_command(args: argparse.Namespace) -> str:
+    """The command that regenerates section 3 alone as this run did: ``--section 3`` with the run's ``--runs``,
+    ``--out`` and every ``--sentiment-*`` size it was given (paths relative to the repository)."""
+    sizes = [(f"--sentiment-{f.name.replace('_', '-')}", getattr(args, f"sentiment_{f.name}", None))
+             for f in dataclasses.fields(SentimentSizes)]
+    return command_line(None, "rlds-lang results ppo --section 3", [("--runs", args.runs), ("--out", args.out), *sizes])
 
 
 def write_section_3(args: argparse.Namespace) -> Path:
@@ -171,4 +179,5 @@ Settings (`trainers.algorithms.ppo.config.PPOConfig`):
 """
 
 
-__all__ = ["LMRL_GYM", "PPO_OVERRIDES", "SECTION_3", "verdict", "run", "sentiment_section", "write_section_3", "render"]
+__all__ = ["LMRL_GYM", "PPO_OVERRIDES", "SECTION_3", "verdict", "run", "section_3_command", "sentiment_section",
+           "write_section_3", "render"]

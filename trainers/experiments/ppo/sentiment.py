@@ -208,8 +208,9 @@ def _row(name: str, scores: dict[str, np.ndarray], base: dict[str, np.ndarray] |
 
 
 def render_section(results: dict[str, dict[str, Any]], reward: dict[str, Any], base_state: dict[str, Any],
-                   rows: list[dict[str, float]], config: Any, sizes: SentimentSizes, plot_name: str) -> str:
-    """The markdown of section 3 (``results``: ``evaluate_agents``' scores by agent)."""
+                   rows: list[dict[str, float]], config: Any, sizes: SentimentSizes, plot_name: str, command: str) -> str:
+    """The markdown of section 3 (``results``: ``evaluate_agents``' scores by agent; ``command``: the one that
+    regenerates it)."""
     from trainers.experiments.ppo.rlhf import kl_verdict
 
     base, ppo = results["base"], results["ppo"]
@@ -229,7 +230,7 @@ def render_section(results: dict[str, dict[str, Any]], reward: dict[str, Any], b
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"""## 3. A sentiment-like continuation task: RLHF against VADER preferences
 
-{generated_by('rlds-lang results ppo --section 3')} (the whole document's command also runs it) on {stamp}.
+{generated_by(command)} (the whole document's command also runs it) on {stamp}.
 
 The shape of the recipe's sentiment task, scaled down for the shared 2-core CPU. Corpus: the three data files
 of Debian's `fortunes-min` (BSD licence; shipped in `rlds_lang/continuation/data/` with its `COPYRIGHT`, so CI
@@ -284,8 +285,9 @@ Some test prompts with the two agents' continuations (VADER in brackets):
 """
 
 
-def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool) -> str:
-    """Steps 1-5, then the section's markdown (``ppo_sentiment.png`` written beside ``out``)."""
+def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool, command: str) -> str:
+    """Steps 1-5, then the section's markdown (``ppo_sentiment.png`` written beside ``out``; ``command``: the one
+    that regenerates the section, which it names)."""
     import torch
 
     from trainers.experiments.ppo.rlhf import curve_rows
@@ -304,7 +306,7 @@ def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool) 
     from trainers.core.config import config_from_dict
 
     config = config_from_dict(PPOConfig, json.loads((root / "ppo" / "config.json").read_text())["config"])
-    return render_section(results, reward, base_state, rows, config, sizes, plot.name)
+    return render_section(results, reward, base_state, rows, config, sizes, plot.name, command)
 
 
 __all__ = ["SENTIMENT_OVERRIDES", "SENTIMENT_REWARD", "VAL_EVERY", "SentimentSizes", "sample_episodes", "vader_scores", "candidate_groups",
