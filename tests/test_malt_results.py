@@ -6,8 +6,8 @@ import torch
 
 from trainers.algorithms.malt.expert_iteration import RoundManifest
 from trainers.cli.main import main
-from trainers.core.checkpoint import read_checkpoint_config
-from trainers.core.provenance import absolute_paths
+from trainers.core.checkpoint import read_checkpoint_config, saved_by
+from trainers.core.provenance import absolute_paths, repository_path
 
 torch.set_num_threads(1)
 
@@ -30,6 +30,26 @@ def test_malt_results_smoke(tmp_path):
     assert ei.kind == "ei" and ei.episodes == 4 and ei.selected == 2
     assert read_checkpoint_config(ei.checkpoint)[0] == "bc"
     assert (tmp_path / "work" / "ei" / "round_00" / "samples").is_dir()
+    assert saved_by(ei.checkpoint).startswith("rlds-lang results malt --smoke --out ")  # what saved it
+    bc = tmp_path / "work" / "bc" / "checkpoint"
+    main(["results", "malt", "--smoke", "--out", str(out), "--workdir", str(tmp_path / "work"), "--no-progress",
+          "--agent", f"again={bc}"])  # every arm resumes; one more row, from a checkpoint given by its folder
+    section = out.read_text().split("## Where the `--agent` rows come from\n", 1)[1].split("\n\n", 1)[0]
+    assert f"| again | `{repository_path(bc)}` | `{saved_by(bc)}` |" in section and not absolute_paths(section)
+
+
+def test_an_agent_row_whose_checkpoint_does_not_record_its_command_says_so(tmp_path):
+    import json
+
+    from trainers.experiments.malt import given_section
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "config.json").write_text(json.dumps({"algorithm": "ppo", "config": {}}))
+    assert given_section([]) == ""
+    assert "| old_ppo | " in given_section([("old_ppo", str(tmp_path / "old"))])
+    assert "not recorded" in given_section([("old_ppo", str(tmp_path / "old"))])
+    with pytest.raises(FileNotFoundError, match="not a checkpoint folder"):
+        given_section([("none", str(tmp_path))])
 
 
 def test_rollout_steps_counts_the_actions_a_run_recorded(tmp_path):

@@ -374,10 +374,15 @@ def _add_eval_parser(sub) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rlds-lang`` console script."""
     from trainers.cli.former import canonical_argv
+    from trainers.core.provenance import command_line, set_running_command
 
     args = build_parser().parse_args(argv)
     args.argv = canonical_argv(sys.argv[1:] if argv is None else argv)
-    args.func(args)
+    set_running_command(command_line(args, "rlds-lang"))  # what the checkpoints it saves record
+    try:
+        args.func(args)
+    finally:
+        set_running_command(None)
 
 
 if __name__ == "__main__":

@@ -185,13 +185,14 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
     settings = SMOKE if args.smoke else COMMITTED
     started = time.perf_counter()
     agents, arms, differences = run_arms(settings, Path(args.workdir), args.progress)
-    agents += [(name, path, rollout_steps(path)) for name, path, _ in (parse_agent(spec) for spec in args.agent)]
+    given = [(name, path) for name, path, _ in (parse_agent(spec) for spec in args.agent)]
+    agents += [(name, path, rollout_steps(path)) for name, path in given]
     rows = evaluate_rows(agents, settings, args.progress)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     command = command_line(args, " ".join(["rlds-lang results malt", *(["--smoke"] if args.smoke else []),
                                            *(f"--agent {spec}" for spec in args.agent)]))
-    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command, differences)
+    page = document(rows, arms, settings, time.perf_counter() - started, args.smoke, command, differences, given)
     out.write_text(kept_blocks(out.read_text(), page) if out.exists() else page)  # the two-role section stays
     print(f"results -> {out}")
     return out

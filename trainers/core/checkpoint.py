@@ -7,7 +7,7 @@ Layout of ``<out>/checkpoint/``:
 | ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers; spelled embeddings are saved as the plain table they sum to) |
 | ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads, and ILQL's target trunk when it has one) |
 | ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs), training seconds so far |
-| ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}}`` |
+| ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}, "command": "rlds-lang ..."}`` (``command``: the one that saved it, when a command line did) |
 | ``tokenizer.json`` | the tokenizer |
 | ``data_state/`` | the training data stream's position (``transforms.torch_bridge.ResumableBatches``), so a resumed run does not replay the stream; absent under ``torchrun`` and in checkpoints from before it existed |
 
@@ -74,6 +74,7 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     write, so a resumed run finds the stream's position of exactly the step it resumes from."""
     from trainers.core.config import config_to_dict
     from trainers.core.model import plain_language_model
+    from trainers.core.provenance import running_command
 
     final = checkpoint_dir(out)
     tmp = final.with_name(CHECKPOINT + ".tmp")
@@ -83,7 +84,9 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     plain_language_model(model.lm).save_pretrained(tmp / "lm")
     torch.save(model.state_dict(), tmp / "model.pt")
     torch.save(trainer_state, tmp / "trainer_state.pt")
-    (tmp / "config.json").write_text(json.dumps({"algorithm": algorithm, "config": config_to_dict(config)},
+    command = running_command()  # what saved it, when a command line did: a page can name it
+    (tmp / "config.json").write_text(json.dumps({"algorithm": algorithm, "config": config_to_dict(config),
+                                                 **({"command": command} if command else {})},
                                                 sort_keys=True, indent=2))
     tokenizer.save(tmp / "tokenizer.json")
     if data_state is not None:
@@ -134,6 +137,13 @@ def read_checkpoint_config(path: str | os.PathLike) -> tuple[str, dict[str, Any]
     return data["algorithm"], data["config"]
 
 
+def saved_by(path: str | os.PathLike) -> str | None:
+    """The ``rlds-lang`` command that saved a checkpoint folder (its ``config.json``'s ``command``), or None when it
+    was saved from Python or before checkpoints recorded it."""
+    read_checkpoint_config(path)  # a clear error when it is not a checkpoint
+    return json.loads((Path(path) / "config.json").read_text()).get("command")
+
+
 def checkpoint_step(path: str | os.PathLike) -> int:
     """The optimizer step a checkpoint folder was saved at (its ``trainer_state.pt``); 0 when there is none."""
     state = Path(path) / "trainer_state.pt"
@@ -174,4 +184,4 @@ def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: An
     return int(state["step"]), state.get("train_seconds")
 
 
-__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "trainer_state", "resume_trainer"]
+__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "saved_by", "trainer_state", "resume_trainer"]

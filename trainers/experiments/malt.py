@@ -239,6 +239,22 @@ def _verdict(row: Row, base: Row) -> str:
             f"{'improves by more than 2 paired SE' if holds else 'does NOT improve by more than 2 paired SE'}")
 
 
+def given_section(given: list[tuple[str, str]]) -> str:
+    """The page's section on its ``--agent`` rows (empty without any): each row's checkpoint and the command that
+    saved it (``trainers.core.checkpoint.saved_by``), so the page names how to produce everything it starts from."""
+    from trainers.core.checkpoint import saved_by
+    from trainers.core.provenance import repository_path
+
+    if not given:
+        return ""
+    lines = ["## Where the `--agent` rows come from\n", "| agent | checkpoint | saved by |", "| --- | --- | --- |"]
+    for name, checkpoint in given:
+        command = saved_by(checkpoint)
+        lines.append(f"| {name} | `{repository_path(checkpoint)}` | "
+                     + (f"`{command}` |" if command else "not recorded (saved before checkpoints named their command) |"))
+    return "\n".join(lines) + "\n\n"
+
+
 def reference_section(differences: list[tuple[str, Any, Any, str]]) -> str:
     """Markdown: the settings in which this page's ``malt`` arm and the ``REFERENCE`` arm differ, and why each of
     the page's exists."""
@@ -252,9 +268,11 @@ def reference_section(differences: list[tuple[str, Any, Any, str]]) -> str:
 
 
 def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], seconds: float, smoke: bool,
-             command: str = "rlds-lang results malt", differences: list[tuple[str, Any, Any, str]] | None = None) -> str:
+             command: str = "rlds-lang results malt", differences: list[tuple[str, Any, Any, str]] | None = None,
+             given: list[tuple[str, str]] = ()) -> str:
     """The markdown of ``docs/malt.md`` (``arms``: each arm's round manifests; ``command``: what reproduces it;
-    ``differences``: ``differing_settings`` of the ``malt`` and ``REFERENCE`` arms, when the page has both)."""
+    ``differences``: ``differing_settings`` of the ``malt`` and ``REFERENCE`` arms, when the page has both;
+    ``given``: the ``--agent`` rows as ``(name, checkpoint)``, whose section names the command that saved each)."""
     from trainers.algorithms.malt.malt import rounds_table
     from trainers.evaluation.wordle import results_table
 
@@ -273,9 +291,10 @@ def document(rows: list[Row], arms: dict[str, list], settings: dict[str, Any], s
             "| agent | environment steps |\n| --- | --- |\n" + steps + "\n\n"
             "## Rounds (selected: games kept by EI, preference pairs trained on by MALT)\n\n"
             + "".join(f"`{name}`:\n\n```\n{rounds_table(manifests)}\n```\n\n" for name, manifests in arms.items())
+            + given_section(given)
             + (reference_section(differences) if differences else "")
             + "## Settings\n\n```\n" + "\n".join(f"{k} = {v}" for k, v in settings.items()) + "\n```\n")
 
 
 __all__ = ["COMMITTED", "MALT_START", "PROJECT_CHOICES", "REFERENCE", "SMOKE", "Row", "arm_config", "differing_settings",
-           "document", "reference_config", "reference_section", "rollout_steps", "run_arms", "verdicts"]
+           "document", "given_section", "reference_config", "reference_section", "rollout_steps", "run_arms", "verdicts"]
