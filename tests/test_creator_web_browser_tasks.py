@@ -121,9 +121,11 @@ def test_the_visdial_page_shows_the_image_when_the_folder_has_it(page, server):
     page.route(re.compile(r".*/picture$"), late)
     page.goto(server.url + "/play?annotator=ivo&task=visdial")
     page.wait_for_selector("#message >> text=Press Enter")
+    episode = ""
     for _ in range(12):  # new dialogues until one is about the image that has a file
         page.click("#new-game")
-        page.wait_for_selector("#transcript[data-done='false']")
+        page.wait_for_function("before => document.querySelector('#transcript').dataset.episode !== before",
+                               arg=episode)  # the new dialogue is drawn (the one before was not done either)
         episode = page.get_attribute("#transcript", "data-episode")
         page.wait_for_selector(f"#picture[data-episode='{episode}']", state="attached")  # its picture has arrived
         if page.is_hidden("#picture-img"):
@@ -132,6 +134,7 @@ def test_the_visdial_page_shows_the_image_when_the_folder_has_it(page, server):
             break
     src = page.get_attribute("#picture-img", "src")
     assert src and src.startswith("data:image/png;base64,") and page.is_visible("#picture-img")
+    page.wait_for_function("document.querySelector('#picture-img').complete")  # decoding a data URL takes a moment
     assert page.evaluate("document.querySelector('#picture-img').naturalWidth") == 48
 
 
