@@ -141,3 +141,18 @@ def evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, dec
     result = evaluate(policy, eval_config, name=name)
     save_results([result], cached)
     return result
+
+
+def saved_by_table(checkpoints: list[tuple[str, str]]) -> str:
+    """A markdown table naming, for each ``(row, checkpoint)`` a page starts from or plays, the checkpoint (relative to
+    the repository) and the ``rlds-lang`` command that saved it (``trainers.core.checkpoint.saved_by``): what a
+    reader runs to produce it."""
+    from trainers.core.checkpoint import saved_by
+    from trainers.core.provenance import repository_path
+
+    lines = ["| row | checkpoint | saved by |", "| --- | --- | --- |"]
+    for name, checkpoint in checkpoints:
+        command = saved_by(checkpoint)
+        lines.append(f"| {name} | `{repository_path(checkpoint)}` | "
+                     + (f"`{command}` |" if command else "not recorded (saved before checkpoints named their command) |"))
+    return "\n".join(lines)

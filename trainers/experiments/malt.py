@@ -241,18 +241,10 @@ def _verdict(row: Row, base: Row) -> str:
 
 def given_section(given: list[tuple[str, str]]) -> str:
     """The page's section on its ``--agent`` rows (empty without any): each row's checkpoint and the command that
-    saved it (``trainers.core.checkpoint.saved_by``), so the page names how to produce everything it starts from."""
-    from trainers.core.checkpoint import saved_by
-    from trainers.core.provenance import repository_path
+    saved it (``saved_by_table``), so the page names how to produce everything it plays."""
+    from trainers.experiments.common import saved_by_table
 
-    if not given:
-        return ""
-    lines = ["## Where the `--agent` rows come from\n", "| agent | checkpoint | saved by |", "| --- | --- | --- |"]
-    for name, checkpoint in given:
-        command = saved_by(checkpoint)
-        lines.append(f"| {name} | `{repository_path(checkpoint)}` | "
-                     + (f"`{command}` |" if command else "not recorded (saved before checkpoints named their command) |"))
-    return "\n".join(lines) + "\n\n"
+    return f"## Where the `--agent` rows come from\n\n{saved_by_table(given)}\n\n" if given else ""
 
 
 def reference_section(differences: list[tuple[str, Any, Any, str]]) -> str:

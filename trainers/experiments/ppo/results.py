@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.core.provenance import command_line, generated_by, repository_path
+from trainers.experiments.common import saved_by_table
 from trainers.evaluation.stats import in_standard_errors, paired_separation
 from trainers.experiments.ppo.rlhf import (
     RLHFSizes,
@@ -150,6 +151,10 @@ def render(results: list, config: Any, result: Any, seconds: float, eval_config:
 
 {generated_by(command_line(args, 'rlds-lang results ppo', (('--bc', args.bc), ('--games', args.games))))} on
 {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; do not edit by hand.
+
+The BC start, where both PPO and RLHF begin:
+
+{saved_by_table([("bc", args.bc)])}
 
 ## 1. Online PPO from the BC checkpoint (environment rewards)
 
