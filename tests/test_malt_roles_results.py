@@ -2,6 +2,8 @@
 data, BC start, an EI arm and a per-agent MALT arm, the same seeded games for every row, computed verdicts), and the
 section is spliced into the page so that regenerating the single-agent page keeps it."""
 
+from pathlib import Path
+
 import numpy as np
 import torch
 
@@ -80,3 +82,25 @@ def test_each_arm_is_compared_with_its_own_bc_start_and_the_headline_is_the_comm
     summary, text = section(rows, {}, COMMITTED, 60.0, False, "rlds-lang results malt-roles")
     assert "target NOT met" in summary  # the headline (0+1) arm's verdict, though the 0,1 arm meets its target
     assert "Model groups `0,1` (rows `…[0,1]`, their own BC start): MALT's target met on this arm." in text
+
+
+def test_the_bc_games_are_read_only_when_a_bc_checkpoint_must_be_trained(tmp_path, monkeypatch):
+    from trainers.algorithms.malt import team
+    from trainers.experiments import malt_roles
+
+    reads, trained = [], []
+
+    def fit(config, turns):  # stands in for BC: writes the checkpoint's weights file
+        trained.append(config.out)
+        (Path(config.out) / "checkpoint").mkdir(parents=True)
+        (Path(config.out) / "checkpoint" / "model.pt").write_bytes(b"")
+
+    monkeypatch.setattr(malt_roles, "bc_episodes", lambda settings, workdir: reads.append(workdir) or [])
+    monkeypatch.setattr(team, "fit_turns", fit)
+    settings = {**malt_roles.SMOKE, "model_groups": "0,1"}  # as the headline arm: its checkpoints sit in tmp_path/bc
+    checkpoints = malt_roles.train_bc(settings, tmp_path, "0,1")
+    assert checkpoints == [str(tmp_path / "bc" / f"g{g}" / "checkpoint") for g in (0, 1)]
+    assert reads == [tmp_path] and trained == [str(tmp_path / "bc" / f"g{g}") for g in (0, 1)]  # read once for both
+    reads.clear()
+    assert malt_roles.train_bc(settings, tmp_path, "0,1") == checkpoints
+    assert reads == [] and len(trained) == 2  # every checkpoint exists: nothing read or trained

@@ -102,16 +102,13 @@ def make_env(settings: dict[str, Any]):
                               guesses=settings["words"])
 
 
-def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None) -> list[str]:
-    """The BC start of the arm of ``groups`` (default: the headline's): the scripted games (recorded once in
-    ``workdir``, shared by every arm), then one checkpoint per model group on its agents' turns, in its ``arm_dir``."""
+def bc_episodes(settings: dict[str, Any], workdir: Path) -> list:
+    """The scripted games of the BC start (``bc_data``: ``bc_games_each`` games per pair of strengths), recorded once
+    in ``workdir/bc_data`` (shared by every arm) and read back."""
     from loggers import read_episodes
     from loggers.record import record
     from rlds_lang.wordle_roles.policies import scripted_team
-    from trainers.algorithms.bc import BCConfig
     from trainers.algorithms.malt.expert_iteration import record_once
-    from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups
-    from trainers.core.model import ModelConfig
 
     env, episodes = make_env(settings), []
     for k, (proposer, checker) in enumerate(settings["bc_data"]):
@@ -120,11 +117,24 @@ def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None)
             settings["bc_games_each"], d,
             seed=settings["seed"] + k * 1_000_000, progress=False))
         episodes += list(read_episodes(folder))
+    return episodes
+
+
+def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None) -> list[str]:
+    """The BC start of the arm of ``groups`` (default: the headline's): one checkpoint per model group on its
+    agents' turns of the scripted games (``bc_episodes``), in its ``arm_dir``. The games are recorded and read only
+    when a checkpoint is missing."""
+    from trainers.algorithms.bc import BCConfig
+    from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups
+    from trainers.core.model import ModelConfig
+
     groups = groups or settings["model_groups"]
+    episodes = None
     checkpoints = []
     for g, group in enumerate(parse_groups(groups, 2)):
         out = arm_dir(workdir, groups, settings) / "bc" / f"g{g}"
         if not (out / "checkpoint" / "model.pt").exists():
+            episodes = bc_episodes(settings, workdir) if episodes is None else episodes
             config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), steps=settings["bc_steps"],
                               batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
                               max_length=settings["model"]["n_positions"], seed=settings["seed"])
@@ -296,5 +306,5 @@ def kept_blocks(old_page: str, new_page: str) -> str:
 
 
 __all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TeamRow", "arm_dir", "arm_groups", "arm_suffix",
-           "evaluate_rows", "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section",
+           "bc_episodes", "evaluate_rows", "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section",
            "splice", "train_bc", "verdict"]
