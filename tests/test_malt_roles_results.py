@@ -5,6 +5,7 @@ section is spliced into the page so that regenerating the single-agent page keep
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from trainers.algorithms.malt.team_rounds import TeamRound
@@ -104,3 +105,22 @@ def test_the_bc_games_are_read_only_when_a_bc_checkpoint_must_be_trained(tmp_pat
     reads.clear()
     assert malt_roles.train_bc(settings, tmp_path, "0,1") == checkpoints
     assert reads == [] and len(trained) == 2  # every checkpoint exists: nothing read or trained
+
+
+def test_every_setting_that_differs_from_the_trainer_s_defaults_has_its_reason_on_the_page():
+    from trainers.algorithms.malt.team_rounds import TeamMALTConfig
+    from trainers.experiments import malt_roles
+
+    rows = malt_roles.differing_settings(malt_roles.COMMITTED)
+    default = TeamMALTConfig()
+    for name, mine, theirs, why in rows:
+        assert mine != theirs == getattr(default, name) and why == malt_roles.TEAM_CHOICES[name]
+    names = {name for name, *_ in rows}
+    assert {"pair_method", "nll_coef", "branching"} <= names and "dpo_lr" not in names  # 1e-4: the default
+    assert default.pair_method == "positive_negative" and default.nll_coef == 0.0 and default.branching == 2
+    table = malt_roles.choices_table(malt_roles.COMMITTED)
+    assert "| `nll_coef` | 1.0 | 0.0 | iterative RPO's NLL term" in table
+    with pytest.raises(ValueError, match="TeamMALTConfig.beta: .* TEAM_CHOICES gives no reason"):
+        malt_roles.differing_settings({**malt_roles.COMMITTED, "beta": 0.5})
+    at_defaults = {**malt_roles.COMMITTED, **{k: getattr(default, k) for k in malt_roles.TEAM_CHOICES}}
+    assert malt_roles.choices_table(at_defaults).startswith("None: the rounds run at the trainer's defaults")
