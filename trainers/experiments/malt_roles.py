@@ -196,18 +196,10 @@ def differing_settings(settings: dict[str, Any]) -> list[tuple[str, Any, Any, st
     config that differs from the trainer's defaults (the reference trainer's), but its folder and model groups; a
     difference without a reason in ``TEAM_CHOICES`` is an error (a choice the page would not explain)."""
     from trainers.algorithms.malt.team_rounds import TeamMALTConfig
+    from trainers.experiments.common import differing_fields
 
-    page, default = team_config(settings, settings["model_groups"], settings["malt_initial_ei_rounds"]), TeamMALTConfig()
-    rows = []
-    for field in dataclasses.fields(TeamMALTConfig):
-        mine, theirs = getattr(page, field.name), getattr(default, field.name)
-        if field.name in ("out", "model_groups") or mine == theirs:
-            continue
-        if field.name not in TEAM_CHOICES:
-            raise ValueError(f"TeamMALTConfig.{field.name}: the two-role page uses {mine!r}, the trainer's default is "
-                             f"{theirs!r}, and TEAM_CHOICES gives no reason for it")
-        rows.append((field.name, mine, theirs, TEAM_CHOICES[field.name]))
-    return rows
+    page = team_config(settings, settings["model_groups"], settings["malt_initial_ei_rounds"])
+    return differing_fields(page, TeamMALTConfig(), TEAM_CHOICES, ("out", "model_groups"), "TEAM_CHOICES")
 
 
 def run_arm(name: str, start: list[str], ei_rounds: int, settings: dict[str, Any], workdir: Path,
@@ -382,6 +374,7 @@ def kept_blocks(old_page: str, new_page: str) -> str:
     return new_page
 
 
-__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TeamRow", "arm_dir", "arm_groups", "arm_suffix",
-           "bc_episodes", "choices_table", "differing_settings", "evaluate_rows", "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section",
-           "splice", "team_config", "train_bc", "verdict", "TEAM_CHOICES"]
+__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TEAM_CHOICES", "TeamRow", "arm_dir", "arm_groups",
+           "arm_suffix", "bc_episodes", "choices_table", "differing_settings", "evaluate_rows", "kept_blocks",
+           "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section", "splice", "team_config",
+           "train_bc", "verdict"]
