@@ -145,7 +145,7 @@ def evaluate_run(experiment: Experiment, run: Path, steps: int, eval_config, dec
 
 
 def differing_fields(config: Any, reference: Any, reasons: dict[str, str], skip: tuple[str, ...] = ("out",),
-                     reasons_name: str = "the page's reasons") -> list[tuple[str, Any, Any, str]]:
+                     reasons_name: str = "the page's list of reasons") -> list[tuple[str, Any, Any, str]]:
     """``(field, config's value, reference's value, why)`` for every field of the dataclass ``config`` that differs
     from ``reference``'s, but those in ``skip``; a difference without a reason in ``reasons`` is an error naming the
     field, both values and ``reasons_name`` (a choice a page would not explain)."""
@@ -156,6 +156,6 @@ def differing_fields(config: Any, reference: Any, reasons: dict[str, str], skip:
             continue
         if field.name not in reasons:
             raise ValueError(f"{type(config).__name__}.{field.name}: {mine!r} against the reference's {theirs!r}, and "
-                             f"{reasons_name} give no reason for it")
+                             f"{reasons_name} gives no reason for it")
         rows.append((field.name, mine, theirs, reasons[field.name]))
     return rows
