@@ -2,7 +2,10 @@
 data, BC start, an EI arm and a per-agent MALT arm, the same seeded games for every row, computed verdicts), and the
 section is spliced into the page so that regenerating the single-agent page keeps it."""
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 
 from trainers.algorithms.malt.team_rounds import TeamRound
@@ -80,3 +83,44 @@ def test_each_arm_is_compared_with_its_own_bc_start_and_the_headline_is_the_comm
     summary, text = section(rows, {}, COMMITTED, 60.0, False, "rlds-lang results malt-roles")
     assert "target NOT met" in summary  # the headline (0+1) arm's verdict, though the 0,1 arm meets its target
     assert "Model groups `0,1` (rows `…[0,1]`, their own BC start): MALT's target met on this arm." in text
+
+
+def test_the_bc_games_are_read_only_when_a_bc_checkpoint_must_be_trained(tmp_path, monkeypatch):
+    from trainers.algorithms.malt import team
+    from trainers.experiments import malt_roles
+
+    reads, trained = [], []
+
+    def fit(config, turns):  # stands in for BC: writes the checkpoint's weights file
+        trained.append(config.out)
+        (Path(config.out) / "checkpoint").mkdir(parents=True)
+        (Path(config.out) / "checkpoint" / "model.pt").write_bytes(b"")
+
+    monkeypatch.setattr(malt_roles, "bc_episodes", lambda settings, workdir: reads.append(workdir) or [])
+    monkeypatch.setattr(team, "fit_turns", fit)
+    settings = {**malt_roles.SMOKE, "model_groups": "0,1"}  # as the headline arm: its checkpoints sit in tmp_path/bc
+    checkpoints = malt_roles.train_bc(settings, tmp_path, "0,1")
+    assert checkpoints == [str(tmp_path / "bc" / f"g{g}" / "checkpoint") for g in (0, 1)]
+    assert reads == [tmp_path] and trained == [str(tmp_path / "bc" / f"g{g}") for g in (0, 1)]  # read once for both
+    reads.clear()
+    assert malt_roles.train_bc(settings, tmp_path, "0,1") == checkpoints
+    assert reads == [] and len(trained) == 2  # every checkpoint exists: nothing read or trained
+
+
+def test_every_setting_that_differs_from_the_trainer_s_defaults_has_its_reason_on_the_page():
+    from trainers.algorithms.malt.team_rounds import TeamMALTConfig
+    from trainers.experiments import malt_roles
+
+    rows = malt_roles.differing_settings(malt_roles.COMMITTED)
+    default = TeamMALTConfig()
+    for name, mine, theirs, why in rows:
+        assert mine != theirs == getattr(default, name) and why == malt_roles.TEAM_CHOICES[name]
+    names = {name for name, *_ in rows}
+    assert {"pair_method", "nll_coef", "branching"} <= names and "dpo_lr" not in names  # 1e-4: the default
+    assert default.pair_method == "positive_negative" and default.nll_coef == 0.0 and default.branching == 2
+    table = malt_roles.choices_table(malt_roles.COMMITTED)
+    assert "| `nll_coef` | 1.0 | 0.0 | iterative RPO's NLL term" in table
+    with pytest.raises(ValueError, match="TeamMALTConfig.beta: 0.5 against the reference.s 0.1, and TEAM_CHOICES"):
+        malt_roles.differing_settings({**malt_roles.COMMITTED, "beta": 0.5})
+    at_defaults = {**malt_roles.COMMITTED, **{k: getattr(default, k) for k in malt_roles.TEAM_CHOICES}}
+    assert malt_roles.choices_table(at_defaults).startswith("None: the rounds run at the trainer's defaults")

@@ -1,6 +1,7 @@
 """What the results pages share: a row of a table (``Experiment``), the hyperparameters every row shares
 (``SHARED``), the decodings rows are played with (``DECODINGS``), a row's config and folder name, its
-training time across resumed calls, and ``evaluate_run`` (a trained row played on seeded games, cached).
+training time across resumed calls, ``evaluate_run`` (a trained row played on seeded games, cached), and
+``differing_fields`` (the fields in which a page's config departs from a reference config, each with its reason).
 """
 
 from __future__ import annotations
@@ -156,3 +157,20 @@ def saved_by_table(checkpoints: list[tuple[str, str]]) -> str:
         lines.append(f"| {name} | `{repository_path(checkpoint)}` | "
                      + (f"`{command}` |" if command else "not recorded (saved before checkpoints named their command) |"))
     return "\n".join(lines)
+
+
+def differing_fields(config: Any, reference: Any, reasons: dict[str, str], skip: tuple[str, ...] = ("out",),
+                     reasons_name: str = "the page's list of reasons") -> list[tuple[str, Any, Any, str]]:
+    """``(field, config's value, reference's value, why)`` for every field of the dataclass ``config`` that differs
+    from ``reference``'s, but those in ``skip``; a difference without a reason in ``reasons`` is an error naming the
+    field, both values and ``reasons_name`` (a choice a page would not explain)."""
+    rows = []
+    for field in dataclasses.fields(config):
+        mine, theirs = getattr(config, field.name), getattr(reference, field.name)
+        if field.name in skip or mine == theirs:
+            continue
+        if field.name not in reasons:
+            raise ValueError(f"{type(config).__name__}.{field.name}: {mine!r} against the reference's {theirs!r}, and "
+                             f"{reasons_name} gives no reason for it")
+        rows.append((field.name, mine, theirs, reasons[field.name]))
+    return rows

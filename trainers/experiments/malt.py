@@ -168,16 +168,9 @@ def differing_settings(project: Any, reference: Any) -> list[tuple[str, Any, Any
     """``(field, project value, reference value, why the project's value)`` for every ``MALTConfig`` field of the
     two arms that differs, but where they write their runs; a difference without a reason in ``PROJECT_CHOICES`` is
     an error (a choice the page would not explain)."""
-    rows = []
-    for field in dataclasses.fields(project):
-        mine, theirs = getattr(project, field.name), getattr(reference, field.name)
-        if field.name == "out" or mine == theirs:
-            continue
-        if field.name not in PROJECT_CHOICES:
-            raise ValueError(f"MALTConfig.{field.name}: this page's malt arm uses {mine!r}, the reference "
-                             f"defaults {theirs!r}, and PROJECT_CHOICES gives no reason for it")
-        rows.append((field.name, mine, theirs, PROJECT_CHOICES[field.name]))
-    return rows
+    from trainers.experiments.common import differing_fields
+
+    return differing_fields(project, reference, PROJECT_CHOICES, ("out",), "PROJECT_CHOICES")
 
 
 def run_arms(settings: dict[str, Any], workdir: Path, progress: bool

@@ -10,9 +10,11 @@ mean ± SE over the same ``games`` seeded games. The verdict is computed: MALT i
 BC start by more than 2 paired SE, and no role's own return falls (a fall: a paired difference below -2 SE). Each
 arm of model groups (``model_groups``, the headline, then each of ``other_model_groups``) has its own BC start, EI
 and MALT rows and verdict lines; the rows of a later arm are named with its groups (``malt[0,1]``) and its runs are
-in their own folder of the workdir (``arm_dir``), on the same BC data. The section is spliced into the page between markers (``splice``), so ``rlds-lang malt-results`` keeps it, and a
-one-line summary goes under the page's title. Rounds and training resume from ``round.json`` files and
-checkpoints in ``--workdir``.
+in their own folder of the workdir (``arm_dir``), on the same BC data. The page lists the settings in which
+the rounds differ from ``TeamMALTConfig``'s defaults (the reference trainer's) with the reason for each
+(``TEAM_CHOICES``; ``differing_settings``). The section is spliced into the page between markers (``splice``),
+so ``rlds-lang malt-results`` keeps it, and a one-line summary goes under the page's title. Rounds and training
+resume from ``round.json`` files and checkpoints in ``--workdir``.
 
 Example::
 
@@ -39,12 +41,29 @@ COMMITTED: dict[str, Any] = {
     "bc_data": [["weak", "weak"], ["weak", "medium"], ["medium", "weak"], ["medium", "medium"]],
     "bc_games_each": 250,
     "model": {"n_layer": 2, "n_embd": 64, "n_head": 2, "n_positions": 512, "logit_scale": 10.0},
-    # sized to take under 20 minutes of one thread (the page gives the CPU minutes it took). A first run with 800 BC
-    # steps and 2 DPO passes (4.6 CPU min) started from a BC team at -5.45 (near random play) and moved nothing
+    # the BC start (under 25 CPU minutes for the three models of both arms). A first run with 800 BC steps and 2 DPO
+    # passes (4.6 CPU min) started from a BC team at -5.45 (near random play) and moved nothing
     "bc_steps": 2500, "bc_batch_size": 32, "bc_lr": 1e-3, "model_groups": "0+1",
-    "rounds": 2, "malt_initial_ei_rounds": 1, "ei_games": 192, "ei_min_return": -4.0, "ei_steps": 100,
-    "ei_lr": 1e-4, "trees": 48, "branching": 2, "branch_depth": 4, "pair_method": "positive_negative",
-    "dpo_epochs": 4.0, "dpo_lr": 2e-5, "nll_coef": 0.0,
+    # The rounds: chosen on held-out games (eval_seed 2_000_000_000, 1,000 games; never the page's seeds), from these
+    # numbers. The previous settings (192 EI games, 100 steps; 48 trees, branching 2 at decision points 0-3,
+    # positive_negative, plain DPO 4 passes at 2e-5) moved nothing: MALT vs BC +0.004 +- 0.052 on held-out games.
+    # Its MALT round trained on 27 proposer and 20 checker pairs out of 708 sibling groups: the mid-point thresholds
+    # (-4.5 proposer, -6 checker) sit above most values (medians -6.5, -7.75); the checker's 96 first checks gave no
+    # two different answers (it accepts 99% there, rightly: the first proposal always fits), and a first guess has
+    # no feedback to use, so decision points 0-1 carry no signal; at the checker's later points branching 2 gave two
+    # different answers in 114 of 376. Its 12 DPO steps at 2e-5 left the model as it was (-0.017 +- 0.021).
+    # EI kept 150 turns of 192 games and made 21 passes over them: the proposer narrowed onto the words of a few
+    # lucky wins (entropy 2.95 -> 2.69) without proposing consistent words more often.
+    # Held-out trials (MALT vs BC: team, proposer's own, checker's own; paired SE about 0.05-0.07): 1024 EI games
+    # and 200 steps with the old MALT round +0.036, -0.138, +0.170; these settings +0.059, -1.020, +0.840; with a
+    # second MALT round +0.035, -1.212, +0.926; branching at points 1-3 instead +0.045, -0.884, +0.777; EI alone
+    # moved nothing (-0.010). What limits every arm: the BC start's proposer uses the board no better than chance
+    # (after the first guess it puts 0.033 of its probability on words that fit the feedback; uniform: 0.047) and
+    # neither EI nor MALT changed that (0.032), so the checker learns to send proposals back (its P(accept) fell
+    # from 0.67 to 0.25, alike for fitting and non-fitting proposals) and the proposer pays the send-back cost.
+    "rounds": 2, "malt_initial_ei_rounds": 1, "ei_games": 1024, "ei_min_return": -4.0, "ei_steps": 200,
+    "ei_lr": 1e-4, "trees": 128, "branching": 3, "branch_from": 2, "branch_depth": 5, "pair_method": "interval",
+    "dpo_epochs": 2.0, "dpo_lr": 1e-4, "nll_coef": 1.0,
     # 1,000 games, as the single-agent section evaluates on (decided before the rerun, not after looking at its rows;
     # the first run's 300 games left MALT's +0.150 team gain at 1.6 paired SE)
     "games": 1000, "eval_seed": 1_000_000_000, "seed": 0,
@@ -54,8 +73,28 @@ COMMITTED: dict[str, Any] = {
 SMOKE: dict[str, Any] = {
     **COMMITTED, "bc_data": [["weak", "medium"]], "bc_games_each": 6,
     "model": {"n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 512}, "bc_steps": 3, "bc_batch_size": 8,
-    "ei_games": 6, "ei_min_return": -6.0, "ei_steps": 2, "trees": 2, "branch_depth": 2, "pair_method": "interval",
-    "games": 6,
+    "rounds": 2, "ei_games": 6, "ei_min_return": -6.0, "ei_steps": 2, "trees": 2, "branching": 2, "branch_from": 0,
+    "branch_depth": 2, "games": 6,
+}
+#: why the page's rounds depart from ``TeamMALTConfig``'s defaults (the reference trainer's), per field; each was
+#: chosen on held-out games (eval_seed 2_000_000_000, 1,000 games; never the page's seeds), COMMITTED's comments say
+#: what the earlier settings did.
+TEAM_CHOICES: dict[str, str] = {
+    "ei_games": "more games, so EI keeps about 870 turns instead of 150 and does not copy a few lucky wins (at 192 "
+                "games the proposer narrowed onto their words)",
+    "ei_steps": "about 7 passes over the kept turns (100 steps made 21 passes over 150 turns at 192 games)",
+    "trees": "more start states: the earlier 48 trees gave 27 proposer and 20 checker pairs",
+    "branching": "the MALT paper's three samples: the checker has two answers and a peaked policy, so two samples "
+                 "gave two different answers at 114 of 376 of its later checks",
+    "branch_from": "no branching at decision points 0-1: a first guess has no feedback to use, and the checker "
+                   "accepts 99% of first proposals (rightly: they always fit), so neither gave a pair with a signal",
+    "branch_depth": "with branch_from, trees branch at decision points 2-4 (the second guess's proposal and check, "
+                    "and the next proposal)",
+    "pair_method": "interval pairs: the mid-point thresholds (-4.5 proposer, -6 checker) sit above most values "
+                   "(medians -6.5 and -7.75), so positive_negative paired few sibling groups",
+    "nll_coef": "iterative RPO's NLL term, as the single-agent page (plain DPO lowered the chosen responses' "
+                "likelihood there); DPO at the default learning rate and passes now moves the model (12 steps at "
+                "2e-5 left it as it was)",
 }
 #: the row of the MALT arm after its EI rounds (where its MALT rounds start).
 MALT_START = "malt_ei_start"
@@ -102,16 +141,13 @@ def make_env(settings: dict[str, Any]):
                               guesses=settings["words"])
 
 
-def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None) -> list[str]:
-    """The BC start of the arm of ``groups`` (default: the headline's): the scripted games (recorded once in
-    ``workdir``, shared by every arm), then one checkpoint per model group on its agents' turns, in its ``arm_dir``."""
+def bc_episodes(settings: dict[str, Any], workdir: Path) -> list:
+    """The scripted games of the BC start (``bc_data``: ``bc_games_each`` games per pair of strengths), recorded once
+    in ``workdir/bc_data`` (shared by every arm) and read back."""
     from loggers import read_episodes
     from loggers.record import record
     from rlds_lang.wordle_roles.policies import scripted_team
-    from trainers.algorithms.bc import BCConfig
     from trainers.algorithms.malt.expert_iteration import record_once
-    from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups
-    from trainers.core.model import ModelConfig
 
     env, episodes = make_env(settings), []
     for k, (proposer, checker) in enumerate(settings["bc_data"]):
@@ -120,11 +156,24 @@ def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None)
             settings["bc_games_each"], d,
             seed=settings["seed"] + k * 1_000_000, progress=False))
         episodes += list(read_episodes(folder))
+    return episodes
+
+
+def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None) -> list[str]:
+    """The BC start of the arm of ``groups`` (default: the headline's): one checkpoint per model group on its
+    agents' turns of the scripted games (``bc_episodes``), in its ``arm_dir``. The games are recorded and read only
+    when a checkpoint is missing."""
+    from trainers.algorithms.bc import BCConfig
+    from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups
+    from trainers.core.model import ModelConfig
+
     groups = groups or settings["model_groups"]
+    episodes = None
     checkpoints = []
     for g, group in enumerate(parse_groups(groups, 2)):
         out = arm_dir(workdir, groups, settings) / "bc" / f"g{g}"
         if not (out / "checkpoint" / "model.pt").exists():
+            episodes = bc_episodes(settings, workdir) if episodes is None else episodes
             config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), steps=settings["bc_steps"],
                               batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
                               max_length=settings["model"]["n_positions"], seed=settings["seed"])
@@ -133,17 +182,34 @@ def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None)
     return checkpoints
 
 
+def team_config(settings: dict[str, Any], groups: str, ei_rounds: int, out: str = "") -> Any:
+    """The ``TeamMALTConfig`` of an arm of model groups ``groups`` with ``ei_rounds`` EI rounds, from ``settings``."""
+    from trainers.algorithms.malt.team_rounds import TeamMALTConfig
+
+    keys = {f.name for f in dataclasses.fields(TeamMALTConfig)} - {"rounds", "model_groups", "out"}
+    return TeamMALTConfig(**{k: v for k, v in settings.items() if k in keys}, model_groups=groups, out=out,
+                          rounds=settings["rounds"], num_initial_ei_rounds=ei_rounds)
+
+
+def differing_settings(settings: dict[str, Any]) -> list[tuple[str, Any, Any, str]]:
+    """``(field, the page's value, TeamMALTConfig's default, why)`` for every field of the headline MALT arm's
+    config that differs from the trainer's defaults (the reference trainer's), but its folder and model groups; a
+    difference without a reason in ``TEAM_CHOICES`` is an error (a choice the page would not explain)."""
+    from trainers.algorithms.malt.team_rounds import TeamMALTConfig
+    from trainers.experiments.common import differing_fields
+
+    page = team_config(settings, settings["model_groups"], settings["malt_initial_ei_rounds"])
+    return differing_fields(page, TeamMALTConfig(), TEAM_CHOICES, ("out", "model_groups"), "TEAM_CHOICES")
+
+
 def run_arm(name: str, start: list[str], ei_rounds: int, settings: dict[str, Any], workdir: Path,
             groups: str | None = None) -> list:
     """An EI-only or MALT arm from the BC start of the model groups ``groups`` (default: the headline's), in its
     ``arm_dir``; its round records."""
-    from trainers.algorithms.malt.team_rounds import TeamMALTConfig, run_team_malt
+    from trainers.algorithms.malt.team_rounds import run_team_malt
 
     groups = groups or settings["model_groups"]
-    keys = {f.name for f in dataclasses.fields(TeamMALTConfig)} - {"rounds", "model_groups"}
-    config = TeamMALTConfig(**{k: v for k, v in settings.items() if k in keys}, model_groups=groups,
-                            out=str(arm_dir(workdir, groups, settings) / name), rounds=settings["rounds"],
-                            num_initial_ei_rounds=ei_rounds)
+    config = team_config(settings, groups, ei_rounds, str(arm_dir(workdir, groups, settings) / name))
     return run_team_malt(config, start, make_env(settings))
 
 
@@ -263,8 +329,21 @@ def section(rows: list[TeamRow], arms: dict[str, list], settings: dict[str, Any]
             f"### Results ({settings['games']} seeded games each, the same seeds for every row, temperature 1)\n\n"
             + results_table(rows) + "\n\n### Rounds\n\n"
             + "".join(f"`{name}`:\n\n```\n{rounds_table(rounds)}\n```\n\n" for name, rounds in arms.items())
+            + "### Settings that differ from the trainer's defaults\n\n"
+            "The MALT arm's rounds against `TeamMALTConfig`'s defaults (the reference trainer's semantics), each with "
+            "its reason (`TEAM_CHOICES`):\n\n"
+            + ("Smoke run: its tiny settings are not compared." if smoke else choices_table(settings)) + "\n\n"
             + "### Settings\n\n```\n" + "\n".join(f"{k} = {v}" for k, v in settings.items()) + "\n```\n")
     return summary, text
+
+
+def choices_table(settings: dict[str, Any]) -> str:
+    """Markdown: one row per ``differing_settings`` entry (or a line saying there is none)."""
+    rows = differing_settings(settings)
+    if not rows:
+        return "None: the rounds run at the trainer's defaults."
+    return "\n".join(["| setting | this page | TeamMALTConfig default | why |", "| --- | --- | --- | --- |",
+                      *(f"| `{name}` | {mine} | {theirs} | {why} |" for name, mine, theirs, why in rows)])
 
 
 def _replace_block(page: str, begin: str, end: str, block: str, where: str) -> str:
@@ -295,6 +374,7 @@ def kept_blocks(old_page: str, new_page: str) -> str:
     return new_page
 
 
-__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TeamRow", "arm_dir", "arm_groups", "arm_suffix",
-           "evaluate_rows", "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section",
-           "splice", "train_bc", "verdict"]
+__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TEAM_CHOICES", "TeamRow", "arm_dir", "arm_groups",
+           "arm_suffix", "bc_episodes", "choices_table", "differing_settings", "evaluate_rows", "kept_blocks",
+           "make_env", "results_table", "rounds_table", "run_arm", "run_arms", "section", "splice", "team_config",
+           "train_bc", "verdict"]
