@@ -126,22 +126,26 @@ def snapshots(out: str | os.PathLike) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def read_checkpoint_config(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
-    """``(algorithm, config dict)`` of a checkpoint folder; a clear error when it is not one."""
+def _config_json(path: str | os.PathLike) -> dict[str, Any]:
+    """A checkpoint folder's ``config.json``, read; a clear error when the folder is not a checkpoint."""
     path = Path(path)
     config_file = path / "config.json"
     if not config_file.is_file():
         raise FileNotFoundError(f"{path} is not a checkpoint folder: it has no config.json "
                                 f"(give the 'checkpoint' folder inside a training output folder)")
-    data = json.loads(config_file.read_text())
+    return json.loads(config_file.read_text())
+
+
+def read_checkpoint_config(path: str | os.PathLike) -> tuple[str, dict[str, Any]]:
+    """``(algorithm, config dict)`` of a checkpoint folder; a clear error when it is not one."""
+    data = _config_json(path)
     return data["algorithm"], data["config"]
 
 
 def saved_by(path: str | os.PathLike) -> str | None:
     """The ``rlds-lang`` command that saved a checkpoint folder (its ``config.json``'s ``command``), or None when it
-    was saved from Python or before checkpoints recorded it."""
-    read_checkpoint_config(path)  # a clear error when it is not a checkpoint
-    return json.loads((Path(path) / "config.json").read_text()).get("command")
+    was saved from Python or before checkpoints recorded it; a clear error when the folder is not a checkpoint."""
+    return _config_json(path).get("command")
 
 
 def checkpoint_step(path: str | os.PathLike) -> int:

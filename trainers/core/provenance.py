@@ -66,17 +66,18 @@ def command_line(args: argparse.Namespace | None, base: str, spelled: Iterable[t
 
 #: the ``rlds-lang`` command this process runs (``set_running_command``; None from Python): what a checkpoint
 #: records as the command that saved it.
-_RUNNING: list[str] = []
+_running: str | None = None
 
 
 def set_running_command(command: str | None) -> None:
     """Records ``command`` (``command_line``'s form) as the one this process runs, for ``running_command``."""
-    _RUNNING[:] = [command] if command else []
+    global _running
+    _running = command or None
 
 
 def running_command() -> str | None:
     """The ``rlds-lang`` command this process runs (set by the command line's entry point), or None."""
-    return _RUNNING[0] if _RUNNING else None
+    return _running
 
 
 def source_commit(root: str | os.PathLike = ROOT) -> str:
