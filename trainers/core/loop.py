@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import hashlib
@@ -70,13 +71,25 @@ class DistInfo:
 
 
 def init_distributed() -> DistInfo:
-    """Joins the ``torchrun`` process group (gloo, CPU) when ``WORLD_SIZE > 1``; alone otherwise."""
+    """Joins the ``torchrun`` process group (gloo, CPU) when ``WORLD_SIZE > 1``; alone otherwise.
+
+    The group it creates is destroyed when the process exits (``atexit``): a gloo group left to the interpreter's
+    final teardown aborts the process ("terminate called without an active exception") in most runs, which
+    ``torchrun`` reports as a failed job even though training finished.
+    """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return DistInfo()
     if not dist.is_initialized():
         dist.init_process_group("gloo")
+        atexit.register(_destroy_process_group)
     return DistInfo(dist.get_rank(), dist.get_world_size())
+
+
+def _destroy_process_group() -> None:
+    """Leaves the process group if it is still joined (``init_distributed``'s exit hook)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0,
