@@ -109,16 +109,22 @@ TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer
 
 
 def make_tokenizer(name: str) -> Any:
-    """The tokenizer registered as ``name``, or the one saved at ``PATH`` for ``file:PATH`` (``load_tokenizer``,
-    e.g. a subword tokenizer trained on a dataset); the error lists the known names.
+    """The tokenizer registered as ``name``, the one saved at ``PATH`` for ``file:PATH`` (``load_tokenizer``,
+    e.g. a subword tokenizer trained on a dataset), or for ``words_board:LIST`` the ``WordBoardTokenizer`` of a
+    named Wordle word list (words as tokens, feedback as cells); the error lists the known names.
 
     >>> make_tokenizer("wordle").vocab_size
     38
     """
     if name.startswith("file:"):
         return load_tokenizer(name[len("file:"):])
+    if name.startswith("words_board:"):
+        from rlds_lang.wordle.board_tokenizer import word_board_tokenizer
+
+        return word_board_tokenizer(name[len("words_board:"):])
     if name not in TOKENIZERS:
-        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)} or file:PATH of a saved tokenizer")
+        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)}, file:PATH of a saved tokenizer "
+                         f"or words_board:LIST of a Wordle word list")
     return TOKENIZERS[name]()
 
 

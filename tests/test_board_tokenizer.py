@@ -12,7 +12,7 @@ import tensorflow as tf
 from rlds_lang import tokenizers
 from rlds_lang.env import run_episode
 from rlds_lang.wordle import board_tokenizer, lmrl_gym
-from rlds_lang.wordle.board_tokenizer import WordBoardTokenizer
+from rlds_lang.wordle.board_tokenizer import WordBoardTokenizer, written_cells
 from rlds_lang.wordle.words import lmrl_gym_words
 from tests.test_token_mdp import episodes_of, sequences
 from transforms.token_mdp import TokenMDPConfig
@@ -70,6 +70,28 @@ def test_tf_twins_give_the_python_ids(tok):
     pairs = [(rng.choice(PATTERNS), rng.choice(words)) for _ in range(20)]
     pairs += [("", ""), ("", "crane"), ("⬛🟨⬛⬛", "crane"), ("⬛🟨⬛⬛🟩", "cran"), ("⬛🟨⬛⬛🟩", "Crane"),
               ("⬛🟨x⬛🟩", "crane"), ("zzzzz", "crane")]
+    observations, previous = tf.constant([p[0] for p in pairs]), tf.constant([p[1] for p in pairs])
+    assert tok.tf_encode_observations(observations, previous).to_list() == [
+        tok.encode_observation(o, a, strict=False) for o, a in pairs]
+
+
+def test_an_observation_that_writes_its_cells_out_is_encoded_as_those_cells(tok):
+    """The two-role board (``checkc⬛r🟨a⬛n⬛e🟩``): the cells are the ones the guess would bind, whatever
+    action came before; the text decodes back exactly; the tf twin agrees, near misses included."""
+    rng = np.random.default_rng(1)
+    words = list(lmrl_gym_words().words)
+    for _ in range(20):
+        word, squares, prompt = rng.choice(words), rng.choice(PATTERNS), rng.choice(["propose", "check", "", "crane"])
+        text = prompt + written_cells(word, squares)
+        ids = tok.encode_observation(text, "accept")
+        assert ids[len(ids) - 5:] == tok.encode_observation(squares, word)
+        assert ids[:len(ids) - 5] == tok.encode(prompt) and tok.decode(ids) == text
+    near = ["propose" + written_cells("crane", "⬛🟨⬛⬛🟩")[:-1], "c⬛r🟨a⬛n⬛e", "⬛c🟨r⬛a⬛n🟩e", "propose", "crane",
+            "proposeC⬛r🟨a⬛n⬛e🟩", "xc⬛r🟨a⬛n⬛e🟩🟩"]
+    for text in near[:-1]:
+        assert tok.encode_observation(text, "accept", strict=False) == tok.encode(text, strict=False), text
+    pairs = [(rng.choice(["propose", "check", ""]) + written_cells(rng.choice(words), rng.choice(PATTERNS)), "accept")
+             for _ in range(10)] + [(t, "accept") for t in near] + [(rng.choice(PATTERNS), "crane"), ("", "")]
     observations, previous = tf.constant([p[0] for p in pairs]), tf.constant([p[1] for p in pairs])
     assert tok.tf_encode_observations(observations, previous).to_list() == [
         tok.encode_observation(o, a, strict=False) for o, a in pairs]

@@ -50,7 +50,9 @@ def test_turns_send_backs_and_each_role_s_reward():
     timestep = env.step("slate")  # K=1 send-back used: played without a check
     assert timestep.reward == -1.0 and env.acting_agent() == 0 and timestep.observation["turn"] == 1
     np.testing.assert_allclose(env.agent_rewards(), [-1.0, -1.0])
-    assert timestep.observation["text"].startswith("propose") and len(timestep.observation["text"]) == 12
+    text, played, feedback = (timestep.observation[k] for k in ("text", "played", "feedback"))
+    squares = "".join("⬛🟨🟩"[int(v)] for v in feedback)
+    assert played == "slate" and text == "propose" + "".join(a + b for a, b in zip("slate", squares))
     env.step("fuzzy")
     assert env.acting_agent() == 1 and env._observation["proposal_fits"] == 0  # slate's feedback rules it out
     env.step("accept")  # accepting a proposal that cannot win: the checker pays

@@ -14,6 +14,11 @@ the observation and the action before it: ``encode_observation(text, previous_ac
 gives every action back exactly; an observation decodes to its cells (``observation_text`` strips the
 letters again).
 
+An observation may also write its cells out itself, as ``decode`` prints them: a text that ends with five
+(letter, square) pairs -- ``checkc⬛r🟨a⬛n⬛e🟩``, as ``rlds_lang.wordle_roles`` writes the board after a role
+prompt, where the action before an observation is not always the guess its squares answer -- is encoded as
+what comes before the pairs (``encode``), then the five cells; ``decode`` gives such a text back exactly.
+
 Example::
 
     from rlds_lang.wordle.board_tokenizer import WordBoardTokenizer
@@ -95,14 +100,36 @@ class WordBoardTokenizer:
         return (len(text) == len(previous_action) == WORD_LENGTH and all(c in self.squares for c in text)
                 and all(c in self.letters for c in previous_action))
 
-    def encode_observation(self, text: str, previous_action: str, strict: bool = True) -> list[int]:
-        """Feedback squares as the cells of ``previous_action`` (the guess they answer); any other observation
-        (the first one, ``""``) as ``encode`` writes it."""
-        if not self._bindable(text, previous_action):
-            return self.encode(text, strict)
+    def _written_cells_start(self, text: str) -> int | None:
+        """Where the five written-out (letter, square) pairs that end ``text`` start; None if it does not end so."""
+        start = len(text) - 2 * WORD_LENGTH
+        if start < 0:
+            return None
+        run = text[start:]
+        return start if all(c in self.letters for c in run[::2]) and all(c in self.squares for c in run[1::2]) else None
+
+    def _cells(self, word: str, squares: str) -> list[int]:
         width = len(self.squares)
         return [self._first_cell + self.letters.index(letter) * width + self.squares.index(square)
-                for letter, square in zip(previous_action, text)]
+                for letter, square in zip(word, squares)]
+
+    def encode_observation(self, text: str, previous_action: str, strict: bool = True) -> list[int]:
+        """Feedback squares as the cells of ``previous_action`` (the guess they answer); a text that ends with its
+        cells written out (``checkc⬛r🟨a⬛n⬛e🟩``) as what comes before them (``encode``) and those cells; any
+        other observation (the first one, ``""``) as ``encode`` writes it.
+
+        >>> tok = WordBoardTokenizer(["crane"])
+        >>> tok.decode(tok.encode_observation("checkc⬛r🟨a⬛n⬛e🟩", "accept"))
+        'checkc⬛r🟨a⬛n⬛e🟩'
+        >>> len(tok.encode_observation("checkc⬛r🟨a⬛n⬛e🟩", "accept"))  # 5 characters, 5 cells
+        10
+        """
+        if self._bindable(text, previous_action):
+            return self._cells(previous_action, text)
+        start = self._written_cells_start(text)
+        if start is None:
+            return self.encode(text, strict)
+        return self.encode(text[:start], strict) + self._cells(text[start::2], text[start + 1::2])
 
     def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
         """The text of ``ids``: words, cells (letter then square) and characters; specials as
@@ -209,7 +236,32 @@ class WordBoardTokenizer:
         cells = (self._first_cell + tf.boolean_mask(letter, keep_letter) * len(self.squares)
                  + tf.boolean_mask(square, keep_square))
         bound = tf.RaggedTensor.from_row_lengths(cells, tf.where(bindable, tf.constant(WORD_LENGTH, tf.int64), 0))
-        return _rows_where(bindable, bound, self._words_or_chars(squares))
+        return _rows_where(bindable, bound, self._with_written_cells(squares))
+
+    def _with_written_cells(self, chars: "tf.RaggedTensor") -> "tf.RaggedTensor":
+        """``encode_observation``'s rule for texts without a guess to bind, on texts split into character ids: a
+        row that ends with five written-out (letter, square) pairs becomes its beginning (``_words_or_chars``)
+        and five cells; any other row becomes ``_words_or_chars`` of it."""
+        import tensorflow as tf
+
+        run = 2 * WORD_LENGTH
+        rows, position = ragged_positions(chars)
+        from_end = tf.gather(chars.row_lengths(), rows) - position              # 1 for a row's last value
+        in_run = from_end <= run
+        letter = chars.values - self._first_letter
+        square = chars.values - self._first_square
+        is_letter = (letter >= 0) & (letter < len(self.letters))
+        is_square = (square >= 0) & (square < len(self.squares))
+        wants_letter = tf.equal(from_end % 2, 0)                                # run positions 0, 2, ...: letters
+        fits = tf.logical_not(in_run) | tf.where(wants_letter, is_letter, is_square)
+        written = (chars.row_lengths() >= run) & tf.reduce_all(chars.with_flat_values(fits), axis=1)
+        in_written = tf.gather(written, rows) & in_run
+        cells = (self._first_cell + tf.boolean_mask(letter, in_written & wants_letter) * len(self.squares)
+                 + tf.boolean_mask(square, in_written & tf.logical_not(wants_letter)))
+        cells = tf.RaggedTensor.from_row_lengths(cells, tf.where(written, tf.constant(WORD_LENGTH, tf.int64), 0))
+        beginning = tf.ragged.boolean_mask(chars, chars.with_flat_values(tf.logical_not(in_run)))
+        split = tf.concat([self._words_or_chars(beginning), cells], axis=1)
+        return _rows_where(written, split, self._words_or_chars(chars))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (what ``save`` writes and ``from_dict`` reads back)."""
@@ -245,6 +297,18 @@ class WordBoardTokenizer:
         return from_json_file(cls.from_dict, path)
 
 
+def written_cells(guess: str, squares: str) -> str:
+    """A guess and its feedback squares written out as cells, letter then square (what ``decode`` prints for
+    them and ``WordBoardTokenizer.encode_observation`` reads back as cells).
+
+    >>> written_cells("crane", "⬛🟨⬛⬛🟩")
+    'c⬛r🟨a⬛n⬛e🟩'
+    """
+    if len(guess) != len(squares):
+        raise ValueError(f"written_cells: guess {guess!r} and squares {squares!r} differ in length")
+    return "".join(letter + square for letter, square in zip(guess, squares))
+
+
 def _rows_where(condition: "tf.Tensor", chosen: Any, otherwise: "tf.RaggedTensor") -> "tf.RaggedTensor":
     """Row ``i`` of ``chosen`` where ``condition[i]``, else row ``i`` of ``otherwise`` (both ``[N, None]``)."""
     import tensorflow as tf
@@ -256,6 +320,18 @@ def _rows_where(condition: "tf.Tensor", chosen: Any, otherwise: "tf.RaggedTensor
     return tf.concat([picked, tf.ragged.boolean_mask(otherwise, kept)], axis=1)
 
 
+def word_board_tokenizer(word_list: str) -> WordBoardTokenizer:
+    """``WordBoardTokenizer`` of a named word list (``rlds_lang.wordle.words.resolve_word_list``), named
+    ``<list>_board``.
+
+    >>> word_board_tokenizer("demo_words").name
+    'demo_words_board'
+    """
+    from rlds_lang.wordle.words import resolve_word_list
+
+    return WordBoardTokenizer(resolve_word_list(word_list).words, name=f"{word_list}_board")
+
+
 def lmrl_gym_board_tokenizer() -> WordBoardTokenizer:
     """``WordBoardTokenizer`` of LMRL-Gym's 431-word list (``rlds_lang.wordle.words.lmrl_gym_words``)."""
     from rlds_lang.wordle.words import lmrl_gym_words
@@ -263,4 +339,4 @@ def lmrl_gym_board_tokenizer() -> WordBoardTokenizer:
     return WordBoardTokenizer(lmrl_gym_words().words, name="lmrl_gym_board")
 
 
-__all__ = ["FORMAT", "WordBoardTokenizer", "lmrl_gym_board_tokenizer"]
+__all__ = ["FORMAT", "WordBoardTokenizer", "lmrl_gym_board_tokenizer", "word_board_tokenizer", "written_cells"]

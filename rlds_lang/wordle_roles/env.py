@@ -16,7 +16,10 @@ makes its choices matter:
 
 ``agent_reward_ranges()`` gives each role's possible return range (MALT's per-agent mid-point and range).
 
-Observation: ``text`` (the role prompt, ``propose`` or ``check``, then the last feedback as coloured squares),
+Observation: ``text`` (the role prompt, ``propose`` or ``check``, then the last played guess with its feedback
+written as cells, letter then square: ``checkc⬛r🟨a⬛n⬛e🟩``; ``rlds_lang.wordle.board_tokenizer`` reads these
+as one token per (letter, colour), so a model sees which letter got which colour without binding the squares to
+a guess several actions back: the action before an observation is often ``accept``, not the guess),
 ``agent``, ``turn`` (guesses played), ``played`` and ``feedback`` (the last played guess and its colours; ``""``
 and -1 before the first), ``proposal`` (the guess under check, ``""`` for the proposer), ``proposal_fits`` (1 if
 it is still a possible answer, 0 if not, -1 without a proposal) and ``sendbacks`` (this turn's so far).
@@ -40,6 +43,7 @@ from dm_env import specs
 
 from rlds_lang.env import InvalidActionError, LanguageEnv, Observation, text_spec
 from rlds_lang.wordle import game
+from rlds_lang.wordle.board_tokenizer import written_cells
 from rlds_lang.wordle.env import MAX_GUESSES, WordleEnv
 from rlds_lang.wordle.knowledge import WordleKnowledge, feedback_pattern_id
 from rlds_lang.wordle.words import WORD_LENGTH, WordList
@@ -152,12 +156,12 @@ class ProposerCheckerEnv(LanguageEnv):
     def _make_observation(self, agent: int, proposal: str = "", sendbacks: int = 0) -> dict[str, Any]:
         history = self.game.history
         played, pattern = history[-1] if history else ("", None)
-        squares = game.render(pattern) if pattern is not None else ""
+        board = written_cells(played, game.render(pattern)) if pattern is not None else ""
         fits = -1
         if proposal:
             fits = int(proposal in self.answers and self.answers.index(proposal) in set(
                 self.knowledge.consistent([(g, game.pattern_id(p)) for g, p in history]).tolist()))
-        return {"text": ROLE_PROMPTS[agent] + squares, "agent": np.int32(agent), "turn": np.int32(len(history)),
+        return {"text": ROLE_PROMPTS[agent] + board, "agent": np.int32(agent), "turn": np.int32(len(history)),
                 "played": played,
                 "feedback": np.asarray(pattern if pattern is not None else (-1,) * WORD_LENGTH, np.int8),
                 "proposal": proposal, "proposal_fits": np.int8(fits), "sendbacks": np.int32(sendbacks)}

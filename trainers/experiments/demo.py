@@ -43,6 +43,8 @@ from trainers.core.provenance import generated_by
 
 #: the word list of guesses and answers (``rlds_lang.wordle.words.demo_words``; 32 words, MIT, with its source).
 WORDS = "demo_words"
+#: the demo's tokenizer (words as tokens, feedback as cells), by the name training configs give it.
+TOKENIZER = f"words_board:{WORDS}"
 #: the colouring rule and hidden-word mode of the games (the ordinary game).
 RULE, MODE = "official", "fixed"
 #: the recorded policies: ``(name for make_policy, its parameters)``; the expert, then the random mixture.
@@ -286,7 +288,7 @@ def show_dataset(dataset_dir: str, say: Callable[[str], None]) -> None:
     say(render_episode(steps))
 
 
-def train_configs(settings: DemoSettings, dataset_dir: str, workdir: Path, tokenizer: str) -> dict[str, Any]:
+def train_configs(settings: DemoSettings, dataset_dir: str, workdir: Path) -> dict[str, Any]:
     """The BC and ILQL configs of the demo, by algorithm name."""
     from trainers.algorithms.bc import BCConfig
     from trainers.algorithms.ilql.ilql import ILQLConfig
@@ -296,20 +298,11 @@ def train_configs(settings: DemoSettings, dataset_dir: str, workdir: Path, token
     model = ModelConfig(n_layer=s.n_layer, n_embd=s.n_embd, n_head=s.n_head, n_positions=64,
                         logit_scale=s.logit_scale)
     common = dict(dataset=dataset_dir, steps=s.train_steps, batch_size=s.batch_size, lr=s.lr,
-                  warmup_steps=min(s.warmup_steps, s.train_steps), max_length=64, model=model, tokenizer=tokenizer,
+                  warmup_steps=min(s.warmup_steps, s.train_steps), max_length=64, model=model, tokenizer=TOKENIZER,
                   log_every=max(1, min(10, s.train_steps // 10)), checkpoint_every=s.train_steps, seed=s.seed,
                   resume=False)
     return {"bc": BCConfig(out=str(workdir / "bc"), **common),
             "ilql": ILQLConfig(out=str(workdir / "ilql"), **common)}
-
-
-def save_tokenizer(path: Path) -> str:
-    """Saves the demo's tokenizer (words as tokens, feedback as cells) to ``path``; returns its config name."""
-    from rlds_lang.wordle.board_tokenizer import WordBoardTokenizer
-    from rlds_lang.wordle.words import resolve_word_list
-
-    WordBoardTokenizer(resolve_word_list(WORDS).words, name=f"{WORDS}_board").save(path)
-    return f"file:{path}"
 
 
 def eval_config(settings: DemoSettings, games: int, seed: int) -> Any:
@@ -417,10 +410,9 @@ def run_demo(settings: DemoSettings, workdir: str | Path, say: Callable[[str], N
     dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs)
     say(f"[3/5] tfds.load {dataset_dir}: statistics and one game")
     show_dataset(dataset_dir, say)
-    tokenizer = save_tokenizer(workdir / "tokenizer.json")
     say(f"[4/5] training BC and ILQL for {settings.train_steps} steps each")
     with torch_threads(TORCH_THREADS):
-        for algorithm, config in train_configs(settings, dataset_dir, workdir, tokenizer).items():
+        for algorithm, config in train_configs(settings, dataset_dir, workdir).items():
             result = train(algorithm, config, progress=False)
             say(f"      {algorithm}: {result.steps} steps in {result.seconds:.0f} s, final loss "
                 f"{result.final_metrics.get('loss', float('nan')):.3f}")
@@ -455,6 +447,6 @@ def timestamped(root: str | Path, prefix: str = "demo") -> Path:
 
 __all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "VERDICT_SE", "BETA_SEED_OFFSET",
            "TORCH_THREADS", "DOC_COMMAND", "DemoSettings", "FULL", "Verdict", "DemoReport", "make_env", "random_agent",
-           "expert_agent", "record_games", "render_episode", "show_dataset", "train_configs", "save_tokenizer",
+           "expert_agent", "record_games", "render_episode", "show_dataset", "train_configs", "TOKENIZER",
            "eval_config", "choose_beta", "evaluate_agents", "verdicts", "plot_demo", "run_demo", "write_document",
            "timestamped"]

@@ -37,6 +37,10 @@ COMMITTED: dict[str, Any] = {
     # why): with the full lists a first run's BC start (this model, 800 steps) never won a game, so no round had
     # anything to keep or prefer
     "max_sendbacks": 1, "words": "demo_words",
+    # words as tokens and the board as (letter, colour) cells, the demo's encoding: with letters and squares as
+    # characters the BC proposer used the board no better than chance (after the first guess 0.033 of its
+    # probability on words that fit the feedback; uniform: 0.047), and every arm was limited by that (below)
+    "tokenizer": "words_board:demo_words",
     # the BC data leaves room above it: weak and medium scripted roles (rlds_lang.wordle_roles.policies.STRENGTHS)
     "bc_data": [["weak", "weak"], ["weak", "medium"], ["medium", "weak"], ["medium", "medium"]],
     "bc_games_each": 250,
@@ -174,8 +178,8 @@ def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None)
         out = arm_dir(workdir, groups, settings) / "bc" / f"g{g}"
         if not (out / "checkpoint" / "model.pt").exists():
             episodes = bc_episodes(settings, workdir) if episodes is None else episodes
-            config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), steps=settings["bc_steps"],
-                              batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
+            config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), tokenizer=settings["tokenizer"],
+                              steps=settings["bc_steps"], batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
                               max_length=settings["model"]["n_positions"], seed=settings["seed"])
             fit_turns(config, agent_turns(episodes, group))
         checkpoints.append(str(out / "checkpoint"))

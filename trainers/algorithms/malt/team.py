@@ -107,8 +107,8 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None)
     loaded checkpoint) or from a fresh model of ``config.model``; writes ``config.out/checkpoint`` (algorithm
     ``bc``, loadable by ``trainers.algorithms.registry.load_policy``) and returns it. ``config`` is a
     ``trainers.algorithms.bc.BCConfig``: its ``steps``, ``batch_size`` (turns), ``lr``, ``max_length`` and ``seed``
-    are used. Batches are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``)."""
-    from rlds_lang.tokenizers import wordle_tokenizer
+    are used, and without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer`` name). Batches are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``)."""
+    from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.bc import BCModel
     from trainers.algorithms.dpo.dpo import batch_indices, sequence_logps
     from trainers.core.checkpoint import save_checkpoint, trainer_state
@@ -116,7 +116,7 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None)
     if not turns:
         raise ValueError(f"fit_turns ({config.out}): no turns to train on")
     torch.manual_seed(config.seed)
-    tokenizer = start.tokenizer if start is not None else wordle_tokenizer()
+    tokenizer = start.tokenizer if start is not None else make_tokenizer(config.tokenizer)
     if start is not None:
         config = dataclasses.replace(config, model=start.config.model, tokenizer=start.config.tokenizer)
     module = BCModel(config, tokenizer)
