@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import shutil
 import time
 from pathlib import Path
@@ -203,6 +202,7 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
     run_log = RunLog(out, "ppo", config.updates, update, checkpoint_every=config.checkpoint_every,
                      enabled=info.is_main, progress=progress, unit="update",
                      title=f"ppo: {config.task}, reward {config.reward}")
+    run_log.write_config(config)
     started = time.perf_counter()
     rollout_rates: list[float] = []
     update_rates: list[float] = []
@@ -310,10 +310,6 @@ def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | N
     if state is None and any((out / "rollouts").glob("update-*/*")):
         raise FileExistsError(f"{out / 'rollouts'} holds rollouts of another run and there is no checkpoint to "
                               f"resume: give a new --out (recorded data is never overwritten)")
-    if info.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps({"algorithm": "ppo", "config": dataclasses.asdict(config)},
-                                                    indent=2))
     if info.world_size > 1:  # every process checked the folder before any records into it
         torch.distributed.barrier()
     return run(config, model, reference, tokenizer, env, allowed_actions, source, state, progress)
