@@ -117,7 +117,7 @@ def test_the_page_names_every_setting_in_which_malt_departs_from_the_reference(m
     assert named["nll_coef"] == (1.0, 0.0) and named["pair_method"] == ("interval", "positive_negative")
     assert "out" not in named and "init" not in named and "rounds" not in named  # same BC start, same rounds
     text = reference_section(differences)
-    assert "| branching | 3 | 2 | the MALT paper's three samples per agent" in text
+    assert "| `branching` | 3 | 2 | the MALT paper's three samples per agent" in text
     monkeypatch.setattr(malt, "PROJECT_CHOICES", {k: v for k, v in PROJECT_CHOICES.items() if k != "branching"})
     with pytest.raises(ValueError, match="MALTConfig.branching: .* gives no reason"):
         differing_settings(project, reference_config(Path("bc"), COMMITTED, Path("w")))
@@ -137,4 +137,4 @@ def test_the_page_has_the_reference_row_its_verdicts_and_its_settings_section():
     assert "| malt_reference | 4 |" in page
     assert "- `malt_reference` vs `bc`: Δ =" in page
     assert "- `malt_reference` vs `malt`: Δ = -1.050 ± " in page and "(the reference defaults against this page's" in page
-    assert "## The reference defaults (`malt_reference`)" in page and "| branching | 3 | 2 |" in page
+    assert "## The reference defaults (`malt_reference`)" in page and "| `branching` | 3 | 2 |" in page

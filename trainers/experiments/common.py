@@ -159,6 +159,14 @@ def saved_by_table(checkpoints: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def differences_table(rows: list[tuple[str, Any, Any, str]], mine: str, theirs: str, why: str = "why") -> str:
+    """Markdown table of ``differing_fields`` rows: setting, the value under ``mine``, under ``theirs``, and the
+    reason under ``why`` (the column headers)."""
+    lines = [f"| setting | {mine} | {theirs} | {why} |", "| --- | --- | --- | --- |"]
+    return "\n".join(lines + [f"| `{name}` | {value} | {reference} | {reason} |"
+                              for name, value, reference, reason in rows])
+
+
 def differing_fields(config: Any, reference: Any, reasons: dict[str, str], skip: tuple[str, ...] = ("out",),
                      reasons_name: str = "the page's list of reasons") -> list[tuple[str, Any, Any, str]]:
     """``(field, config's value, reference's value, why)`` for every field of the dataclass ``config`` that differs

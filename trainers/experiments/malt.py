@@ -243,12 +243,13 @@ def given_section(given: list[tuple[str, str]]) -> str:
 def reference_section(differences: list[tuple[str, Any, Any, str]]) -> str:
     """Markdown: the settings in which this page's ``malt`` arm and the ``REFERENCE`` arm differ, and why each of
     the page's exists."""
+    from trainers.experiments.common import differences_table
+
     lines = [f"## The reference defaults (`{REFERENCE}`)\n",
              f"`{REFERENCE}` runs `trainers.algorithms.malt.malt.MALTConfig`'s defaults, the reference trainer's (its "
              "module docstring says where each comes from), from the same BC start and seed; `malt` departs from them "
              "in these settings (a `MALTConfig` field each):\n",
-             "| setting | `malt` | `" + REFERENCE + "` | why `malt`'s value |", "| --- | --- | --- | --- |"]
-    lines += [f"| {name} | {mine} | {theirs} | {why} |" for name, mine, theirs, why in differences]
+             differences_table(differences, "`malt`", f"`{REFERENCE}`", "why `malt`'s value")]
     return "\n".join(lines) + "\n\n"
 
 

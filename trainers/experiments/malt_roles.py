@@ -343,11 +343,12 @@ def section(rows: list[TeamRow], arms: dict[str, list], settings: dict[str, Any]
 
 def choices_table(settings: dict[str, Any]) -> str:
     """Markdown: one row per ``differing_settings`` entry (or a line saying there is none)."""
+    from trainers.experiments.common import differences_table
+
     rows = differing_settings(settings)
     if not rows:
         return "None: the rounds run at the trainer's defaults."
-    return "\n".join(["| setting | this page | TeamMALTConfig default | why |", "| --- | --- | --- | --- |",
-                      *(f"| `{name}` | {mine} | {theirs} | {why} |" for name, mine, theirs, why in rows)])
+    return differences_table(rows, "this page", "TeamMALTConfig default")
 
 
 def _replace_block(page: str, begin: str, end: str, block: str, where: str) -> str:
