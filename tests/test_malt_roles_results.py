@@ -91,7 +91,7 @@ def test_the_bc_games_are_read_only_when_a_bc_checkpoint_must_be_trained(tmp_pat
 
     reads, trained = [], []
 
-    def fit(config, turns):  # stands in for BC: writes the checkpoint's weights file
+    def fit(config, turns, progress=False):  # stands in for BC: writes the checkpoint's weights file
         trained.append(config.out)
         (Path(config.out) / "checkpoint").mkdir(parents=True)
         (Path(config.out) / "checkpoint" / "model.pt").write_bytes(b"")

@@ -205,8 +205,8 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
     settings = malt_roles.SMOKE if args.smoke else malt_roles.COMMITTED
     workdir = Path(args.workdir)
     started, cpu_started = time.perf_counter(), time.process_time()
-    agents, arms = malt_roles.run_arms(settings, workdir)
-    rows = malt_roles.evaluate_rows(agents, settings)
+    agents, arms = malt_roles.run_arms(settings, workdir, args.progress)
+    rows = malt_roles.evaluate_rows(agents, settings, args.progress)
     command = command_line(args, "rlds-lang results malt-roles" + (" --smoke" if args.smoke else ""))
     summary, text = malt_roles.section(rows, arms, settings, time.perf_counter() - started, args.smoke, command,
                                        time.process_time() - cpu_started)
@@ -228,6 +228,7 @@ def add_malt_roles_results_parser(sub: Any) -> None:
                         help="training output folders (default: malt_roles_results in $RLDS_LANG_RUNS or the user's "
                              "runs folder)")
     parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     parser.set_defaults(func=cmd_malt_roles_results)
 
 

@@ -163,7 +163,7 @@ def bc_episodes(settings: dict[str, Any], workdir: Path) -> list:
     return episodes
 
 
-def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None) -> list[str]:
+def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None, progress: bool = False) -> list[str]:
     """The BC start of the arm of ``groups`` (default: the headline's): one checkpoint per model group on its
     agents' turns of the scripted games (``bc_episodes``), in its ``arm_dir``. The games are recorded and read only
     when a checkpoint is missing."""
@@ -181,7 +181,7 @@ def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None)
             config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), tokenizer=settings["tokenizer"],
                               steps=settings["bc_steps"], batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
                               max_length=settings["model"]["n_positions"], seed=settings["seed"])
-            fit_turns(config, agent_turns(episodes, group))
+            fit_turns(config, agent_turns(episodes, group), progress=progress)
         checkpoints.append(str(out / "checkpoint"))
     return checkpoints
 
@@ -207,39 +207,41 @@ def differing_settings(settings: dict[str, Any]) -> list[tuple[str, Any, Any, st
 
 
 def run_arm(name: str, start: list[str], ei_rounds: int, settings: dict[str, Any], workdir: Path,
-            groups: str | None = None) -> list:
+            groups: str | None = None, progress: bool = False) -> list:
     """An EI-only or MALT arm from the BC start of the model groups ``groups`` (default: the headline's), in its
     ``arm_dir``; its round records."""
     from trainers.algorithms.malt.team_rounds import run_team_malt
 
     groups = groups or settings["model_groups"]
     config = team_config(settings, groups, ei_rounds, str(arm_dir(workdir, groups, settings) / name))
-    return run_team_malt(config, start, make_env(settings))
+    return run_team_malt(config, start, make_env(settings), progress)
 
 
-def run_arms(settings: dict[str, Any], workdir: Path) -> tuple[list[tuple[str, str, list[str]]], dict[str, list]]:
+def run_arms(settings: dict[str, Any], workdir: Path,
+             progress: bool = False) -> tuple[list[tuple[str, str, list[str]]], dict[str, list]]:
     """Trains (or resumes) every arm of model groups: ``(rows to evaluate as (name, groups, checkpoints), round
     records by arm row name)``: per arm ``bc``, ``ei``, ``malt_ei_start`` and ``malt``."""
     agents, arms = [], {}
     for groups in arm_groups(settings):
         suffix = arm_suffix(groups, settings)
-        bc = train_bc(settings, workdir, groups)
+        bc = train_bc(settings, workdir, groups, progress)
         agents.append(("bc" + suffix, groups, bc))
         for name, ei_rounds in (("ei", settings["rounds"]), ("malt", settings["malt_initial_ei_rounds"])):
-            rounds = arms[name + suffix] = run_arm(name, bc, ei_rounds, settings, workdir, groups)
+            rounds = arms[name + suffix] = run_arm(name, bc, ei_rounds, settings, workdir, groups, progress)
             if name == "malt" and 0 < ei_rounds < len(rounds):  # what the MALT rounds start from
                 agents.append((MALT_START + suffix, groups, rounds[ei_rounds - 1].checkpoints))
             agents.append((name + suffix, groups, rounds[-1].checkpoints))
     return agents, arms
 
 
-def evaluate_rows(agents: list[tuple[str, str, list[str]]], settings: dict[str, Any]) -> list[TeamRow]:
+def evaluate_rows(agents: list[tuple[str, str, list[str]]], settings: dict[str, Any],
+                  progress: bool = False) -> list[TeamRow]:
     """Every row ``(name, model groups, checkpoints)`` on the same ``games`` seeded games (sampling at temperature 1)."""
     from trainers.algorithms.malt.team import parse_groups, play_team, team_policy
 
     seeds = [settings["eval_seed"] + i for i in range(settings["games"])]
     return [TeamRow(name, checkpoints, play_team(lambda: make_env(settings), team_policy(
-                make_env(settings), parse_groups(groups, 2), checkpoints, name=name), seeds),
+                make_env(settings), parse_groups(groups, 2), checkpoints, name=name), seeds, progress=progress),
                     arm_suffix(groups, settings))
             for name, groups, checkpoints in agents]
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from rlds_lang.env import LanguageEnv
 from rlds_lang.wordle_roles.policies import RoleTeam
@@ -102,12 +103,13 @@ def encode_turns(turns: Sequence[AgentTurn], tokenizer: Any, max_length: int) ->
     return {"input_ids": input_ids, "attention_mask": attention, "response_mask": response}
 
 
-def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None) -> Path:
+def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None, progress: bool = False) -> Path:
     """BC on ``turns``: minimises the mean NLL per action token of the turns' actions, from ``start``'s weights (a
     loaded checkpoint) or from a fresh model of ``config.model``; writes ``config.out/checkpoint`` (algorithm
     ``bc``, loadable by ``trainers.algorithms.registry.load_policy``) and returns it. ``config`` is a
     ``trainers.algorithms.bc.BCConfig``: its ``steps``, ``batch_size`` (turns), ``lr``, ``max_length`` and ``seed``
-    are used, and without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer`` name). Batches are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``)."""
+    are used, and without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer`` name). Batches are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``); ``progress`` draws
+    a bar with the loss."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.bc import BCModel
     from trainers.algorithms.dpo.dpo import batch_indices, sequence_logps
@@ -127,6 +129,7 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     module.train()
     started = time.perf_counter()
+    bar = tqdm(total=config.steps, desc=f"fit {Path(config.out).name}", unit="step", disable=not progress)
     for step in range(config.steps):
         index = torch.from_numpy(batch_indices(len(turns), config.batch_size, step, config.seed))
         width = int(tensors["attention_mask"][index].sum(1).max())  # right-padded: drop the all-pad columns
@@ -139,6 +142,9 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None)
             torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
         optimizer.step()
         scheduler.step()
+        bar.update(1)
+        bar.set_postfix(loss=f"{float(loss):.4f}", refresh=False)
+    bar.close()
     Path(config.out).mkdir(parents=True, exist_ok=True)
     return save_checkpoint(config.out, "bc", config, module, tokenizer,
                            trainer_state(optimizer, scheduler, config.steps, time.perf_counter() - started))
@@ -163,10 +169,11 @@ def team_policy(env: LanguageEnv, groups: Sequence[tuple[int, ...]], checkpoints
 
 
 def play_team(make_env: Callable[[], LanguageEnv], team: RoleTeam, seeds: Sequence[int],
-              batch: int = 64) -> np.ndarray:
+              batch: int = 64, progress: bool = False) -> np.ndarray:
     """float64 ``[games, 1 + agents]``: per seeded game its team return (the rewards) and each agent's own return
-    (the sum of ``agent_rewards()``), games played ``batch`` at a time in lockstep."""
+    (the sum of ``agent_rewards()``), games played ``batch`` at a time in lockstep (``progress``: a bar of games)."""
     rows = []
+    bar = tqdm(total=len(seeds), desc=f"play {team.name}", unit="game", disable=not progress)
     for first in range(0, len(seeds), batch):
         chunk = [int(s) for s in seeds[first:first + batch]]
         envs = [make_env() for _ in chunk]
@@ -190,6 +197,8 @@ def play_team(make_env: Callable[[], LanguageEnv], team: RoleTeam, seeds: Sequen
                     still.append(i)
             live = still
         rows += totals
+        bar.update(len(chunk))
+    bar.close()
     return np.stack(rows)
 
 

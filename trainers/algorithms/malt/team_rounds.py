@@ -138,8 +138,8 @@ def team_return(episode: dict[str, Any]) -> float:
 
 
 def ei_team_round(config: TeamMALTConfig, env: Any, groups: list[tuple[int, ...]], checkpoints: list[str], r: int,
-                  round_dir: Path) -> TeamRound:
-    """One EI round (see the module docstring)."""
+                  round_dir: Path, progress: bool = False) -> TeamRound:
+    """One EI round (see the module docstring); ``progress`` draws the fine-tuning's bars."""
     from trainers.algorithms.bc import BCConfig
     from trainers.algorithms.registry import load_agent_model
 
@@ -161,7 +161,7 @@ def ei_team_round(config: TeamMALTConfig, env: Any, groups: list[tuple[int, ...]
         start = load_agent_model(checkpoint)
         bc = BCConfig(out=str(round_dir / f"train_g{k}"), steps=config.ei_steps, batch_size=config.ei_batch_size,
                       lr=config.ei_lr, seed=config.seed + r, max_length=start.config.model.n_positions)
-        new.append(str(fit_turns(bc, turns, start)))
+        new.append(str(fit_turns(bc, turns, start, progress)))
         trained_on.append(len(turns))
         reasons.append("")
     return TeamRound(r, "ei", [list(g) for g in groups], new, str(samples),
@@ -226,7 +226,7 @@ def run_team_malt(config: TeamMALTConfig, checkpoints: list[str], env: Any, prog
         if done is None:
             round_dir.mkdir(parents=True, exist_ok=True)
             if r < config.num_initial_ei_rounds:
-                done = ei_team_round(config, env, groups, current, r, round_dir)
+                done = ei_team_round(config, env, groups, current, r, round_dir, progress)
             else:
                 done = malt_team_round(config, env, groups, current, r, round_dir, progress)
             done.save(round_dir)
