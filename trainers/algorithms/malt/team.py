@@ -143,7 +143,7 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
         optimizer.step()
         scheduler.step()
         bar.update(1)
-        bar.set_postfix(loss=f"{float(loss):.4f}", refresh=False)
+        bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
     bar.close()
     Path(config.out).mkdir(parents=True, exist_ok=True)
     return save_checkpoint(config.out, "bc", config, module, tokenizer,
