@@ -81,14 +81,15 @@ def test_an_observation_that_writes_its_cells_out_is_encoded_as_those_cells(tok)
     rng = np.random.default_rng(1)
     words = list(lmrl_gym_words().words)
     for _ in range(20):
-        word, squares, prompt = rng.choice(words), rng.choice(PATTERNS), rng.choice(["propose", "check", "", "crane"])
+        word, squares = rng.choice(words), rng.choice(PATTERNS)
+        prompt = rng.choice(["propose", "check", "", "crane"])
         text = prompt + written_cells(word, squares)
         ids = tok.encode_observation(text, "accept")
         assert ids[len(ids) - 5:] == tok.encode_observation(squares, word)
         assert ids[:len(ids) - 5] == tok.encode(prompt) and tok.decode(ids) == text
-    near = ["propose" + written_cells("crane", "⬛🟨⬛⬛🟩")[:-1], "c⬛r🟨a⬛n⬛e", "⬛c🟨r⬛a⬛n🟩e", "propose", "crane",
-            "proposeC⬛r🟨a⬛n⬛e🟩", "xc⬛r🟨a⬛n⬛e🟩🟩"]
-    for text in near[:-1]:
+    near = ["propose" + written_cells("crane", "⬛🟨⬛⬛🟩")[:-1], "c⬛r🟨a⬛n⬛e", "⬛c🟨r⬛a⬛n🟩e", "propose",
+            "crane", "proposeC⬛r🟨a⬛n⬛e🟩", "xc⬛r🟨a⬛n⬛e🟩🟩"]
+    for text in near:
         assert tok.encode_observation(text, "accept", strict=False) == tok.encode(text, strict=False), text
     pairs = [(rng.choice(["propose", "check", ""]) + written_cells(rng.choice(words), rng.choice(PATTERNS)), "accept")
              for _ in range(10)] + [(t, "accept") for t in near] + [(rng.choice(PATTERNS), "crane"), ("", "")]

@@ -108,8 +108,9 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
     loaded checkpoint) or from a fresh model of ``config.model``; writes ``config.out/checkpoint`` (algorithm
     ``bc``, loadable by ``trainers.algorithms.registry.load_policy``) and returns it. ``config`` is a
     ``trainers.algorithms.bc.BCConfig``: its ``steps``, ``batch_size`` (turns), ``lr``, ``max_length`` and ``seed``
-    are used, and without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer`` name). Batches are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``); ``progress`` draws
-    a bar with the loss."""
+    are used, and without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer`` name). Batches
+    are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``); ``progress`` draws a bar
+    with the loss."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.bc import BCModel
     from trainers.algorithms.dpo.dpo import batch_indices, sequence_logps
