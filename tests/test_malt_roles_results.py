@@ -10,7 +10,7 @@ import torch
 
 from trainers.algorithms.malt.team_rounds import TeamRound
 from trainers.cli.main import main
-from trainers.experiments.malt_roles import TeamRow, kept_blocks, splice, verdict
+from trainers.experiments.malt_roles import COMMITTED, BoardReading, TeamRow, kept_blocks, make_env, splice, verdict
 
 torch.set_num_threads(1)
 
@@ -33,11 +33,36 @@ def test_malt_roles_results_smoke(tmp_path):
     assert (separate / "bc" / "g0" / "checkpoint").is_dir() and (separate / "bc" / "g1" / "checkpoint").is_dir()
     assert not (tmp_path / "work" / "bc" / "g1").exists() and not (separate / "bc_data").exists()
     assert TeamRound.load(separate / "malt" / "round_01").groups == [[0], [1]]
+    reading = text.split("### How the roles use the board")[1].split("### Rounds")[0]
+    assert all(f"| {row} | " in reading for row in ("bc", "malt", "malt[0,1]"))
     first = text
     main(["results", "malt-roles", "--smoke", "--out", str(out), "--workdir", str(tmp_path / "work")])  # resumed
     assert out.read_text().count("## Two-role Wordle") == 1
     table = lambda page: page.split("### Results")[1].split("### Settings")[0]  # noqa: E731
     assert table(out.read_text()) == table(first)  # the same checkpoints and seeded games: the same rows
+
+
+def test_board_reading_counts_what_scripted_roles_of_known_strength_do():
+    """A strong proposer's first proposals always fit and a strong checker accepts exactly the fitting ones; a
+    proposer that never plays smart mostly proposes words that do not fit, and a coin-flip checker accepts about
+    half of either kind."""
+    from rlds_lang.wordle_roles.policies import RoleTeam, ScriptedChecker, ScriptedProposer
+    from trainers.algorithms.malt.team import play_team
+
+    def reading_of(prob_smart, accuracy):
+        lists = {"answers": COMMITTED["words"], "guesses": COMMITTED["words"]}
+        team = RoleTeam([ScriptedProposer(prob_smart, **lists), ScriptedChecker(accuracy, **lists)])
+        reading = BoardReading()
+        play_team(lambda: make_env(COMMITTED), team, list(range(60)), on_step=reading)
+        return reading
+
+    strong = reading_of(1.0, 1.0)
+    assert strong.fitting_first == 1.0 and strong.first.sum() > 30
+    assert strong.checks[0].sum() == 0 and strong.accepts(True) == 1.0
+    careless = reading_of(0.0, 1.0)  # judges right: accepts the fitting proposals only
+    assert careless.fitting_first < 0.3 and careless.accepts(True) == 1.0 and careless.accepts(False) == 0.0
+    coin = reading_of(0.0, 0.0)
+    assert 0.35 < coin.accepts(False) < 0.65
 
 
 def _row(name, team, proposer, checker):

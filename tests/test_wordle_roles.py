@@ -132,3 +132,29 @@ def test_trees_carry_a_reward_per_role(tmp_path):
     assert {int(a) for t in trees for a in t.agent} == {0, 1}
     differ = [t for t in trees if not np.array_equal(t.rewards[:, 0], t.rewards[:, 1])]
     assert differ  # the roles' own costs make their rewards differ somewhere
+
+
+def test_a_scripted_member_of_a_batched_team_draws_afresh_at_every_step():
+    """``RoleTeam.act_batch`` seeds a member without its own ``act_batch`` from the game's seed and the step, as
+    a language-model member's draws are: a random proposer does not propose the same word every turn."""
+    from rlds_lang.wordle.policies import child_seed
+
+    team = RoleTeam([ScriptedProposer(0.0, answers="demo_words", guesses="demo_words"),
+                     ScriptedChecker(1.0, answers="demo_words", guesses="demo_words")])
+    env = ProposerCheckerEnv(answers="demo_words", guesses="demo_words")
+    env.seed(5)
+    observations, actions = [env.reset().observation], []
+    proposals = []
+    for _ in range(12):
+        action = team.act_batch([(observations, actions)], seeds=[5])[0]
+        alone = team.member_of(observations)
+        alone.reset(child_seed(5, len(actions)))
+        assert action == alone.act(observations, actions)  # the seed of this game and step
+        if int(observations[-1]["agent"]) == 0:
+            proposals.append(action)
+        timestep = env.step(action)
+        observations.append(timestep.observation)
+        actions.append(action)
+        if timestep.last():
+            break
+    assert len(set(proposals)) > 1, proposals

@@ -103,7 +103,9 @@ class RoleTeam:
     def act_batch(self, histories: Sequence[tuple[Sequence[Observation], Sequence[str]]],
                   seeds: Sequence[int]) -> list[str]:
         """The next action of several seeded games: each member answers its games at once (its own ``act_batch``
-        when it has one, else ``reset(seed)`` and ``act`` per game)."""
+        when it has one, else ``act`` per game after a reset to ``child_seed(seed, step)``, so that, as a
+        language-model policy's draws, a game's draws depend on its seed and its step; ``step``: the actions so
+        far)."""
         out: list[str | None] = [None] * len(histories)
         by_member: dict[int, list[int]] = {}
         for i, (observations, _) in enumerate(histories):
@@ -116,7 +118,7 @@ class RoleTeam:
             else:
                 answers = []
                 for i in rows:
-                    member.reset(seeds[i])
+                    member.reset(child_seed(seeds[i], len(histories[i][1])))
                     answers.append(member.act(*histories[i]))
             for i, answer in zip(rows, answers):
                 out[i] = answer

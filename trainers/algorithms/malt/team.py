@@ -170,9 +170,11 @@ def team_policy(env: LanguageEnv, groups: Sequence[tuple[int, ...]], checkpoints
 
 
 def play_team(make_env: Callable[[], LanguageEnv], team: RoleTeam, seeds: Sequence[int],
-              batch: int = 64, progress: bool = False) -> np.ndarray:
+              batch: int = 64, progress: bool = False,
+              on_step: Callable[[Any, str], None] | None = None) -> np.ndarray:
     """float64 ``[games, 1 + agents]``: per seeded game its team return (the rewards) and each agent's own return
-    (the sum of ``agent_rewards()``), games played ``batch`` at a time in lockstep (``progress``: a bar of games)."""
+    (the sum of ``agent_rewards()``), games played ``batch`` at a time in lockstep (``progress``: a bar of games).
+    ``on_step(observation, action)`` sees every action with the observation it was taken from."""
     rows = []
     bar = tqdm(total=len(seeds), desc=f"play {team.name}", unit="game", disable=not progress)
     for first in range(0, len(seeds), batch):
@@ -188,6 +190,8 @@ def play_team(make_env: Callable[[], LanguageEnv], team: RoleTeam, seeds: Sequen
             actions = team.act_batch([histories[i] for i in live], seeds=[chunk[i] for i in live])
             still = []
             for i, action in zip(live, actions):
+                if on_step is not None:
+                    on_step(histories[i][0][-1], action)
                 timestep = envs[i].step(action)
                 own = np.asarray(envs[i].agent_rewards(), np.float64)
                 step_total = np.concatenate([[float(timestep.reward)], own])
