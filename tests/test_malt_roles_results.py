@@ -10,7 +10,8 @@ import torch
 
 from trainers.algorithms.malt.team_rounds import TeamRound
 from trainers.cli.main import main
-from trainers.experiments.malt_roles import COMMITTED, BoardReading, TeamRow, kept_blocks, make_env, splice, verdict
+from trainers.experiments.malt_roles import COMMITTED, TeamRow, kept_blocks, make_env, splice, verdict
+from trainers.experiments.malt_roles_reading import BoardReading
 
 torch.set_num_threads(1)
 

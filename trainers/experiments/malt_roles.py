@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from trainers.experiments.malt_roles_reading import BoardReading, reading_table
+
 #: the committed settings of the two-role section; ``SMOKE`` shrinks them for a quick check of the pipeline.
 COMMITTED: dict[str, Any] = {
     # the demo's 32-word list as answers and guesses, and logits that start at scale 10 (trainers.experiments.demo says
@@ -108,37 +110,6 @@ MALT_START = "malt_ei_start"
 SECTION_BEGIN, SECTION_END = "<!-- two-role section: generated, begin -->", "<!-- two-role section: end -->"
 SUMMARY_BEGIN, SUMMARY_END = "<!-- two-role summary: generated, begin -->", "<!-- two-role summary: end -->"
 COLUMNS = ("team return", "proposer's own return", "checker's own return")
-
-
-@dataclasses.dataclass
-class BoardReading:
-    """How a team's roles use the board, counted over its evaluation games (an ``on_step`` of ``play_team``): at
-    every check after the first guess, whether the proposal fits the feedback so far (``proposal_fits``) and whether
-    the checker accepted it. ``first`` counts first proposals of a turn (before any send-back), ``checks`` every
-    check, as ``[fits][accepted]``."""
-
-    first: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2, np.int64))
-    checks: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((2, 2), np.int64))
-
-    def __call__(self, observation: Any, action: str) -> None:
-        from rlds_lang.wordle_roles.env import ACCEPT, CHECKER
-
-        if int(observation["agent"]) != CHECKER or int(observation["turn"]) == 0:
-            return
-        fits = int(observation["proposal_fits"]) == 1
-        if int(observation["sendbacks"]) == 0:
-            self.first[int(fits)] += 1
-        self.checks[int(fits), int(action == ACCEPT)] += 1
-
-    @property
-    def fitting_first(self) -> float:
-        """Share of first proposals after the first guess that fit the feedback (nan without any)."""
-        return float(self.first[1] / self.first.sum()) if self.first.sum() else float("nan")
-
-    def accepts(self, fits: bool) -> float:
-        """Share of fitting (or not fitting) proposals the checker accepted (nan without any)."""
-        row = self.checks[int(fits)]
-        return float(row[1] / row.sum()) if row.sum() else float("nan")
 
 
 @dataclasses.dataclass
@@ -327,19 +298,6 @@ def results_table(rows: list[TeamRow]) -> str:
     return "\n".join(lines)
 
 
-def reading_table(rows: list[TeamRow]) -> str:
-    """Markdown: per row how its roles use the board (``BoardReading``), on the rows' evaluation games."""
-    lines = ["| row | first proposals that fit the feedback | checker accepts a fitting proposal | "
-             "checker accepts one that does not fit |", "| --- | --- | --- | --- |"]
-    for row in rows:
-        r = row.reading
-        if r is None:
-            continue
-        lines.append(f"| {row.name} | {r.fitting_first:.2f} (of {int(r.first.sum())}) | {r.accepts(True):.2f} "
-                     f"(of {int(r.checks[1].sum())}) | {r.accepts(False):.2f} (of {int(r.checks[0].sum())}) |")
-    return "\n".join(lines)
-
-
 def rounds_table(rounds: list) -> str:
     """One line per round: kind, responses sampled, episodes, mean team return, what each group trained on."""
     lines = ["round  kind  env_steps  episodes  mean_team_return  trained_on (per group)"]
@@ -387,7 +345,8 @@ def section(rows: list[TeamRow], arms: dict[str, list], settings: dict[str, Any]
             "After the first guess: the share of a turn's first proposals that fit the feedback so far (could still be "
             "the answer), and the share of fitting and of non-fitting proposals the checker accepts. A checker that "
             "reads the board accepts fitting proposals far more often than the others.\n\n"
-            + reading_table(rows) + "\n\n### Rounds\n\n"
+            + reading_table([(row.name, row.reading) for row in rows if row.reading is not None])
+            + "\n\n### Rounds\n\n"
             + "".join(f"`{name}`:\n\n```\n{rounds_table(rounds)}\n```\n\n" for name, rounds in arms.items())
             + "### Settings that differ from the trainer's defaults\n\n"
             "The MALT arm's rounds against `TeamMALTConfig`'s defaults (the reference trainer's semantics), each with "
@@ -435,7 +394,7 @@ def kept_blocks(old_page: str, new_page: str) -> str:
     return new_page
 
 
-__all__ = ["BoardReading", "COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TEAM_CHOICES", "TeamRow", "arm_dir",
+__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TEAM_CHOICES", "TeamRow", "arm_dir",
            "arm_groups", "arm_suffix", "bc_episodes", "choices_table", "differing_settings", "evaluate_rows",
-           "kept_blocks", "make_env", "reading_table", "results_table", "rounds_table", "run_arm", "run_arms",
+           "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms",
            "section", "splice", "team_config", "train_bc", "verdict"]
