@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from rlds_lang.wordle_roles.env import ACCEPT, CHECKER
+
 
 @dataclasses.dataclass
 class BoardReading:
@@ -22,8 +24,6 @@ class BoardReading:
     checks: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((2, 2), np.int64))
 
     def __call__(self, observation: Any, action: str) -> None:
-        from rlds_lang.wordle_roles.env import ACCEPT, CHECKER
-
         if int(observation["agent"]) != CHECKER or int(observation["turn"]) == 0:
             return
         fits = int(observation["proposal_fits"]) == 1
