@@ -64,6 +64,36 @@ def test_turns_send_backs_and_each_role_s_reward():
     assert [g for g, _ in board_history([timestep.observation])] == ["crane"]
 
 
+
+def test_the_checker_sees_the_last_guess_coloured_as_if_the_proposal_were_the_answer():
+    """``checker_view="proposal"``: the checker's cells equal the board's (in the proposer's observation just before)
+    exactly when the proposal fits the last played guess; ``"board"``: the checker sees the proposer's board."""
+    from rlds_lang.wordle import game
+
+    matched = {True: 0, False: 0}
+    for view in ("proposal", "board"):
+        env = ProposerCheckerEnv(max_sendbacks=1, checker_view=view)
+        for seed in range(12):
+            episode = run_episode(env, scripted_team("weak", "weak"), seed=seed)
+            obs = episode.observations
+            for t in range(1, len(obs)):
+                if int(obs[t]["agent"]) != 1 or int(obs[t]["turn"]) == 0:
+                    continue
+                board, check = obs[t - 1]["text"][len("propose"):], obs[t]["text"][len("check"):]
+                assert obs[t - 1]["text"].startswith("propose") and obs[t]["text"].startswith("check")
+                played, proposal = str(obs[t]["played"]), str(obs[t]["proposal"])
+                fits_last = game.colour(played, proposal) == tuple(int(v) for v in obs[t]["feedback"])
+                if view == "board":
+                    assert check == board
+                else:
+                    assert check[::2] == played
+                    assert (check == board) == fits_last
+                    matched[fits_last] += 1
+        assert env.episode_metadata()["checker_view"] == view
+    assert matched[True] > 5 and matched[False] > 5, matched  # both cases met
+    with pytest.raises(ValueError, match="checker_view"):
+        ProposerCheckerEnv(checker_view="letters")
+
 def test_bad_actions_are_refused_with_the_action_named():
     env = _env()
     env.reset()

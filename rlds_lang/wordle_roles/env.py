@@ -17,9 +17,15 @@ makes its choices matter:
 ``agent_reward_ranges()`` gives each role's possible return range (MALT's per-agent mid-point and range).
 
 Observation: ``text`` (the role prompt, ``propose`` or ``check``, then the last played guess with its feedback
-written as cells, letter then square: ``checkc⬛r🟨a⬛n⬛e🟩``; ``rlds_lang.wordle.board_tokenizer`` reads these
+written as cells, letter then square: ``proposec⬛r🟨a⬛n⬛e🟩``; ``rlds_lang.wordle.board_tokenizer`` reads these
 as one token per (letter, colour), so a model sees which letter got which colour without binding the squares to
-a guess several actions back: the action before an observation is often ``accept``, not the guess),
+a guess several actions back: the action before an observation is often ``accept``, not the guess). What the
+checker's text colours is ``checker_view``: ``"proposal"`` (the default) writes the last played guess with the
+colours it would have got were the proposal the answer, so the proposal fits that guess exactly when these
+cells are the board's cells in the proposer's observation just before (a comparison of cell tokens a fixed
+distance apart; a proposal is one word token, and reading its letters from its embedding is what a small model
+trained on these games did not learn: its checkers accepted fitting and non-fitting proposals alike);
+``"board"`` writes the board as the proposer sees it. Further fields:
 ``agent``, ``turn`` (guesses played), ``played`` and ``feedback`` (the last played guess and its colours; ``""``
 and -1 before the first), ``proposal`` (the guess under check, ``""`` for the proposer), ``proposal_fits`` (1 if
 it is still a possible answer, 0 if not, -1 without a proposal) and ``sendbacks`` (this turn's so far).
@@ -53,6 +59,8 @@ PROPOSER, CHECKER = 0, 1
 ROLES = ("proposer", "checker")
 #: the role prompt that starts each role's observation text.
 ROLE_PROMPTS = ("propose", "check")
+#: what the checker's text may colour (``ProposerCheckerEnv``'s ``checker_view``; module docstring).
+CHECKER_VIEWS = ("proposal", "board")
 #: the checker's two actions.
 ACCEPT, REJECT = "accept", "reject"
 #: the proposer's own cost of a proposal sent back.
@@ -92,6 +100,7 @@ class ProposerCheckerEnv(LanguageEnv):
 
     Args:
       max_sendbacks: proposals the checker may send back per turn (K); the next one is played unchecked.
+      checker_view: what the checker's text colours, ``"proposal"`` or ``"board"`` (module docstring).
       answers, guesses, rule, mode, max_guesses: the game's (``rlds_lang.wordle.env.WordleEnv``).
       seed: seed of the hidden-word draws.
     """
@@ -100,11 +109,15 @@ class ProposerCheckerEnv(LanguageEnv):
 
     def __init__(self, max_sendbacks: int = 1, answers: WordList | str = "official_answers",
                  guesses: WordList | str = "official_guesses", rule: game.Rule | str = game.Rule.OFFICIAL,
-                 mode: str = "fixed", max_guesses: int = MAX_GUESSES, seed: int = 0):
+                 mode: str = "fixed", max_guesses: int = MAX_GUESSES, seed: int = 0,
+                 checker_view: str = "proposal"):
         super().__init__(seed)
         if max_sendbacks < 0:
             raise ValueError(f"max_sendbacks must be >= 0, got {max_sendbacks}")
+        if checker_view not in CHECKER_VIEWS:
+            raise ValueError(f"checker_view must be one of {CHECKER_VIEWS}, got {checker_view!r}")
         self.max_sendbacks = int(max_sendbacks)
+        self.checker_view = checker_view
         self.game = WordleEnv(answers, guesses, rule=rule, mode=mode, max_guesses=max_guesses, seed=seed)
         self.knowledge = WordleKnowledge(self.game.answers, self.game.guesses, self.game.rule)
         self._observation: dict[str, Any] = {}
@@ -156,7 +169,10 @@ class ProposerCheckerEnv(LanguageEnv):
     def _make_observation(self, agent: int, proposal: str = "", sendbacks: int = 0) -> dict[str, Any]:
         history = self.game.history
         played, pattern = history[-1] if history else ("", None)
-        board = written_cells(played, game.render(pattern)) if pattern is not None else ""
+        shown = pattern
+        if agent == CHECKER and self.checker_view == "proposal" and pattern is not None:
+            shown = game.colour(played, proposal, self.game.rule)
+        board = written_cells(played, game.render(shown)) if shown is not None else ""
         fits = -1
         if proposal:
             fits = int(proposal in self.answers and self.answers.index(proposal) in set(
@@ -200,7 +216,8 @@ class ProposerCheckerEnv(LanguageEnv):
         return following, reward, done
 
     def episode_metadata(self) -> dict[str, Any]:
-        return {**self.game.episode_metadata(), "task": self.task_name, "max_sendbacks": np.int32(self.max_sendbacks)}
+        return {**self.game.episode_metadata(), "task": self.task_name, "max_sendbacks": np.int32(self.max_sendbacks),
+                "checker_view": self.checker_view}
 
 
 def episode_role_returns(steps: Sequence[dict[str, Any]], max_sendbacks: int) -> np.ndarray:
@@ -215,5 +232,5 @@ def episode_role_returns(steps: Sequence[dict[str, Any]], max_sendbacks: int) ->
     return total
 
 
-__all__ = ["ACCEPT", "CHECKER", "MISJUDGE_COST", "PROPOSER", "REJECT", "ROLES", "ROLE_PROMPTS", "SENDBACK_COST",
+__all__ = ["ACCEPT", "CHECKER", "CHECKER_VIEWS", "MISJUDGE_COST", "PROPOSER", "REJECT", "ROLES", "ROLE_PROMPTS", "SENDBACK_COST",
            "ProposerCheckerEnv", "board_history", "episode_role_returns", "role_rewards"]
