@@ -98,3 +98,22 @@ def test_constraints_filter_equals_pattern_consistency(data, rule):
     by_patterns = {w for w in answers if all(game.colour(g, w, rule) == p for g, p in history)}
     assert answer in by_constraints
     assert by_constraints == by_patterns
+
+
+def test_marks_give_each_square_its_hand_worked_meaning():
+    board = game.constraints_from_history([("crane", (0, 1, 0, 0, 2))])  # c, a, n absent; r elsewhere; e last
+    assert board.marks("rinse") == "🟨⬜⬛⬜🟩"  # r known in the answer; i, s unknown; n absent; e known there
+    assert board.marks("rider") == "🟨⬜⬜🟨⬛"  # r cannot be last (e is); e may also be fourth
+    assert board.marks("tryst") == "⬜⬛⬜⬜⬛"  # r was yellow at place 1, so it is not there
+    assert game.Constraints().marks("crane") == "⬜" * 5  # nothing played: nothing known
+
+
+@given(st.data(), st.sampled_from(["official", "ilql"]))
+def test_a_word_with_a_ruled_out_mark_is_never_allowed_and_the_answer_has_none(data, rule):
+    answers = official_answers().words
+    answer, word = data.draw(st.sampled_from(answers)), data.draw(st.sampled_from(answers))
+    guesses = data.draw(st.lists(st.sampled_from(answers), min_size=1, max_size=4))
+    board = game.constraints_from_history([(g, game.colour(g, answer, rule)) for g in guesses], rule)
+    assert "⬛" not in board.marks(answer)
+    if "⬛" in board.marks(word):
+        assert not board.allows(word)

@@ -65,34 +65,38 @@ def test_turns_send_backs_and_each_role_s_reward():
 
 
 
-def test_the_checker_sees_the_last_guess_coloured_as_if_the_proposal_were_the_answer():
-    """``checker_view="proposal"``: the checker's cells equal the board's (in the proposer's observation just before)
-    exactly when the proposal fits the last played guess; ``"board"``: the checker sees the proposer's board."""
+def test_the_checker_sees_the_proposal_marked_by_the_board():
+    """``checker_view="marked"``: the checker's text is the proposal as cells marked by the board
+    (``Constraints.marks``), and a proposal with a ruled-out cell never fits; ``"board"``: the checker sees the
+    proposer's board."""
     from rlds_lang.wordle import game
 
-    matched = {True: 0, False: 0}
-    for view in ("proposal", "board"):
+    seen = {"fits": 0, "ruled out": 0, "unmarked misfit": 0}
+    for view in ("marked", "board"):
         env = ProposerCheckerEnv(max_sendbacks=1, checker_view=view)
         for seed in range(12):
             episode = run_episode(env, scripted_team("weak", "weak"), seed=seed)
             obs = episode.observations
             for t in range(1, len(obs)):
-                if int(obs[t]["agent"]) != 1 or int(obs[t]["turn"]) == 0:
+                if int(obs[t]["agent"]) != 1:
                     continue
-                board, check = obs[t - 1]["text"][len("propose"):], obs[t]["text"][len("check"):]
                 assert obs[t - 1]["text"].startswith("propose") and obs[t]["text"].startswith("check")
-                played, proposal = str(obs[t]["played"]), str(obs[t]["proposal"])
-                fits_last = game.colour(played, proposal) == tuple(int(v) for v in obs[t]["feedback"])
+                board, check = obs[t - 1]["text"][len("propose"):], obs[t]["text"][len("check"):]
                 if view == "board":
                     assert check == board
-                else:
-                    assert check[::2] == played
-                    assert (check == board) == fits_last
-                    matched[fits_last] += 1
+                    continue
+                history = [(g, game.pattern_from_id(p)) for g, p in board_history(obs[:t + 1])]
+                proposal, fits = str(obs[t]["proposal"]), int(obs[t]["proposal_fits"]) == 1
+                assert check[::2] == proposal
+                assert check[1::2] == game.constraints_from_history(history).marks(proposal)
+                ruled_out = "⬛" in check[1::2]
+                assert not (fits and ruled_out)
+                seen["fits" if fits else "ruled out" if ruled_out else "unmarked misfit"] += 1
         assert env.episode_metadata()["checker_view"] == view
-    assert matched[True] > 5 and matched[False] > 5, matched  # both cases met
+    assert seen["fits"] > 5 and seen["ruled out"] > 5, seen  # both cases met
     with pytest.raises(ValueError, match="checker_view"):
         ProposerCheckerEnv(checker_view="letters")
+
 
 def test_bad_actions_are_refused_with_the_action_named():
     env = _env()

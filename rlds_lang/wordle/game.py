@@ -25,6 +25,8 @@ BLACK, YELLOW, GREEN = 0, 1, 2
 NUM_PATTERNS = 3**WORD_LENGTH
 WIN_PATTERN_ID = NUM_PATTERNS - 1  # all green
 SQUARES = {BLACK: "⬛", YELLOW: "🟨", GREEN: "🟩"}
+#: the square ``Constraints.marks`` gives a letter the board says nothing about.
+UNKNOWN_SQUARE = "⬜"
 LETTERS = {BLACK: "b", YELLOW: "y", GREEN: "g"}
 
 
@@ -151,6 +153,25 @@ class Constraints:
             if counts[letter] > n:
                 return False
         return True
+
+    def marks(self, word: str) -> str:
+        """``word``'s letters as the board marks them, one square each: 🟩 the letter is known to be at this place,
+        ⬛ the board rules it out here (another letter is known here, it was seen elsewhere but not here, or it is
+        absent), 🟨 it is known to be in the answer and may be here, ⬜ nothing is known about it. A word with a
+        ⬛ is not allowed (``allows``); one without may still miss a letter the answer needs or repeat one too often.
+
+        >>> constraints_from_history([("crane", (0, 1, 0, 0, 2))]).marks("rinse")
+        '🟨⬜⬛⬜🟩'
+        """
+        squares = []
+        for i, letter in enumerate(word):
+            if self.greens.get(i) == letter:
+                squares.append(SQUARES[GREEN])
+            elif i in self.greens or letter in self.not_at.get(i, ()) or self.max_count.get(letter) == 0:
+                squares.append(SQUARES[BLACK])
+            else:
+                squares.append(SQUARES[YELLOW] if self.min_count.get(letter, 0) > 0 else UNKNOWN_SQUARE)
+        return "".join(squares)
 
     def describe(self) -> str:
         """A one-line human summary, e.g. ``greens a____; absent: xyz; needs: e>=1``."""

@@ -19,13 +19,13 @@ makes its choices matter:
 Observation: ``text`` (the role prompt, ``propose`` or ``check``, then the last played guess with its feedback
 written as cells, letter then square: ``proposec⬛r🟨a⬛n⬛e🟩``; ``rlds_lang.wordle.board_tokenizer`` reads these
 as one token per (letter, colour), so a model sees which letter got which colour without binding the squares to
-a guess several actions back: the action before an observation is often ``accept``, not the guess). What the
-checker's text colours is ``checker_view``: ``"proposal"`` (the default) writes the last played guess with the
-colours it would have got were the proposal the answer, so the proposal fits that guess exactly when these
-cells are the board's cells in the proposer's observation just before (a comparison of cell tokens a fixed
-distance apart; a proposal is one word token, and reading its letters from its embedding is what a small model
-trained on these games did not learn: its checkers accepted fitting and non-fitting proposals alike);
-``"board"`` writes the board as the proposer sees it. Further fields:
+a guess several actions back: the action before an observation is often ``accept``, not the guess). The
+checker's text is set by ``checker_view``: ``"marked"`` (the default) writes the proposal as cells, each letter
+with the square the board gives it at its place (``rlds_lang.wordle.game.Constraints.marks``: 🟩 known there, ⬛
+ruled out there, 🟨 known in the answer, ⬜ unknown), as Wordle's keyboard colours the letters typed: a proposal
+with a ⬛ cannot be the answer. ``"board"`` writes the board as the proposer sees it; then the proposal is only the
+word token of the action before, and reading its letters from that token is what the small models trained on
+these games did not learn (their checkers accepted fitting and non-fitting proposals alike). Further fields:
 ``agent``, ``turn`` (guesses played), ``played`` and ``feedback`` (the last played guess and its colours; ``""``
 and -1 before the first), ``proposal`` (the guess under check, ``""`` for the proposer), ``proposal_fits`` (1 if
 it is still a possible answer, 0 if not, -1 without a proposal) and ``sendbacks`` (this turn's so far).
@@ -59,8 +59,8 @@ PROPOSER, CHECKER = 0, 1
 ROLES = ("proposer", "checker")
 #: the role prompt that starts each role's observation text.
 ROLE_PROMPTS = ("propose", "check")
-#: what the checker's text may colour (``ProposerCheckerEnv``'s ``checker_view``; module docstring).
-CHECKER_VIEWS = ("proposal", "board")
+#: what the checker's text may show (``ProposerCheckerEnv``'s ``checker_view``; module docstring).
+CHECKER_VIEWS = ("marked", "board")
 #: the checker's two actions.
 ACCEPT, REJECT = "accept", "reject"
 #: the proposer's own cost of a proposal sent back.
@@ -100,7 +100,7 @@ class ProposerCheckerEnv(LanguageEnv):
 
     Args:
       max_sendbacks: proposals the checker may send back per turn (K); the next one is played unchecked.
-      checker_view: what the checker's text colours, ``"proposal"`` or ``"board"`` (module docstring).
+      checker_view: what the checker's text shows, ``"marked"`` or ``"board"`` (module docstring).
       answers, guesses, rule, mode, max_guesses: the game's (``rlds_lang.wordle.env.WordleEnv``).
       seed: seed of the hidden-word draws.
     """
@@ -110,7 +110,7 @@ class ProposerCheckerEnv(LanguageEnv):
     def __init__(self, max_sendbacks: int = 1, answers: WordList | str = "official_answers",
                  guesses: WordList | str = "official_guesses", rule: game.Rule | str = game.Rule.OFFICIAL,
                  mode: str = "fixed", max_guesses: int = MAX_GUESSES, seed: int = 0,
-                 checker_view: str = "proposal"):
+                 checker_view: str = "marked"):
         super().__init__(seed)
         if max_sendbacks < 0:
             raise ValueError(f"max_sendbacks must be >= 0, got {max_sendbacks}")
@@ -169,10 +169,10 @@ class ProposerCheckerEnv(LanguageEnv):
     def _make_observation(self, agent: int, proposal: str = "", sendbacks: int = 0) -> dict[str, Any]:
         history = self.game.history
         played, pattern = history[-1] if history else ("", None)
-        shown = pattern
-        if agent == CHECKER and self.checker_view == "proposal" and pattern is not None:
-            shown = game.colour(played, proposal, self.game.rule)
-        board = written_cells(played, game.render(shown)) if shown is not None else ""
+        board = written_cells(played, game.render(pattern)) if pattern is not None else ""
+        if agent == CHECKER and self.checker_view == "marked":
+            marks = game.constraints_from_history(history, self.game.rule).marks(proposal)
+            board = written_cells(proposal, marks)
         fits = -1
         if proposal:
             fits = int(proposal in self.answers and self.answers.index(proposal) in set(

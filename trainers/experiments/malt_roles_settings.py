@@ -22,7 +22,7 @@ COMMITTED: dict[str, Any] = {
     # checker_view): with the board alone ("board") no checker told fitting proposals from the others, at the BC
     # start or after EI or MALT (P(accept | fits) against P(accept | does not fit): bc 0.46 vs 0.51, malt 0.17 vs
     # 0.18 on 200 held-out games), since a proposal is one word token whose letters a small model did not learn
-    "checker_view": "proposal",
+    "checker_view": "marked",
     # the BC data leaves room above it: weak and medium scripted roles (rlds_lang.wordle_roles.policies.STRENGTHS)
     "bc_data": [["weak", "weak"], ["weak", "medium"], ["medium", "weak"], ["medium", "medium"]],
     "bc_games_each": 250,
