@@ -169,15 +169,14 @@ class ProposerCheckerEnv(LanguageEnv):
     def _make_observation(self, agent: int, proposal: str = "", sendbacks: int = 0) -> dict[str, Any]:
         history = self.game.history
         played, pattern = history[-1] if history else ("", None)
-        board = written_cells(played, game.render(pattern)) if pattern is not None else ""
+        cells = written_cells(played, game.render(pattern)) if pattern is not None else ""
         if agent == CHECKER and self.checker_view == "marked":
-            marks = game.constraints_from_history(history, self.game.rule).marks(proposal)
-            board = written_cells(proposal, marks)
+            cells = written_cells(proposal, game.constraints_from_history(history, self.game.rule).marks(proposal))
         fits = -1
         if proposal:
             fits = int(proposal in self.answers and self.answers.index(proposal) in set(
                 self.knowledge.consistent([(g, game.pattern_id(p)) for g, p in history]).tolist()))
-        return {"text": ROLE_PROMPTS[agent] + board, "agent": np.int32(agent), "turn": np.int32(len(history)),
+        return {"text": ROLE_PROMPTS[agent] + cells, "agent": np.int32(agent), "turn": np.int32(len(history)),
                 "played": played,
                 "feedback": np.asarray(pattern if pattern is not None else (-1,) * WORD_LENGTH, np.int8),
                 "proposal": proposal, "proposal_fits": np.int8(fits), "sendbacks": np.int32(sendbacks)}
