@@ -66,9 +66,12 @@ def test_the_online_rounds_table_names_the_best_and_the_last_round():
 def test_the_diagnosis_compares_bc_with_the_data_policy():
     far = _result("BC", [-6.0] * 19 + [-3.0])  # wins 1 of 20 (the -6 games lost)
     text = diagnosis({"BC": far}, {"success_rate": 0.70})
-    assert text.startswith("BC wins 5.0% ± 5.0% of games, the data policy it imitates 70.0%: BC has not learned")
+    assert text.startswith("Sampled at temperature 1, as the data policy samples its guesses, BC wins 5.0% ± 5.0% "
+                           "of games, the data policy it imitates 70.0%: BC has not learned")
     close = _result("BC", [-6.0] * 3 + [-3.0] * 7)
     assert "BC has learned the behaviour policy" in diagnosis({"BC": close}, {"success_rate": 0.70})
+    # without a temperature-1 table there is nothing to compare: a sharper decoding can beat the data it imitates
+    assert "behaviour policy" not in diagnosis(None, {"success_rate": 0.70})
 
 
 def test_the_diagnosis_states_how_much_of_the_data_bc_learned():
@@ -138,3 +141,11 @@ def test_each_decoding_says_whether_it_reproduces_the_published_ordering():
     expected = [abs(lmrl_gym.normalised_score(sum(r) / 4, -4.12, -2.0) - lmrl_gym.PUBLISHED_TABLE[n][1])
                 for n, r in ORDERED.items() if n != "scripted"]
     assert normalised_gap(ordered, -4.12, -2.0) == sum(expected) / len(expected)
+
+
+def test_bc_is_compared_with_the_data_policy_as_sampled_at_temperature_1():
+    from trainers.experiments.lmrl_gym.document import temperature_one
+
+    sharp, sampled = _outcome("t0.3", {**ORDERED, "BC": [-3] * 4}), _outcome("sample", {**ORDERED, "BC": [-6] * 4})
+    assert temperature_one([sharp, sampled])["BC"].win_rate == 0.0  # the temperature-1 table, not the first
+    assert temperature_one([sharp]) is None

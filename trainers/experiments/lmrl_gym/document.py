@@ -132,19 +132,30 @@ def command_line(args: argparse.Namespace) -> str:
                         ("--linear-held-out-games", args.linear_held_out_games), ("--linear-steps", args.linear_steps)))
 
 
-def diagnosis(by_name: dict, data: dict, consistency: ConsistencyReport | None = None,
+def temperature_one(outcomes: list[DecodingOutcome]) -> dict | None:
+    """The results by row name of the table sampled at temperature 1, the data policy's own way of acting (the
+    one decoding in which BC can be compared with the data it imitates); None if no such table was played."""
+    return next((o.by_name for o in outcomes if o.decoding.key == "sample"), None)
+
+
+def diagnosis(sampled: dict | None, data: dict, consistency: ConsistencyReport | None = None,
               linear: LinearReport | None = None) -> str:
-    """BC's success rate beside the data policy's, and (``consistency``: ``trainers.experiments.lmrl_gym.setting.ConsistencyReport`` of
-    the BC model) how much of the data's one learnable regularity BC took up, on held-out games, beside (``linear``)
-    what a linear model of the board takes up."""
+    """BC's success rate sampled at temperature 1 (``sampled``: the results of the temperature-1 table by name; the
+    data policy samples its guesses, so only a BC sampled alike can match its success rate; None: no such table,
+    no comparison) beside the data policy's, and (``consistency``:
+    ``trainers.experiments.lmrl_gym.setting.ConsistencyReport`` of the BC model) how much of the data's one
+    learnable regularity BC took up, on held-out games, beside (``linear``) what a linear model of the board takes
+    up."""
     from trainers.evaluation.stats import separation
 
-    bc = by_name["BC"]
-    below = separation(bc.win_rate, bc.win_rate_stderr, reference=data["success_rate"]) == -1
-    learned = "has not learned" if below else "has learned"
-    text = (f"BC wins {bc.win_rate:.1%} ± {bc.win_rate_stderr:.1%} of games, the data policy it imitates "
-            f"{data['success_rate']:.1%}: BC {learned} the behaviour policy, and the value-based rows act on BC's "
-            "logits (β·(Q − V) added to them).")
+    text = "The value-based rows act on BC's logits (β·(Q − V) added to them)."
+    if sampled is not None:
+        bc = sampled["BC"]
+        below = separation(bc.win_rate, bc.win_rate_stderr, reference=data["success_rate"]) == -1
+        learned = "has not learned" if below else "has learned"
+        text = (f"Sampled at temperature 1, as the data policy samples its guesses, BC wins {bc.win_rate:.1%} ± "
+                f"{bc.win_rate_stderr:.1%} of games, the data policy it imitates {data['success_rate']:.1%}: BC "
+                f"{learned} the behaviour policy. " + text)
     if consistency is not None:
         c = consistency
         text += (f" On {c.states} held-out states of the data policy, BC puts {c.model_mass:.1%} of its probability "
@@ -263,6 +274,7 @@ def render_document(headline: DecodingOutcome, outcomes: list[DecodingOutcome], 
     ``TRAINING``), ``minutes``/``steps`` per run, ``online_rounds`` online %BC's round summaries, ``selections``
     BC's and %BC's checkpoints scored by held-out loss."""
     by_name = headline.by_name
+    sampled = temperature_one(outcomes)
     scripted_mean = by_name[SCRIPTED].mean_reward
     lines, met = comparison_lines(by_name)
     scheme_lines = comparison_lines(by_name, tuple((a, b) for a, b in SCHEMES if b in by_name))[0]
@@ -275,7 +287,7 @@ def render_document(headline: DecodingOutcome, outcomes: list[DecodingOutcome], 
               f"than 2 paired standard errors and ILQL's normalised score is {ilql_norm} (≥ "
               f"{TARGET_ILQL_NORMALISED:g})." if not missed else
               "**Targets not reached** under the headline decoding (measured):\n" + "\n".join(f"- {m}" for m in missed)
-              + "\n\n" + gains_over_bc(by_name) + "\n\n" + diagnosis(by_name, data, consistency, linear)
+              + "\n\n" + gains_over_bc(by_name) + "\n\n" + diagnosis(sampled, data, consistency, linear)
               + " What was trained (and so tried) is listed under *What was trained*.")
     published = lmrl_gym.PUBLISHED_DATASET
     trained = "\n".join(f"| {name} | {steps[name]} | {minutes[name]:.1f} |" for name in minutes)
