@@ -26,8 +26,6 @@ STALE = {
     "docs/results-official-sample.json": "written with docs/results.md",
     "docs/results-paper-greedy.json": "written with docs/results.md",
     "docs/results-paper-sample.json": "written with docs/results.md",
-    "docs/lmrl_gym.json": "rlds-lang results lmrl-gym (writes docs/lmrl_gym.md too): its 5 rows trained 724 min "
-                          "(the page's table) plus 2,000 games per row",
 }
 
 
