@@ -10,7 +10,8 @@ import torch
 
 from trainers.algorithms.malt.team_rounds import TeamRound
 from trainers.cli.main import main
-from trainers.experiments.malt_roles import COMMITTED, TeamRow, kept_blocks, make_env, splice, verdict
+from trainers.experiments.malt_roles import TeamRow, kept_blocks, make_env, splice, verdict
+from trainers.experiments.malt_roles_settings import COMMITTED, SMOKE, TEAM_CHOICES
 from trainers.experiments.malt_roles_reading import BoardReading
 
 torch.set_num_threads(1)
@@ -93,7 +94,7 @@ def test_regenerating_the_single_agent_page_keeps_the_two_role_blocks():
 
 
 def test_each_arm_is_compared_with_its_own_bc_start_and_the_headline_is_the_committed_arm_s():
-    from trainers.experiments.malt_roles import COMMITTED, results_table, section
+    from trainers.experiments.malt_roles import results_table, section
 
     rng = np.random.default_rng(1)
     base = rng.normal(-5.0, 1.0, 400)
@@ -124,7 +125,7 @@ def test_the_bc_games_are_read_only_when_a_bc_checkpoint_must_be_trained(tmp_pat
 
     monkeypatch.setattr(malt_roles, "bc_episodes", lambda settings, workdir: reads.append(workdir) or [])
     monkeypatch.setattr(team, "fit_turns", fit)
-    settings = {**malt_roles.SMOKE, "model_groups": "0,1"}  # as the headline arm: its checkpoints sit in tmp_path/bc
+    settings = {**SMOKE, "model_groups": "0,1"}  # as the headline arm: its checkpoints sit in tmp_path/bc
     checkpoints = malt_roles.train_bc(settings, tmp_path, "0,1")
     assert checkpoints == [str(tmp_path / "bc" / f"g{g}" / "checkpoint") for g in (0, 1)]
     assert reads == [tmp_path] and trained == [str(tmp_path / "bc" / f"g{g}") for g in (0, 1)]  # read once for both
@@ -137,16 +138,16 @@ def test_every_setting_that_differs_from_the_trainer_s_defaults_has_its_reason_o
     from trainers.algorithms.malt.team_rounds import TeamMALTConfig
     from trainers.experiments import malt_roles
 
-    rows = malt_roles.differing_settings(malt_roles.COMMITTED)
+    rows = malt_roles.differing_settings(COMMITTED)
     default = TeamMALTConfig()
     for name, mine, theirs, why in rows:
-        assert mine != theirs == getattr(default, name) and why == malt_roles.TEAM_CHOICES[name]
+        assert mine != theirs == getattr(default, name) and why == TEAM_CHOICES[name]
     names = {name for name, *_ in rows}
     assert {"pair_method", "nll_coef", "branching"} <= names and "dpo_lr" not in names  # 1e-4: the default
     assert default.pair_method == "positive_negative" and default.nll_coef == 0.0 and default.branching == 2
-    table = malt_roles.choices_table(malt_roles.COMMITTED)
+    table = malt_roles.choices_table(COMMITTED)
     assert "| `nll_coef` | 1.0 | 0.0 | iterative RPO's NLL term" in table
     with pytest.raises(ValueError, match="TeamMALTConfig.beta: 0.5 against the reference.s 0.1, and TEAM_CHOICES"):
-        malt_roles.differing_settings({**malt_roles.COMMITTED, "beta": 0.5})
-    at_defaults = {**malt_roles.COMMITTED, **{k: getattr(default, k) for k in malt_roles.TEAM_CHOICES}}
+        malt_roles.differing_settings({**COMMITTED, "beta": 0.5})
+    at_defaults = {**COMMITTED, **{k: getattr(default, k) for k in TEAM_CHOICES}}
     assert malt_roles.choices_table(at_defaults).startswith("None: the rounds run at the trainer's defaults")

@@ -169,9 +169,10 @@ class ProposerCheckerEnv(LanguageEnv):
     def _make_observation(self, agent: int, proposal: str = "", sendbacks: int = 0) -> dict[str, Any]:
         history = self.game.history
         played, pattern = history[-1] if history else ("", None)
-        cells = written_cells(played, game.render(pattern)) if pattern is not None else ""
         if agent == CHECKER and self.checker_view == "marked":
             cells = written_cells(proposal, game.constraints_from_history(history, self.game.rule).marks(proposal))
+        else:
+            cells = written_cells(played, game.render(pattern)) if pattern is not None else ""
         fits = -1
         if proposal:
             fits = int(proposal in self.answers and self.answers.index(proposal) in set(

@@ -200,9 +200,9 @@ def cmd_malt_results(args: argparse.Namespace) -> Path:
 
 def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
     """Runs the two-role experiment (``trainers.experiments.malt_roles``) and splices its section into the page."""
-    from trainers.experiments import malt_roles
+    from trainers.experiments import malt_roles, malt_roles_settings
 
-    settings = malt_roles.SMOKE if args.smoke else malt_roles.COMMITTED
+    settings = malt_roles_settings.SMOKE if args.smoke else malt_roles_settings.COMMITTED
     workdir = Path(args.workdir)
     started, cpu_started = time.perf_counter(), time.process_time()
     agents, arms = malt_roles.run_arms(settings, workdir, args.progress)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from trainers.experiments.malt_roles_reading import BoardReading, reading_table
-from trainers.experiments.malt_roles_settings import COMMITTED, SMOKE, TEAM_CHOICES
+from trainers.experiments.malt_roles_settings import TEAM_CHOICES
 
 #: the row of the MALT arm after its EI rounds (where its MALT rounds start).
 MALT_START = "malt_ei_start"
@@ -324,7 +324,7 @@ def kept_blocks(old_page: str, new_page: str) -> str:
     return new_page
 
 
-__all__ = ["COLUMNS", "COMMITTED", "MALT_START", "SMOKE", "TEAM_CHOICES", "TeamRow", "arm_dir",
+__all__ = ["COLUMNS", "MALT_START", "TeamRow", "arm_dir",
            "arm_groups", "arm_suffix", "bc_episodes", "choices_table", "differing_settings", "evaluate_rows",
            "kept_blocks", "make_env", "results_table", "rounds_table", "run_arm", "run_arms",
            "section", "splice", "team_config", "train_bc", "verdict"]
