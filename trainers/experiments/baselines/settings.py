@@ -5,7 +5,7 @@ trains with that page's ``TRAINING``; its BC, %BC and ILQL rows are that page's 
 folders under ``<runs>/lmrl_gym``, so a run trained for one page is reused by the other). CQL and ψ are built as
 that page's ILQL is (``ON_BC_POLICY``: Q and V on a second transformer started from the finished BC row, decoding
 BC's policy perturbed by β·(Q − V)); CHAI's frozen language model is the finished BC row's; DT and utterance ILQL
-learn their own policy from scratch. The ILQL paper's Section-5 data (``wordle_synthetic/ilql_adversarial``)
+train their own policy, starting from the finished BC row's transformer too (``FROM_BC_STEPS``). The ILQL paper's Section-5 data (``wordle_synthetic/ilql_adversarial``)
 trains with ``trainers.experiments.section5.TRAINING`` (undiscounted returns); its ILQL row is that page's row at
 the authors' expectile (run folders under ``<runs>/section5``)."""
 
@@ -59,6 +59,10 @@ def _lmrl_gym_row(name: str) -> Experiment:
     return next(e for e in lmrl_gym_run.ROWS if e.name == name)
 
 
+#: the training steps of every LMRL-Gym row that starts from the finished BC row (``ON_BC_POLICY``'s, the value rows'
+#: of that page). DT and utterance ILQL start there too, as LMRL-Gym starts every agent from a pretrained GPT-2 (the
+#: BC row is our nearest to it): from random weights each would need the BC row's 32,000 steps (5.9 CPU hours).
+FROM_BC_STEPS = lmrl_gym_run.ON_BC_POLICY["steps"]
 #: CQL keeps its own conservative weight (0.1, ``CQLConfig.cql_weight``), not the 0.01 LMRL-Gym gives ILQL.
 _ON_BC_CQL = {k: v for k, v in lmrl_gym_run.ON_BC_POLICY.items() if k != "cql_weight"}
 
@@ -69,10 +73,10 @@ LMRL_GYM = Setting(
      # ψ's logsumexp runs over every token: the conservative term holds down the tokens the data never takes
      # (docs/guides/baselines.md, "Things to know")
      Experiment("psi", "psi", {**lmrl_gym_run.ON_BC_POLICY, "cql_weight": 0.1}, beta=BASELINE_BETA),
-     Experiment("DT", "dt"),
-     Experiment("utterance ILQL", "utterance_ilql"),
-     Experiment("CHAI", "chai", {"steps": lmrl_gym_run.ON_BC_POLICY["steps"]})),
-    from_bc=("ILQL", "CQL", "psi", "CHAI"), top_advantage_row="CQL")
+     Experiment("DT", "dt", {"steps": FROM_BC_STEPS}),
+     Experiment("utterance ILQL", "utterance_ilql", {"steps": FROM_BC_STEPS}),
+     Experiment("CHAI", "chai", {"steps": FROM_BC_STEPS})),
+    from_bc=("ILQL", "CQL", "psi", "DT", "utterance ILQL", "CHAI"), top_advantage_row="CQL")
 
 #: the Section-5 rows: ILQL at the authors' expectile with that page's Polyak rate 0.05, which CQL and ψ share
 #: (2,000 steps at 0.005 carry returns back only about 10 tokens: ``trainers.experiments.section5``).
@@ -91,5 +95,5 @@ SETTINGS = (LMRL_GYM, SECTION5)
 #: the page's targets (LMRL-Gym Wordle): each row beats BC by more than 2 paired SE.
 TARGETS = (("CQL", "BC"), ("psi", "BC"), ("utterance ILQL", "BC"))
 
-__all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "Setting", "LMRL_GYM", "SECTION5",
+__all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "FROM_BC_STEPS", "Setting", "LMRL_GYM", "SECTION5",
            "SETTINGS", "TARGETS"]
