@@ -165,7 +165,11 @@ def test_resume_is_exact(biased_lm, tok, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         run(config(tmp_path / "resumed"), biased_lm, tok)
     monkeypatch.setattr(ppo_train, "collect_rollouts", real)
-    run(config(tmp_path / "resumed"), biased_lm, tok)
+    saved = torch.load(tmp_path / "resumed" / "checkpoint" / "trainer_state.pt", weights_only=False)["train_seconds"]
+    result = run(config(tmp_path / "resumed"), biased_lm, tok)
+    # the training time counts the call before the crash (up to its checkpoint) and this one
+    assert saved > 0 and result.total_seconds == pytest.approx(saved + result.seconds)
+    assert result.time_text() == f"{result.total_seconds:.0f} s of training ({result.seconds:.0f} s in this invocation)"
     full, resumed = final_state(tmp_path / "full"), final_state(tmp_path / "resumed")
     assert all(torch.equal(full[k], resumed[k]) for k in full)
     rows = [(tmp_path / name / "metrics.jsonl").read_text().splitlines() for name in ("full", "resumed")]

@@ -56,6 +56,15 @@ class PPOResult:
     seconds: float
     rollout_tokens_per_second: float
     update_tokens_per_second: float
+    #: the run's training seconds over every call that advanced it (what its checkpoint carries); None for a run
+    #: resumed from a checkpoint saved before checkpoints carried them.
+    total_seconds: float | None = None
+
+    def time_text(self) -> str:
+        """The training time for a page: in all when known, and this call's part."""
+        if self.total_seconds is None:
+            return f"{self.seconds:.0f} s in this invocation (earlier calls not recorded)"
+        return f"{self.total_seconds:.0f} s of training ({self.seconds:.0f} s in this invocation)"
 
 
 @dataclasses.dataclass
@@ -191,11 +200,12 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     kl_ctl = (AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon) if config.adaptive_kl
               else FixedKLController(config.kl_coef))
-    update = 0
+    update, before = 0, 0.0
     if state is not None:
         restore_trainer_state(state, optimizer, scheduler)
         kl_ctl.load_state_dict(state["kl"])
         update = int(state["update"])
+        before = state.get("train_seconds")  # None: saved before checkpoints carried it
     policy = RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
                            allowed_actions)
     trained: nn.Module = nn.parallel.DistributedDataParallel(model) if info.world_size > 1 else model
@@ -237,14 +247,17 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         if run_log.checkpoint_due(update) and info.is_main:
             # the shared trainer state (what restore_trainer_state puts back) plus PPO's own: the KL controller and
             # the frozen reference
-            state = {**trainer_state(optimizer, scheduler, update, None), "update": update,
+            total = None if before is None else before + time.perf_counter() - started
+            state = {**trainer_state(optimizer, scheduler, update, total), "update": update,
                      "kl": kl_ctl.state_dict(), "reference": reference.state_dict()}
             save_checkpoint(out, "ppo", config, model, tokenizer, state)
         if info.world_size > 1 and run_log.checkpoint_due(update):
             dist.barrier()
     run_log.close()
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-    return PPOResult(out, update, metrics, time.perf_counter() - started, mean(rollout_rates), mean(update_rates))
+    seconds = time.perf_counter() - started
+    return PPOResult(out, update, metrics, seconds, mean(rollout_rates), mean(update_rates),
+                     None if before is None else before + seconds)
 
 
 def initial_model(config: PPOConfig) -> tuple[PPOConfig, PPOModel, Any]:

@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import datetime
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +76,7 @@ def run(args: argparse.Namespace) -> Path:
                          f"`rlds-lang results wordle`)")
     overrides = dict(PPO_OVERRIDES, **({"updates": args.updates} if args.updates is not None else {}))
     config = PPOConfig(init=str(bc_checkpoint), out=str(Path(args.runs) / "ppo"), **overrides)
-    started = time.perf_counter()
     result = train_ppo(config, progress=args.progress)
-    train_seconds = time.perf_counter() - started
     sizes = RLHFSizes(**{f.name: getattr(args, f"rlhf_{f.name}") for f in dataclasses.fields(RLHFSizes)
                          if getattr(args, f"rlhf_{f.name}", None) is not None})
     reward, rlhf_result = train_rlhf(bc_checkpoint, Path(args.runs), sizes, args.progress)
@@ -90,7 +87,7 @@ def run(args: argparse.Namespace) -> Path:
                                             temperature=config.temperature), eval_config, name=name,
                                 progress=args.progress)
                  for name, path in agents}
-    text = render([evaluated["bc"], evaluated["ppo"]], config, result, train_seconds, eval_config, args)
+    text = render([evaluated["bc"], evaluated["ppo"]], config, result, eval_config, args)
     rows = curve_rows(rlhf_out / "metrics.jsonl")
     out = Path(args.out)
     plot = plot_curves(rows, out.parent / "ppo_rlhf.png")
@@ -134,7 +131,7 @@ def write_section_3(args: argparse.Namespace) -> Path:
     return out
 
 
-def render(results: list, config: Any, result: Any, seconds: float, eval_config: Any, args: argparse.Namespace) -> str:
+def render(results: list, config: Any, result: Any, eval_config: Any, args: argparse.Namespace) -> str:
     """The markdown document: the table, the computed verdict, LMRL-Gym's rows, the settings."""
     from trainers.core.config import config_to_dict
     from trainers.evaluation.wordle import results_table
@@ -172,7 +169,7 @@ Beside LMRL-Gym (their model, data and 4,096 games; raw return, normalised score
 | --- | --- | --- |
 {reference}
 
-Training: {result.updates} PPO updates in {seconds:.0f} s (this invocation); rollouts
+Training: {result.updates} PPO updates, {result.time_text()}; rollouts
 {rates[0]:,.0f} tokens/s, updates {rates[1]:,.0f} tokens/s.
 Last update: {final}.
 

@@ -240,7 +240,7 @@ Verdicts (computed):
 
 ![true vs learned return and KL over PPO updates]({plot_name})
 
-Training: {ppo_result.updates} updates, {ppo_result.seconds:.0f} s in this invocation.
+Training: {ppo_result.updates} updates, {ppo_result.time_text()}.
 """
 
 
