@@ -1,14 +1,9 @@
 """No page under ``docs/`` (markdown, JSON, anything text) names an absolute path of the machine that wrote it: a
-results page names its command relative to the repository (``trainers.core.provenance``).
-
-``STALE`` lists the generated pages written before that rule whose runs are gone, with what regenerating them costs;
-the list only shrinks: a page that no longer holds an absolute path must leave it (a test fails until it does)."""
+results page names its command relative to the repository (``trainers.core.provenance``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from trainers.core.provenance import absolute_paths
 
@@ -18,15 +13,6 @@ DOCS = REPO / "docs"
 #: routes, the Debian program path a guide tells the reader to install, and the system locations its deployment
 #: guide tells an operator to use (docs/guides/browser_access.md).
 NOT_MACHINE_PATHS = ("/api/", "/usr/bin/chromium", "/etc/", "/srv/")
-#: generated page -> why it still names an absolute path (its runs are gone; regenerating costs what is said).
-STALE = {
-    "docs/results.md": "rlds-lang results wordle: its 6 runs trained 179 min (the page's own timings) plus 2,000 "
-                       "games per agent, decoding and setting",
-    "docs/results-official-greedy.json": "written with docs/results.md",
-    "docs/results-official-sample.json": "written with docs/results.md",
-    "docs/results-paper-greedy.json": "written with docs/results.md",
-    "docs/results-paper-sample.json": "written with docs/results.md",
-}
 
 
 def machine_paths(path: Path) -> list[str]:
@@ -50,15 +36,8 @@ def text_files() -> list[Path]:
 
 def test_no_page_names_an_absolute_path():
     offending = {path.relative_to(REPO).as_posix(): machine_paths(path)[:3] for path in text_files()}
-    offending = {name: found for name, found in offending.items() if found and name not in STALE}
+    offending = {name: found for name, found in offending.items() if found}
     assert not offending, f"absolute paths under docs/ (write them relative to the repository): {offending}"
-
-
-@pytest.mark.parametrize("name", sorted(STALE))
-def test_the_stale_list_only_shrinks(name):
-    path = REPO / name
-    assert path.is_file(), f"{name} is gone: remove it from STALE"
-    assert machine_paths(path), f"{name} names no absolute path any more: remove it from STALE"
 
 
 def test_the_check_sees_paths_in_text_and_json(tmp_path):
