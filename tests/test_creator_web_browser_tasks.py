@@ -201,6 +201,7 @@ def test_the_start_page_opens_a_text_task_session_with_its_own_settings(page, se
     page.wait_for_url("**/play")
     expect(page.locator("#session-bar")).to_have_text("annotator sam · visdial · split val · mode 10_stop · "
                                                       "reward_kind rank · yn_kind hard")
+    page.wait_for_selector("#message >> text=Press Enter")  # the page listens for Enter once it says so
     page.keyboard.press("Enter")
     page.wait_for_selector("#transcript[data-done='false'] .step[data-step='0'] .obs")
     expect(page.locator("#talk-context")).to_contain_text("mode 10_stop")
