@@ -191,7 +191,7 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         allowed_actions: list[str] | None, source: Any, state: dict[str, Any] | None, progress: bool) -> PPOResult:
     """The update loop of ``trainers.algorithms.ppo.trainer.train_ppo`` (``state``: a checkpoint's trainer state to resume from)."""
     from trainers.core.checkpoint import save_checkpoint, trainer_state
-    from trainers.core.logs import RunLog
+    from trainers.core.logs import RunLog, elapsed_seconds
 
     out = Path(config.out)
     info = init_distributed()
@@ -200,12 +200,13 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     kl_ctl = (AdaptiveKLController(config.kl_coef, config.kl_target, config.kl_horizon) if config.adaptive_kl
               else FixedKLController(config.kl_coef))
-    update, before = 0, 0.0
+    update, saved_seconds = 0, 0.0
     if state is not None:
         restore_trainer_state(state, optimizer, scheduler)
         kl_ctl.load_state_dict(state["kl"])
         update = int(state["update"])
-        before = state.get("train_seconds")  # None: saved before checkpoints carried it
+        saved_seconds = state.get("train_seconds")  # None: saved before checkpoints carried it
+    before = saved_seconds
     policy = RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
                            allowed_actions)
     trained: nn.Module = nn.parallel.DistributedDataParallel(model) if info.world_size > 1 else model
@@ -244,11 +245,12 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         metrics.update(rollout_tokens_per_second=rollout_rates[-1], update_tokens_per_second=update_rates[-1])
         run_log.step_done(update, metrics, postfix={"score": f"{metrics['score']:.3f}",
                                                     "kl": f"{metrics['objective/kl']:.3f}"})
+        if run_log.checkpoint_due(update):
+            saved_seconds = elapsed_seconds(before, run_log.clock)
         if run_log.checkpoint_due(update) and info.is_main:
             # the shared trainer state (what restore_trainer_state puts back) plus PPO's own: the KL controller and
             # the frozen reference
-            total = None if before is None else before + time.perf_counter() - started
-            state = {**trainer_state(optimizer, scheduler, update, total), "update": update,
+            state = {**trainer_state(optimizer, scheduler, update, saved_seconds), "update": update,
                      "kl": kl_ctl.state_dict(), "reference": reference.state_dict()}
             save_checkpoint(out, "ppo", config, model, tokenizer, state)
         if info.world_size > 1 and run_log.checkpoint_due(update):
@@ -256,8 +258,7 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
     run_log.close()
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     seconds = time.perf_counter() - started
-    return PPOResult(out, update, metrics, seconds, mean(rollout_rates), mean(update_rates),
-                     None if before is None else before + seconds)
+    return PPOResult(out, update, metrics, seconds, mean(rollout_rates), mean(update_rates), saved_seconds)
 
 
 def initial_model(config: PPOConfig) -> tuple[PPOConfig, PPOModel, Any]:

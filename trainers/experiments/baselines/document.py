@@ -104,8 +104,8 @@ def render_ranks(outcome: SettingOutcome) -> str:
 def render_trained(outcome: SettingOutcome) -> str:
     """What each row trained: algorithm, overrides of the setting's training config, steps and minutes."""
     setting = outcome.setting
-    rows = ["| row | algorithm | overrides | starts from the BC row | optimizer steps | training minutes (wall clock, pauses included) |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = ["| row | algorithm | overrides | starts from the BC row | optimizer steps "
+            "| training minutes (wall clock, pauses included) |", "| --- | --- | --- | --- | --- | --- |"]
     for name, t in outcome.trained.items():
         overrides = json.dumps(t.experiment.overrides) if t.experiment.overrides else "—"
         rows.append(f"| {name} | `{t.experiment.algorithm}` | `{overrides}` | "

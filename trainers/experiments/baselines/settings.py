@@ -5,9 +5,11 @@ trains with that page's ``TRAINING``; its BC, %BC and ILQL rows are that page's 
 folders under ``<runs>/lmrl_gym``, so a run trained for one page is reused by the other). CQL and ψ are built as
 that page's ILQL is (``ON_BC_POLICY``: Q and V on a second transformer started from the finished BC row, decoding
 BC's policy perturbed by β·(Q − V)); CHAI's frozen language model is the finished BC row's; DT and utterance ILQL
-train their own policy, starting from the finished BC row's transformer too (``FROM_BC_STEPS``). The ILQL paper's Section-5 data (``wordle_synthetic/ilql_adversarial``)
-trains with ``trainers.experiments.section5.TRAINING`` (undiscounted returns); its ILQL row is that page's row at
-the authors' expectile (run folders under ``<runs>/section5``)."""
+train their own policy, starting from the finished BC row's transformer too (``FROM_BC_STEPS``).
+
+The ILQL paper's Section-5 data (``wordle_synthetic/ilql_adversarial``) trains with
+``trainers.experiments.section5.TRAINING`` (undiscounted returns); its ILQL row is that page's row at the authors'
+expectile (run folders under ``<runs>/section5``)."""
 
 from __future__ import annotations
 
@@ -95,5 +97,5 @@ SETTINGS = (LMRL_GYM, SECTION5)
 #: the page's targets (LMRL-Gym Wordle): each row beats BC by more than 2 paired SE.
 TARGETS = (("CQL", "BC"), ("psi", "BC"), ("utterance ILQL", "BC"))
 
-__all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "FROM_BC_STEPS", "Setting", "LMRL_GYM", "SECTION5",
-           "SETTINGS", "TARGETS"]
+__all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "FROM_BC_STEPS", "Setting", "LMRL_GYM",
+           "SECTION5", "SETTINGS", "TARGETS"]
