@@ -17,7 +17,6 @@ from trainers.algorithms.dpo.data import (
 from trainers.algorithms.dpo.dpo import (
     DPOConfig,
     DPOModel,
-    batch_indices,
     dpo_loss,
     pair_logps,
     sequence_logps,
@@ -167,12 +166,6 @@ def test_training_raises_the_margin_and_never_updates_the_reference(setup):
     # resumable: asking for more steps continues from step 40
     config.steps = 44
     assert train("dpo", config, progress=False).steps == 44
-
-
-def test_batches_are_seeded_epochs():
-    first = [tuple(batch_indices(10, 4, s, seed=3)) for s in range(2)]
-    assert len(set(first[0]) | set(first[1])) == 8 and first == [tuple(batch_indices(10, 4, s, seed=3)) for s in range(2)]
-    assert len(batch_indices(3, 4, 0, seed=0)) == 3
 
 
 def test_unused_train_config_fields_are_rejected(setup):

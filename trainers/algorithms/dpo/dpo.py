@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -188,20 +187,10 @@ def reference_logps(reference: nn.Module, tensors: dict[str, torch.Tensor], batc
             "ref_rejected_logps": torch.cat(rejected) if rejected else empty}
 
 
-def batch_indices(num_pairs: int, batch_size: int, step: int, seed: int) -> np.ndarray:
-    """The pairs of optimizer step ``step``: epochs of seeded permutations, a pure function of ``(step, seed)``."""
-    per_epoch = max(1, num_pairs // batch_size) if num_pairs >= batch_size else 1
-    epoch, k = divmod(step, per_epoch)
-    order = np.random.default_rng([seed, epoch]).permutation(num_pairs)
-    if num_pairs < batch_size:
-        return order
-    return order[k * batch_size:(k + 1) * batch_size]
-
-
 def tokens_in(batch: dict[str, torch.Tensor]) -> int:
     """Non-pad tokens of both sides of a pair batch."""
     return int(batch["chosen_attention_mask"].sum() + batch["rejected_attention_mask"].sum())
 
 
-__all__ = ["DPOConfig", "DPOModel", "LOSS_TYPES", "batch_indices", "dpo_loss", "pair_logps", "reference_logps",
+__all__ = ["DPOConfig", "DPOModel", "LOSS_TYPES", "dpo_loss", "pair_logps", "reference_logps",
            "sequence_logps", "tokens_in"]

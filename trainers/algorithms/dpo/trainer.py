@@ -4,17 +4,15 @@
 ``trainers.algorithms.registry``; its model size and tokenizer come with it) and optionally a reference LM
 (default: the starting policy), reads the pairs (``trainers.algorithms.dpo.data``), computes every pair's reference
 log-probabilities once and drops the reference, then trains the policy with the DPO loss
-(``trainers.algorithms.dpo.dpo``) on seeded batches of pairs. Like every trainer it logs, checkpoints and draws its
-curves through ``trainers.core.logs.RunLog`` (``metrics.jsonl``, TensorBoard scalars, ``training_curves.png``) and
-writes ``out/checkpoint`` (algorithm ``dpo``, loadable by ``trainers.algorithms.registry.load_policy``); a run
-restarted with the same ``out`` resumes from its checkpoint (the batch of step ``s`` is a pure function of
-``(s, seed)``). ``rlds-lang train dpo`` runs it through ``trainers.algorithms.registry.fit_dpo``.
+(``trainers.algorithms.dpo.dpo``) on seeded batches of pairs in the loop over in-memory tensors
+(``trainers.core.tensor_loop.fit_tensors``: ``metrics.jsonl``, TensorBoard scalars, ``training_curves.png``, exact
+resume) and writes ``out/checkpoint`` (algorithm ``dpo``, loadable by ``trainers.algorithms.registry.load_policy``).
+``rlds-lang train dpo`` runs it through ``trainers.algorithms.registry.fit_dpo``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,16 +24,9 @@ from trainers.algorithms.dpo.data import (
     load_tree_episodes,
     tree_pairs,
 )
-from trainers.algorithms.dpo.dpo import (
-    DPOConfig,
-    DPOModel,
-    batch_indices,
-    reference_logps,
-    tokens_in,
-)
-from trainers.core.checkpoint import resume_trainer, save_checkpoint, trainer_state
-from trainers.core.logs import RunLog, elapsed_seconds
-from trainers.core.loop import TrainResult, warmup_schedule
+from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel, reference_logps, tokens_in
+from trainers.core.loop import TrainResult
+from trainers.core.tensor_loop import fit_tensors
 
 
 def config_pairs(config: DPOConfig) -> list[PreferencePair]:
@@ -82,38 +73,13 @@ def train_dpo(config: DPOConfig, start: Any, reference: nn.Module | None = None,
     torch with ``config.seed`` before it loads the models (``trainers.algorithms.registry.fit_dpo`` does), so the
     run, dropout included, is a function of the seed."""
     config, tokenizer, module, tensors = prepare(config, start, reference, pairs)
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
-                                  betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
-    step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
-    before = saved_seconds
-    num_pairs = int(tensors["chosen_input_ids"].shape[0])
-    run = RunLog(out, "dpo", config.steps, step, config.log_every, config.checkpoint_every, progress=progress,
-                 title=f"dpo: {config.dataset}")
-    run.write_config(config, pairs=num_pairs)
-    module.train()
-    while step < config.steps:
-        index = torch.from_numpy(batch_indices(num_pairs, config.batch_size, step, config.seed))
-        batch = {k: v[index] for k, v in tensors.items()}
+
+    def step_loss(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any], int]:
         result = module(batch)
-        optimizer.zero_grad(set_to_none=True)
-        result.loss.backward()
-        if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        run.step_done(step, {"loss": result.loss.detach(), **result.metrics}, tokens_in(batch),
-                      extra=lambda: run.throughput_row(scheduler.get_last_lr()[0]))
-        if run.checkpoint_due(step):
-            saved_seconds = elapsed_seconds(before, run.clock)
-            save_checkpoint(out, "dpo", config, module, tokenizer,
-                            trainer_state(optimizer, scheduler, step, saved_seconds))
-    run.close()
-    return TrainResult(out, step, run.last, run.clock.seconds(), run.clock.overall()[0], 0.0,
-                       total_seconds=saved_seconds)
+        return result.loss, result.metrics, tokens_in(batch)
+
+    return fit_tensors(config, "dpo", module, tokenizer, tensors, step_loss, progress=progress,
+                       title=f"dpo: {config.dataset}", pairs=int(tensors["chosen_input_ids"].shape[0]))
 
 
 __all__ = ["config_pairs", "prepare", "train_dpo"]

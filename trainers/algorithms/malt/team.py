@@ -19,7 +19,6 @@ turns and DPO on pairs train exactly the tokens the policy generates.
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -107,14 +106,15 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
     """BC on ``turns``: minimises the mean NLL per action token of the turns' actions, from ``start``'s weights (a
     loaded checkpoint) or from a fresh model of ``config.model``; writes ``config.out/checkpoint`` (algorithm
     ``bc``, loadable by ``trainers.algorithms.registry.load_policy``) and returns it. ``config`` is a
-    ``trainers.algorithms.bc.BCConfig``: its ``steps``, ``batch_size`` (turns), ``lr``, ``max_length`` and ``seed``
-    are used, and without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer`` name). Batches
-    are seeded epochs of permutations (``trainers.algorithms.dpo.dpo.batch_indices``); ``progress`` draws a bar
-    with the loss."""
+    ``trainers.algorithms.bc.BCConfig``: without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer``
+    name) too. It trains in the loop over in-memory tensors (``trainers.core.tensor_loop.fit_tensors``: seeded epochs
+    of permutations, logs, exact resume) at a constant learning rate (no warm-up: each EI round continues a trained
+    model). ``progress`` draws a bar with the loss."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.bc import BCModel
-    from trainers.algorithms.dpo.dpo import batch_indices, sequence_logps
-    from trainers.core.checkpoint import save_checkpoint, trainer_state
+    from trainers.algorithms.dpo.dpo import sequence_logps
+    from trainers.core.checkpoint import checkpoint_dir
+    from trainers.core.tensor_loop import fit_tensors
 
     if not turns:
         raise ValueError(f"fit_turns ({config.out}): no turns to train on")
@@ -125,30 +125,16 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
     module = BCModel(config, tokenizer)
     if start is not None:
         module.lm.load_state_dict(start.lm.state_dict())
-    tensors = encode_turns(turns, tokenizer, config.max_length)
-    optimizer = torch.optim.AdamW(module.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
-    module.train()
-    started = time.perf_counter()
-    bar = tqdm(total=config.steps, desc=f"fit {Path(config.out).name}", unit="step", disable=not progress)
-    for step in range(config.steps):
-        index = torch.from_numpy(batch_indices(len(turns), config.batch_size, step, config.seed))
-        width = int(tensors["attention_mask"][index].sum(1).max())  # right-padded: drop the all-pad columns
-        batch = {k: v[index, :width] for k, v in tensors.items()}
+
+    def step_loss(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any], int]:
+        width = int(batch["attention_mask"].sum(1).max())  # right-padded: drop the all-pad columns
+        batch = {k: v[:, :width] for k, v in batch.items()}
         logps = sequence_logps(module.lm, batch["input_ids"], batch["attention_mask"], batch["response_mask"])
-        loss = -logps.sum() / batch["response_mask"][:, 1:].sum().clamp(min=1)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(module.parameters(), config.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-    bar.close()
-    Path(config.out).mkdir(parents=True, exist_ok=True)
-    return save_checkpoint(config.out, "bc", config, module, tokenizer,
-                           trainer_state(optimizer, scheduler, config.steps, time.perf_counter() - started))
+        return -logps.sum() / batch["response_mask"][:, 1:].sum().clamp(min=1), {}, int(batch["attention_mask"].sum())
+
+    fit_tensors(config, "bc", module, tokenizer, encode_turns(turns, tokenizer, config.max_length), step_loss,
+                schedule=lambda step: 1.0, progress=progress, title=f"fit {Path(config.out).name}", turns=len(turns))
+    return checkpoint_dir(config.out)
 
 
 def team_policy(env: LanguageEnv, groups: Sequence[tuple[int, ...]], checkpoints: Sequence[str | Path],
