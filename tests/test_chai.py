@@ -15,6 +15,7 @@ from tests.test_utterance_ilql import two_utterance_batch
 from trainers.algorithms.chai import losses as chai_losses
 from trainers.algorithms.chai.config import ChaiConfig
 from trainers.algorithms.chai.model import sample_utterances
+from trainers.algorithms.utterance_ilql.model import hidden_after
 
 
 def test_docstring_examples_run():
@@ -54,9 +55,13 @@ def test_sampled_utterances_stop_at_eoa_and_never_hold_padding_or_markers():
     lm = tiny_model("chai").lm
     prompts = [TOKENIZER.encode_prompt([""], []), TOKENIZER.encode_prompt(["", "⬛⬛⬛⬛⬛"], ["crane"])]
     torch.manual_seed(3)
-    first = sample_utterances(lm, TOKENIZER, prompts, k=4, max_tokens=6)
+    first, hidden = sample_utterances(lm, TOKENIZER, prompts, k=4, max_tokens=6)
     torch.manual_seed(3)
-    assert sample_utterances(lm, TOKENIZER, prompts, k=4, max_tokens=6) == first  # torch's generator decides
+    assert sample_utterances(lm, TOKENIZER, prompts, k=4, max_tokens=6)[0] == first  # torch's generator decides
+    # the [EOA] states read from the prompts' shared cache are those of running each whole row through the LM
+    rows = [prompt + u + [TOKENIZER.eoa_id] for prompt, u in zip((p for p in prompts for _ in range(4)), first)]
+    with torch.no_grad():
+        torch.testing.assert_close(hidden, hidden_after(lm, rows, TOKENIZER.pad_id), rtol=1e-4, atol=1e-5)
     assert len(first) == 8 and all(len(u) <= 6 for u in first)
     banned = {TOKENIZER.pad_id, TOKENIZER.bos_id, TOKENIZER.eoo_id, TOKENIZER.eoa_id, TOKENIZER.eos_id}
     assert not banned & {t for u in first for t in u}

@@ -13,6 +13,8 @@ resumed run samples what a straight one does. Defaults and their sources: ``trai
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -20,42 +22,74 @@ from trainers.algorithms.chai.config import ChaiConfig
 from trainers.algorithms.chai.losses import best_of_samples, place_at
 from trainers.algorithms.ilql.losses import polyak_update, q_loss
 from trainers.algorithms.utterance_ilql.losses import utterance_positions, utterance_q_targets
-from trainers.algorithms.utterance_ilql.model import UtteranceHeads, hidden_after
-from trainers.core.decoding import next_token_logits, sample_tokens
+from trainers.algorithms.utterance_ilql.model import UtteranceHeads
+from trainers.core.decoding import next_token_logits, positions_from_mask, sample_tokens
 from trainers.core.model import action_targets, language_model_for
 from trainers.core.objective import LossOutput, masked_mean
 
 
 @torch.no_grad()
-def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int, max_tokens: int) -> list[list[int]]:
-    """``k`` utterances (token ids, without their ``[EOA]``) sampled from ``lm`` after each prompt, prompt-major:
-    rows ``i * k .. i * k + k - 1`` belong to prompt ``i``. An utterance ends at ``[EOA]`` or ``[EOS]`` or after
-    ``max_tokens``; padding, ``[BOS]`` and ``[EOO]`` are never sampled. Draws from torch's global generator."""
+def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int, max_tokens: int
+                      ) -> tuple[list[list[int]], torch.Tensor]:
+    """``k`` utterances (token ids, without their ``[EOA]``) sampled from ``lm`` after each prompt, prompt-major (rows
+    ``i * k .. i * k + k - 1`` belong to prompt ``i``), and the LM's last hidden state after each
+    ``prompt + utterance + [EOA]`` (``[len(prompts) * k, n_embd]``, what the utterance heads read; equal to
+    ``trainers.algorithms.utterance_ilql.model.hidden_after`` of those rows). An utterance ends at ``[EOA]`` or
+    ``[EOS]`` or after ``max_tokens``; padding, ``[BOS]`` and ``[EOO]`` are never sampled. Draws from torch's global
+    generator. Each prompt is run through the LM once: its cache is repeated for the ``k`` samples and again for
+    reading their ``[EOA]`` states, which then cost only the utterances' own tokens."""
+    import copy
+
     from transformers import DynamicCache
 
-    rows = [prompt for prompt in prompts for _ in range(k)]
-    width = max(len(row) for row in rows)
-    ids = torch.full((len(rows), width), tokenizer.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, width - len(row):], mask[i, width - len(row):] = torch.tensor(row), 1
+    width = max(len(prompt) for prompt in prompts)
+    ids = torch.full((len(prompts), width), tokenizer.pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for i, prompt in enumerate(prompts):  # left-padded: every prompt ends in the last column
+        ids[i, width - len(prompt):], mask[i, width - len(prompt):] = torch.tensor(prompt), 1
     cache = DynamicCache()
+    logits = next_token_logits(lm, None, ids, mask, 0.0, past_key_values=cache).repeat_interleave(k, dim=0)
+    reading = copy.deepcopy(cache)
+    for each in (cache, reading):
+        each.batch_repeat_interleave(k)
+    prompt_mask = mask = mask.repeat_interleave(k, dim=0)
+    rows = len(prompts) * k
     banned = torch.tensor([tokenizer.pad_id, tokenizer.bos_id, tokenizer.eoo_id])
     stop = torch.tensor([tokenizer.eoa_id, tokenizer.eos_id])
-    out: list[list[int]] = [[] for _ in rows]
-    done = torch.zeros(len(rows), dtype=torch.bool)
-    logits = next_token_logits(lm, None, ids, mask, 0.0, past_key_values=cache)
+    out: list[list[int]] = [[] for _ in range(rows)]
+    active = torch.arange(rows)  # the rows still sampling, in order; the cache, mask and logits hold only these
     for step in range(max_tokens):
         logits[:, banned] = float("-inf")
-        tokens = sample_tokens(logits, torch.rand(len(rows)))
-        done |= torch.isin(tokens, stop)
-        for i in (~done).nonzero().flatten().tolist():
-            out[i].append(int(tokens[i]))
-        if bool(done.all()) or step + 1 == max_tokens:
+        tokens = sample_tokens(logits, torch.rand(rows))[active]  # one draw per row, finished or not
+        going = ~torch.isin(tokens, stop)
+        for i, token in zip(active[going].tolist(), tokens[going].tolist()):
+            out[i].append(int(token))
+        if not bool(going.any()) or step + 1 == max_tokens:
             break
-        mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
-        logits = next_token_logits(lm, None, tokens.unsqueeze(1), mask, 0.0, past_key_values=cache)
-    return out
+        if not bool(going.all()):
+            cache.batch_select_indices(going.nonzero().flatten())
+            active, tokens, mask = active[going], tokens[going], mask[going]
+        mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
+        logits = torch.zeros(rows, logits.shape[1], dtype=logits.dtype)
+        logits[active] = next_token_logits(lm, None, tokens.unsqueeze(1), mask, 0.0, past_key_values=cache)
+    return out, hidden_after_cached(lm, reading, prompt_mask, out, tokenizer)
+
+
+def hidden_after_cached(lm: nn.Module, cache: Any, prompt_mask: torch.Tensor, utterances: list[list[int]],
+                        tokenizer) -> torch.Tensor:
+    """The LM's last hidden state after each ``prompt + utterance + [EOA]``, the prompts already in ``cache`` (left
+    padded, ``prompt_mask`` their attention mask): the utterances go in right-padded, and each row is read at its
+    ``[EOA]``. ``[len(utterances), n_embd]``."""
+    suffixes = [utterance + [tokenizer.eoa_id] for utterance in utterances]
+    width = max(len(suffix) for suffix in suffixes)
+    ids = torch.full((len(suffixes), width), tokenizer.pad_id, dtype=torch.long)
+    mask = torch.zeros((len(suffixes), width), dtype=torch.long)
+    for i, suffix in enumerate(suffixes):
+        ids[i, :len(suffix)], mask[i, :len(suffix)] = torch.tensor(suffix), 1
+    full = torch.cat([prompt_mask, mask], dim=1)
+    hidden = lm(input_ids=ids, attention_mask=full, position_ids=positions_from_mask(full)[:, -width:],
+                past_key_values=cache, use_cache=True, output_hidden_states=True).hidden_states[-1]
+    return hidden[torch.arange(len(suffixes)), mask.sum(1) - 1]
 
 
 class ChaiModel(nn.Module):
@@ -78,11 +112,9 @@ class ChaiModel(nn.Module):
     def sampled_target_q(self, prompts: list[list[int]]) -> torch.Tensor:
         """``[len(prompts), target_samples]``: the target Q of utterances sampled from the LM after each prompt."""
         c = self.config
-        candidates = sample_utterances(self.lm, self.tokenizer, prompts, c.target_samples, c.max_utterance_tokens)
-        rows = [prompt + candidate + [self.tokenizer.eoa_id]
-                for prompt, candidate in zip((p for p in prompts for _ in range(c.target_samples)), candidates)]
+        _, hidden = sample_utterances(self.lm, self.tokenizer, prompts, c.target_samples, c.max_utterance_tokens)
         with torch.no_grad():
-            q = self.utterance_heads.target_q(hidden_after(self.lm, rows, self.tokenizer.pad_id))
+            q = self.utterance_heads.target_q(hidden)
         return q.view(len(prompts), c.target_samples)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
@@ -111,4 +143,4 @@ class ChaiModel(nn.Module):
         polyak_update(self.utterance_heads.target_q2, self.utterance_heads.q2, self.config.alpha)
 
 
-__all__ = ["sample_utterances", "ChaiModel"]
+__all__ = ["sample_utterances", "hidden_after_cached", "ChaiModel"]
