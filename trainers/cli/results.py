@@ -218,32 +218,30 @@ def cmd_malt_roles_results(args: argparse.Namespace) -> Path:
     return out
 
 
+def add_malt_page_arguments(parser: Any, folder: str) -> None:
+    """The options both sections of ``docs/malt.md`` have: the page, the training folders (``folder`` in the runs
+    folder by default), ``--smoke`` and ``--no-progress``."""
+    parser.add_argument("--out", default="docs/malt.md",
+                        help="the page to write (relative to the current folder: run it from the repository)")
+    parser.add_argument("--workdir", default=str(runs_dir() / folder),
+                        help=f"training output folders (default: {folder} in $RLDS_LANG_RUNS or the user's runs "
+                             "folder)")
+    parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+
+
 def add_malt_roles_results_parser(sub: Any) -> None:
     """Adds ``results malt-roles`` (the two-role Wordle section of ``docs/malt.md``)."""
     parser = page_parser(sub, "malt-roles")
-    parser.add_argument("--out", default="docs/malt.md",
-                        help="the page to write its section into (relative to the current folder: run it from the "
-                             "repository)")
-    parser.add_argument("--workdir", default=str(runs_dir() / "malt_roles_results"),
-                        help="training output folders (default: malt_roles_results in $RLDS_LANG_RUNS or the user's "
-                             "runs folder)")
-    parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
-    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
+    add_malt_page_arguments(parser, "malt_roles_results")
     parser.set_defaults(func=cmd_malt_roles_results)
 
 
 def add_malt_results_parser(sub: Any) -> None:
     """Adds ``results malt`` (``docs/malt.md``)."""
     parser = page_parser(sub, "malt")
-    parser.add_argument("--out", default="docs/malt.md",
-                        help="the document (default: docs/malt.md relative to the current directory: run from the "
-                             "repository)")
-    parser.add_argument("--workdir", default=str(runs_dir() / "malt_results"),
-                        help="training output folders (default: malt_results in $RLDS_LANG_RUNS or the user data "
-                             "directory)")
+    add_malt_page_arguments(parser, "malt_results")
     parser.add_argument("--agent", action="append", default=[], help="NAME=CHECKPOINT to add a row (e.g. ilql, ppo)")
-    parser.add_argument("--smoke", action="store_true", help="tiny settings (checks the pipeline; not a result)")
-    parser.add_argument("--no-progress", dest="progress", action="store_false")
     parser.set_defaults(func=cmd_malt_results)
 
 
@@ -276,4 +274,4 @@ def add_ppo_results_parser(sub) -> None:
 
 __all__ = ["PAGES", "add_lmrl_gym_parser", "add_malt_results_parser", "add_ppo_results_parser", "add_results_group",
            "add_section5_parser", "page_parser", "add_wordle_parser", "cmd_malt_results", "cmd_results",
-           "add_malt_roles_results_parser", "cmd_malt_roles_results", "add_baselines_parser"]
+           "add_malt_roles_results_parser", "cmd_malt_roles_results", "add_baselines_parser", "add_malt_page_arguments"]
