@@ -158,6 +158,7 @@ def test_review_shows_each_tasks_episode_as_recorded_and_exports_it_with_a_note(
 
     page.goto(server.url + "/review")
     page.select_option("#dataset", f"human/{task}")
+    page.wait_for_selector("#episodes[aria-busy='false']", state="attached")  # the list of that dataset is shown
     index = page.locator("#episodes li", has_text=played["episode_id"])
     index.click()
     shows_title = page.locator("#episode-title")

@@ -19,6 +19,7 @@
 
   async function loadList() {
     const request = ++listRequest, name = datasetSelect.value;
+    list.setAttribute("aria-busy", "true");  // until this list and its first episode are shown
     const out = name ? await api("GET", `/api/datasets/${name}/episodes?limit=1000`) : {episodes: []};
     if (request !== listRequest) return;  // a newer list was asked for meanwhile
     episodes = out.episodes, current = -1, detail = null, dataset = name;
@@ -35,6 +36,7 @@
       return li;
     }));
     if (episodes.length) await open(0); else render();
+    if (request === listRequest) list.setAttribute("aria-busy", "false");
   }
 
   function toggle(i, on) {
