@@ -1,5 +1,5 @@
 """The loop over in-memory tensors (``trainers.core.tensor_loop``) that DPO and the multi-agent MALT's BC share:
-seeded batches, a resumed run equal to a straight one, the learning-rate schedule, clear errors."""
+seeded batches, a resumed run equal to a straight one, the config's warm-up, clear errors."""
 
 import json
 
@@ -25,11 +25,11 @@ def rows(seed: int = 0) -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "response_mask": response}
 
 
-def fit(out, steps: int, crash_at: int | None = None, schedule=None, **overrides):
+def fit(out, steps: int, crash_at: int | None = None, **overrides):
     """``(result, module, the batches' input ids)`` of a tiny BC model fitted on ``rows()`` for ``steps`` steps (a
     KeyboardInterrupt in the call's ``crash_at``-th step)."""
-    config = BCConfig(out=str(out), model=TINY, steps=steps, batch_size=4, seed=5, lr=3e-3, warmup_steps=4,
-                      checkpoint_every=5, log_every=1, **overrides)
+    config = BCConfig(out=str(out), model=TINY, steps=steps, batch_size=4, seed=5, lr=3e-3,
+                      **{"warmup_steps": 4, "checkpoint_every": 5, "log_every": 1, **overrides})
     torch.manual_seed(config.seed)
     tokenizer = wordle_tokenizer()
     module = BCModel(config, tokenizer)
@@ -42,7 +42,7 @@ def fit(out, steps: int, crash_at: int | None = None, schedule=None, **overrides
         logps = sequence_logps(module.lm, batch["input_ids"], batch["attention_mask"], batch["response_mask"])
         return -logps.mean(), {"rows": float(batch["input_ids"].shape[0])}, int(batch["attention_mask"].sum())
 
-    result = fit_tensors(config, "bc", module, tokenizer, rows(), step_loss, schedule=schedule, progress=False)
+    result = fit_tensors(config, "bc", module, tokenizer, rows(), step_loss, progress=False)
     return result, module, calls
 
 
@@ -72,13 +72,14 @@ def test_a_resumed_run_equals_a_straight_one(tmp_path):
     assert [row["step"] for row in logged if "loss" in row][-1] == 12 and logged[-1]["rows"] == 4.0
 
 
-def test_the_schedule_is_the_warm_up_unless_given(tmp_path):
+def test_the_learning_rate_is_the_config_s_warm_up(tmp_path):
     def lr_of(out):
         return [row["lr"] for row in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "lr" in row]
 
-    fit(tmp_path / "warm", 3)
-    fit(tmp_path / "flat", 3, schedule=lambda step: 1.0)
-    assert lr_of(tmp_path / "warm")[0] < 3e-3 and lr_of(tmp_path / "flat") == [3e-3] * len(lr_of(tmp_path / "flat"))
+    fit(tmp_path / "warm", 5)
+    fit(tmp_path / "flat", 3, warmup_steps=0)
+    assert lr_of(tmp_path / "warm") == pytest.approx([3e-3 * min(1.0, (s + 1) / 4) for s in range(1, 6)])
+    assert lr_of(tmp_path / "flat") == [3e-3] * 3
 
 
 def test_tensors_of_different_lengths_are_an_error(tmp_path):

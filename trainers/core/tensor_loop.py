@@ -40,14 +40,13 @@ def batch_indices(num_rows: int, batch_size: int, step: int, seed: int) -> np.nd
 
 
 def fit_tensors(config: Any, algorithm: str, module: nn.Module, tokenizer: Any, tensors: dict[str, torch.Tensor],
-                step_loss: StepLoss, *, schedule: Callable[[int], float] | None = None, progress: bool = True,
-                title: str = "", **config_extra: Any) -> TrainResult:
+                step_loss: StepLoss, *, progress: bool = True, title: str = "", **config_extra: Any) -> TrainResult:
     """Trains ``module`` for ``config.steps`` optimizer steps on batches of ``tensors`` (equal first dimensions) and
     writes ``config.out/checkpoint`` as algorithm ``algorithm``. ``config`` is a ``trainers.core.config``
     ``TrainConfig``: its ``out``, ``steps``, ``batch_size``, ``seed``, ``lr``, Adam betas, ``weight_decay``,
-    ``grad_clip``, ``log_every``, ``checkpoint_every`` and ``resume`` are used. ``schedule`` is the learning-rate
-    factor of each step (default: ``warmup_schedule(config.warmup_steps)``). ``config_extra`` is written beside the
-    config in ``config.json`` (e.g. how many pairs). The caller seeds torch before it builds ``module``, so dropout
+    ``warmup_steps`` (a linear warm-up, then a constant rate: ``warmup_schedule``), ``grad_clip``, ``log_every``,
+    ``checkpoint_every`` and ``resume`` are used. ``config_extra`` is written beside the config in ``config.json``
+    (e.g. how many pairs). The caller seeds torch before it builds ``module``, so dropout
     is a function of the seed too."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -57,8 +56,7 @@ def fit_tensors(config: Any, algorithm: str, module: nn.Module, tokenizer: Any, 
     num_rows = rows.pop()
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)
-    factor = warmup_schedule(config.warmup_steps) if schedule is None else schedule
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
     step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
     before = saved_seconds
     run = RunLog(out, algorithm, config.steps, step, config.log_every, config.checkpoint_every, progress=progress,

@@ -115,7 +115,7 @@ def train_bc(settings: dict[str, Any], workdir: Path, groups: str | None = None,
             episodes = bc_episodes(settings, workdir) if episodes is None else episodes
             config = BCConfig(out=str(out), model=ModelConfig(**settings["model"]), tokenizer=settings["tokenizer"],
                               steps=settings["bc_steps"], batch_size=settings["bc_batch_size"], lr=settings["bc_lr"],
-                              max_length=settings["model"]["n_positions"], seed=settings["seed"])
+                              warmup_steps=0, max_length=settings["model"]["n_positions"], seed=settings["seed"])
             fit_turns(config, agent_turns(episodes, group), progress=progress)
         checkpoints.append(str(out / "checkpoint"))
     return checkpoints

@@ -108,8 +108,7 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
     ``bc``, loadable by ``trainers.algorithms.registry.load_policy``) and returns it. ``config`` is a
     ``trainers.algorithms.bc.BCConfig``: without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer``
     name) too. It trains in the loop over in-memory tensors (``trainers.core.tensor_loop.fit_tensors``: seeded epochs
-    of permutations, logs, exact resume) at a constant learning rate (no warm-up: each EI round continues a trained
-    model). ``progress`` draws a bar with the loss."""
+    of permutations, the config's warm-up, logs, exact resume). ``progress`` draws a bar with the loss."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.bc import BCModel
     from trainers.algorithms.dpo.dpo import sequence_logps
@@ -133,7 +132,7 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
         return -logps.sum() / batch["response_mask"][:, 1:].sum().clamp(min=1), {}, int(batch["attention_mask"].sum())
 
     fit_tensors(config, "bc", module, tokenizer, encode_turns(turns, tokenizer, config.max_length), step_loss,
-                schedule=lambda step: 1.0, progress=progress, title=f"fit {Path(config.out).name}", turns=len(turns))
+                progress=progress, title=f"fit {Path(config.out).name}", turns=len(turns))
     return checkpoint_dir(config.out)
 
 

@@ -159,8 +159,9 @@ def ei_team_round(config: TeamMALTConfig, env: Any, groups: list[tuple[int, ...]
             reasons.append(f"no game reached ei_min_return={config.ei_min_return}")
             continue
         start = load_agent_model(checkpoint)
+        # no warm-up: each round continues a trained model at its learning rate
         bc = BCConfig(out=str(round_dir / f"train_g{k}"), steps=config.ei_steps, batch_size=config.ei_batch_size,
-                      lr=config.ei_lr, seed=config.seed + r, max_length=start.config.model.n_positions)
+                      lr=config.ei_lr, warmup_steps=0, seed=config.seed + r, max_length=start.config.model.n_positions)
         new.append(str(fit_turns(bc, turns, start, progress)))
         trained_on.append(len(turns))
         reasons.append("")
