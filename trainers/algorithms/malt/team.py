@@ -106,9 +106,10 @@ def fit_turns(config: Any, turns: Sequence[AgentTurn], start: Any | None = None,
     """BC on ``turns``: minimises the mean NLL per action token of the turns' actions, from ``start``'s weights (a
     loaded checkpoint) or from a fresh model of ``config.model``; writes ``config.out/checkpoint`` (algorithm
     ``bc``, loadable by ``trainers.algorithms.registry.load_policy``) and returns it. ``config`` is a
-    ``trainers.algorithms.bc.BCConfig``: without ``start`` its ``tokenizer`` (a ``rlds_lang.tokenizers.make_tokenizer``
-    name) too. It trains in the loop over in-memory tensors (``trainers.core.tensor_loop.fit_tensors``: seeded epochs
-    of permutations, the config's warm-up, logs, exact resume). ``progress`` draws a bar with the loss."""
+    ``trainers.algorithms.bc.BCConfig`` (without ``start``, its ``model`` and ``tokenizer``, a
+    ``rlds_lang.tokenizers.make_tokenizer`` name, make the fresh model). It trains in the loop over in-memory tensors
+    (``trainers.core.tensor_loop.fit_tensors``: seeded epochs of permutations, the config's warm-up, logs, exact
+    resume); ``progress`` draws a bar with the loss."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.bc import BCModel
     from trainers.algorithms.dpo.dpo import sequence_logps
