@@ -10,9 +10,9 @@ from trainers.cli.main import main
 from trainers.core.provenance import absolute_paths
 from trainers.evaluation.stats import paired_separation
 from trainers.evaluation.wordle import EvalResult, load_results
-from trainers.experiments.baselines.document import dt_trend, target_status
+from trainers.experiments.baselines.document import dt_trend, floor_note, target_status
 from trainers.experiments.baselines.run import dt_targets
-from trainers.experiments.baselines.settings import SETTINGS, TARGETS
+from trainers.experiments.baselines.settings import SECTION5, SETTINGS, TARGETS
 
 SIDE_WORDS = {1: "beats BC by more than 2 SE", -1: "is below BC by more than 2 SE", 0: "is not separated from BC by 2 SE"}
 TREND_WORDS = {1: "rises with the target", -1: "falls as the target rises", 0: "does not rise with the target"}
@@ -69,6 +69,11 @@ def _result(name, rewards):
 class _Outcome:
     by_name: dict
     trained: dict = dataclasses.field(default_factory=dict)
+    setting: object = SECTION5
+
+    @property
+    def results(self):
+        return list(self.by_name.values())
 
 
 BC = [-5.0, -4.0, -6.0, -5.0, -4.0, -5.0, -6.0, -4.0]
@@ -101,3 +106,13 @@ def test_the_target_returns_are_sorted_and_a_bad_sweep_is_named():
     with pytest.raises(ValueError, match="at least two"):
         dt_targets("-2")
     assert np.isfinite(dt_targets("0,-1")).all()
+
+
+def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
+    lost = [-6.0] * 200
+    rows = {"BC": _result("BC", lost), "CQL": _result("CQL", lost[:-1] + [-3.0]), "%BC": _result("%BC", BETTER * 25)}
+    note = floor_note(_Outcome(rows))
+    assert note.startswith("2 of 3 rows win fewer than 1% of their games (BC, CQL)")  # CQL wins 1 of 200
+    assert SECTION5.hard_game and SECTION5.hard_game in note
+    rows["CQL"] = _result("CQL", lost[:-2] + [-3.0, -2.0])  # 1% of its games: no longer "fewer than 1%"
+    assert floor_note(_Outcome(rows)) == ""

@@ -74,6 +74,22 @@ def render_table(outcome: SettingOutcome) -> str:
     return "\n".join(rows)
 
 
+#: a row "almost never wins" below this share of its games.
+RARE_WIN_RATE = 0.01
+
+
+def floor_note(outcome: SettingOutcome) -> str:
+    """A paragraph when at least half the rows win fewer than ``RARE_WIN_RATE`` of their games (their returns then
+    sit near a lost game's and the table separates little), naming them and saying why (``Setting.hard_game``);
+    otherwise ``""``."""
+    rare = [r.name for r in outcome.results if r.win_rate < RARE_WIN_RATE]
+    if not rare or 2 * len(rare) < len(outcome.results):
+        return ""
+    return (f"{len(rare)} of {len(outcome.results)} rows win fewer than {RARE_WIN_RATE:.0%} of their games "
+            f"({', '.join(rare)}): their returns sit near a lost game's and differ little. "
+            f"{outcome.setting.hard_game}".rstrip() + "\n")
+
+
 def render_sweep(outcome: SettingOutcome) -> str:
     """The Decision Transformer's achieved return at each target return, and the computed trend."""
     if not outcome.dt_sweep:
@@ -121,8 +137,9 @@ def render_setting(outcome: SettingOutcome, args: argparse.Namespace) -> str:
     held_out = tuning_config(outcome.setting.eval_config(args.games, args.eval_seed), args.beta_games)
     betas = (render_beta_choices(outcome.betas, held_out) if outcome.betas
              else "Not chosen in this run (`--beta-games 0`): each value row played its committed β.\n")
+    note = floor_note(outcome)
     parts = [f"## {outcome.setting.title}\n", f"{outcome.results[0].games} seeded games (seed {args.eval_seed}).\n",
-             render_table(outcome), "\n### Paired differences to BC\n", "\n".join(lines),
+             render_table(outcome), "", *([note] if note else []), "### Paired differences to BC\n", "\n".join(lines),
              "\n### The Decision Transformer's target returns\n", render_sweep(outcome),
              "### β of the token-level value rows, chosen on held-out games\n", betas]
     if outcome.ranks:
@@ -154,5 +171,5 @@ made: the guide [The ILQL code's other baselines](guides/baselines.md).
 {chr(10).join(render_setting(o, args) for o in outcomes)}"""
 
 
-__all__ = ["command_line", "dt_trend", "target_status", "tried", "render_table", "render_sweep", "render_ranks",
-           "render_trained", "render_setting", "render_page"]
+__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "tried", "render_table", "floor_note",
+           "render_sweep", "render_ranks", "render_trained", "render_setting", "render_page"]

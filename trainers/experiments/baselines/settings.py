@@ -42,6 +42,8 @@ class Setting:
     rows: tuple[Experiment, ...]
     from_bc: tuple[str, ...]
     top_advantage_row: str | None = None
+    #: what the page says of the game itself when most rows almost never win it (``document.floor_note``).
+    hard_game: str = ""
 
     def row(self, name: str) -> Experiment:
         """The row called ``name``."""
@@ -91,7 +93,10 @@ SECTION5 = Setting(
      Experiment("DT", "dt"),
      Experiment("utterance ILQL", "utterance_ilql"),
      Experiment("CHAI", "chai")),
-    from_bc=("CHAI",))
+    from_bc=("CHAI",),
+    hard_game=("In this MDP the hidden word is redrawn after every guess from the answers still consistent with the "
+               "feedback (`adversarial_resample`), so only guesses that narrow those answers down to one can win; the "
+               "Section-5 ranking below is what the setting measures."))
 
 SETTINGS = (LMRL_GYM, SECTION5)
 #: the page's targets (LMRL-Gym Wordle): each row beats BC by more than 2 paired SE.
