@@ -13,8 +13,6 @@ resumed run samples what a straight one does. Defaults and their sources: ``trai
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -22,8 +20,8 @@ from trainers.algorithms.chai.config import ChaiConfig
 from trainers.algorithms.chai.losses import best_of_samples, place_at
 from trainers.algorithms.ilql.losses import polyak_update, q_loss
 from trainers.algorithms.utterance_ilql.losses import utterance_positions, utterance_q_targets
-from trainers.algorithms.utterance_ilql.model import UtteranceHeads
-from trainers.core.decoding import next_token_logits, positions_from_mask, sample_tokens
+from trainers.algorithms.utterance_ilql.model import UtteranceHeads, hidden_after
+from trainers.core.decoding import next_token_logits, sample_tokens
 from trainers.core.model import action_targets, language_model_for
 from trainers.core.objective import LossOutput, masked_mean
 
@@ -60,7 +58,7 @@ def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int
     active = torch.arange(rows)  # the rows still sampling, in order; the cache, mask and logits hold only these
     for step in range(max_tokens):
         logits[:, banned] = float("-inf")
-        tokens = sample_tokens(logits, torch.rand(rows))[active]  # one draw per row, finished or not
+        tokens = sample_tokens(logits, torch.rand(rows)[active])  # a draw for every row, finished or not
         going = ~torch.isin(tokens, stop)
         for i, token in zip(active[going].tolist(), tokens[going].tolist()):
             out[i].append(int(token))
@@ -70,26 +68,8 @@ def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int
             cache.batch_select_indices(going.nonzero().flatten())
             active, tokens, mask = active[going], tokens[going], mask[going]
         mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
-        logits = torch.zeros(rows, logits.shape[1], dtype=logits.dtype)
-        logits[active] = next_token_logits(lm, None, tokens.unsqueeze(1), mask, 0.0, past_key_values=cache)
-    return out, hidden_after_cached(lm, reading, prompt_mask, out, tokenizer)
-
-
-def hidden_after_cached(lm: nn.Module, cache: Any, prompt_mask: torch.Tensor, utterances: list[list[int]],
-                        tokenizer) -> torch.Tensor:
-    """The LM's last hidden state after each ``prompt + utterance + [EOA]``, the prompts already in ``cache`` (left
-    padded, ``prompt_mask`` their attention mask): the utterances go in right-padded, and each row is read at its
-    ``[EOA]``. ``[len(utterances), n_embd]``."""
-    suffixes = [utterance + [tokenizer.eoa_id] for utterance in utterances]
-    width = max(len(suffix) for suffix in suffixes)
-    ids = torch.full((len(suffixes), width), tokenizer.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(suffixes), width), dtype=torch.long)
-    for i, suffix in enumerate(suffixes):
-        ids[i, :len(suffix)], mask[i, :len(suffix)] = torch.tensor(suffix), 1
-    full = torch.cat([prompt_mask, mask], dim=1)
-    hidden = lm(input_ids=ids, attention_mask=full, position_ids=positions_from_mask(full)[:, -width:],
-                past_key_values=cache, use_cache=True, output_hidden_states=True).hidden_states[-1]
-    return hidden[torch.arange(len(suffixes)), mask.sum(1) - 1]
+        logits = next_token_logits(lm, None, tokens.unsqueeze(1), mask, 0.0, past_key_values=cache)
+    return out, hidden_after(lm, [u + [tokenizer.eoa_id] for u in out], tokenizer.pad_id, reading, prompt_mask)
 
 
 class ChaiModel(nn.Module):
@@ -143,4 +123,4 @@ class ChaiModel(nn.Module):
         polyak_update(self.utterance_heads.target_q2, self.utterance_heads.q2, self.config.alpha)
 
 
-__all__ = ["sample_utterances", "hidden_after_cached", "ChaiModel"]
+__all__ = ["sample_utterances", "ChaiModel"]

@@ -14,6 +14,7 @@ policy and says the one with the highest ``Q``. Defaults and their sources: ``tr
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,6 +22,7 @@ from torch import nn
 from trainers.algorithms.ilql.losses import bc_loss, expectile_loss, polyak_update, q_loss
 from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
 from trainers.algorithms.utterance_ilql.losses import utterance_positions, utterance_q_targets, utterance_v_targets
+from trainers.core.decoding import positions_from_mask
 from trainers.core.model import action_targets, language_model_for, mlp_head
 from trainers.core.objective import LossOutput, masked_mean
 
@@ -46,15 +48,23 @@ class UtteranceHeads(nn.Module):
         return torch.minimum(self.target_q1(hidden), self.target_q2(hidden)).squeeze(-1)
 
 
-def hidden_after(lm: nn.Module, rows: list[list[int]], pad_id: int) -> torch.Tensor:
+def hidden_after(lm: nn.Module, rows: list[list[int]], pad_id: int, cache: Any = None,
+                 prompt_mask: torch.Tensor | None = None) -> torch.Tensor:
     """The LM's last hidden state after each row of token ids (rows right-padded into one batch): ``[rows, n_embd]``;
-    what an utterance head reads at the ``[EOA]`` that ends a row."""
+    what an utterance head reads at the ``[EOA]`` that ends a row. With ``cache`` (a ``transformers`` cache that
+    already holds each row's prompt, left-padded, ``prompt_mask`` their attention mask) the rows continue those
+    prompts, and only the rows' own tokens go through the LM."""
     width = max(len(row) for row in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, row in enumerate(rows):
         ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
-    hidden = lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
+    if cache is None:
+        hidden = lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
+    else:
+        full = torch.cat([prompt_mask, mask], dim=1)
+        hidden = lm(input_ids=ids, attention_mask=full, position_ids=positions_from_mask(full)[:, -width:],
+                    past_key_values=cache, use_cache=True, output_hidden_states=True).hidden_states[-1]
     return hidden[torch.arange(len(rows)), mask.sum(1) - 1]
 
 
