@@ -247,14 +247,14 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
                                                     "kl": f"{metrics['objective/kl']:.3f}"})
         if run_log.checkpoint_due(update):
             saved_seconds = elapsed_seconds(before, run_log.clock)
-        if run_log.checkpoint_due(update) and info.is_main:
-            # the shared trainer state (what restore_trainer_state puts back) plus PPO's own: the KL controller and
-            # the frozen reference
-            state = {**trainer_state(optimizer, scheduler, update, saved_seconds), "update": update,
-                     "kl": kl_ctl.state_dict(), "reference": reference.state_dict()}
-            save_checkpoint(out, "ppo", config, model, tokenizer, state)
-        if info.world_size > 1 and run_log.checkpoint_due(update):
-            dist.barrier()
+            if info.is_main:
+                # the shared trainer state (what restore_trainer_state puts back) plus PPO's own: the KL controller
+                # and the frozen reference
+                state = {**trainer_state(optimizer, scheduler, update, saved_seconds), "update": update,
+                         "kl": kl_ctl.state_dict(), "reference": reference.state_dict()}
+                save_checkpoint(out, "ppo", config, model, tokenizer, state)
+            if info.world_size > 1:
+                dist.barrier()
     run_log.close()
     mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
     seconds = time.perf_counter() - started
