@@ -10,9 +10,9 @@ from trainers.cli.main import main
 from trainers.core.provenance import absolute_paths
 from trainers.evaluation.stats import paired_separation
 from trainers.evaluation.wordle import EvalResult, load_results
-from trainers.experiments.baselines.document import dt_trend, floor_note, target_status
+from trainers.experiments.baselines.document import dt_trend, floor_note, left_out, page_status, target_status
 from trainers.experiments.baselines.run import dt_targets
-from trainers.experiments.baselines.settings import SECTION5, SETTINGS, TARGETS
+from trainers.experiments.baselines.settings import LMRL_GYM, SECTION5, SETTINGS, TARGETS, settings_named
 
 SIDE_WORDS = {1: "beats BC by more than 2 SE", -1: "is below BC by more than 2 SE", 0: "is not separated from BC by 2 SE"}
 TREND_WORDS = {1: "rises with the target", -1: "falls as the target rises", 0: "does not rise with the target"}
@@ -25,7 +25,17 @@ def test_results_baselines_writes_the_page_with_verdicts_computed_from_its_resul
                "--dt-targets=-6,-2", "--section5-pairs", "4", "--top-advantage-episodes", "4", "--out", str(out)]
     with pytest.raises(ValueError, match="rows are"):
         main([*command, "--train-only", "SARSA"])
-    main(command)
+    with pytest.raises(ValueError, match="rows are"):  # an LMRL-Gym-only row, with that setting left out
+        main([*command, "--settings", "section5", "--train-only", "ILQL"])
+    main([*command, "--settings", "section5"])  # one setting: the page says the targets were not measured
+    page = out.read_text()
+    assert page.split("\n\n")[1].startswith("**Targets not measured**: CQL, psi, utterance ILQL should each beat BC")
+    assert "(`--settings lmrl_gym` adds it)" in page and "--settings section5" in page
+    assert f"## {SECTION5.title}\n" in page and "## LMRL-Gym" not in page
+    assert not out.with_name("baselines-lmrl_gym.json").exists()
+    assert not (tmp_path / "tfds" / "wordle_synthetic" / "lmrl_gym").exists()  # that setting's data is not built
+    assert (tmp_path / "tfds" / "wordle_synthetic" / "ilql_adversarial").is_dir()
+    main(command)  # every setting: the Section-5 rows trained above are reused
     page = out.read_text()
     paragraphs = page.split("\n\n")
     assert paragraphs[0] == ("# The ILQL code's baselines on Wordle: BC, %BC, ILQL, CQL, DT, ψ, utterance ILQL and "
@@ -116,3 +126,25 @@ def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
     assert SECTION5.hard_game and SECTION5.hard_game in note
     rows["CQL"] = _result("CQL", lost[:-2] + [-3.0, -2.0])  # 1% of its games: no longer "fewer than 1%"
     assert floor_note(_Outcome(rows)) == ""
+
+
+def test_settings_and_rows_are_chosen_by_name_with_clear_errors():
+    assert settings_named(["section5", "lmrl_gym"]) == SETTINGS  # the page's order, whatever the order given
+    assert settings_named(["section5"]) == (SECTION5,)
+    with pytest.raises(ValueError, match=r"--settings \['visdial'\]: settings are \['lmrl_gym', 'section5'\]"):
+        settings_named(["section5", "visdial"])
+    assert SECTION5.row("CHAI").algorithm == "chai"
+    with pytest.raises(ValueError, match=r"section5 has no row 'ILQL': its rows are \['BC'"):
+        SECTION5.row("ILQL")
+
+
+def test_a_page_without_a_setting_names_it_and_says_the_targets_were_not_measured():
+    section5 = _Outcome({"BC": _result("BC", BC)})
+    assert left_out([section5]) == ("Not run for this page: " + LMRL_GYM.title + " (`--settings lmrl_gym` adds it). "
+                                    "Without `--settings` the command runs every setting.")
+    assert page_status([section5]).startswith("**Targets not measured**: CQL, psi, utterance ILQL should each")
+    assert page_status([section5]).endswith(left_out([section5]))
+    rows = {"BC": _result("BC", BC), "CQL": _result("CQL", BETTER), "psi": _result("psi", BETTER),
+            "utterance ILQL": _result("utterance ILQL", BETTER)}
+    both = [_Outcome(rows, setting=LMRL_GYM), section5]
+    assert left_out(both) == "" and page_status(both).startswith("**All targets met**")

@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from trainers.core import provenance
-from trainers.experiments.baselines.settings import TARGETS
+from trainers.experiments.baselines.settings import LMRL_GYM, SETTINGS, TARGETS
 from trainers.experiments.beta_choice import render_beta_choices, tuning_config
 from trainers.experiments.lmrl_gym.document import comparison_lines
 
@@ -52,6 +52,28 @@ def target_status(lmrl_gym: SettingOutcome) -> str:
     return (f"**Targets not met** on LMRL-Gym's Wordle ({sum(met)} of {len(met)}: CQL, ψ and utterance ILQL should "
             "each beat BC by more than 2 paired standard errors). Measured:\n" + "\n".join(lines)
             + "\n\nTried: " + tried(lmrl_gym) + " (every row: each setting's *What was trained*).")
+
+
+def left_out(outcomes: Sequence[SettingOutcome]) -> str:
+    """A paragraph naming the settings this page did not run and the option that adds them; ``""`` when it ran
+    every setting."""
+    ran = {o.setting.key for o in outcomes}
+    missing = [s for s in SETTINGS if s.key not in ran]
+    if not missing:
+        return ""
+    return ("Not run for this page: " + "; ".join(f"{s.title} (`--settings {s.key}` adds it)" for s in missing)
+            + ". Without `--settings` the command runs every setting.")
+
+
+def page_status(outcomes: Sequence[SettingOutcome]) -> str:
+    """The page's first paragraph: ``target_status`` of LMRL-Gym's Wordle when this page ran it; otherwise that
+    the targets were not measured, and why."""
+    lmrl_gym = next((o for o in outcomes if o.setting.key == LMRL_GYM.key), None)
+    if lmrl_gym is not None:
+        return target_status(lmrl_gym)
+    rows = ", ".join(row for row, _ in TARGETS)
+    return (f"**Targets not measured**: {rows} should each beat BC by more than 2 paired standard errors on "
+            f"{LMRL_GYM.title}, and this page did not run that setting. " + left_out(outcomes))
 
 
 def tried(outcome: SettingOutcome) -> str:
@@ -127,7 +149,8 @@ def render_trained(outcome: SettingOutcome) -> str:
         rows.append(f"| {name} | `{t.experiment.algorithm}` | `{overrides}` | "
                     f"{'yes' if name in setting.from_bc else 'no'} | {t.steps} | {t.minutes:.1f} |")
     shared = json.dumps({k: v for k, v in setting.training.items() if k != "steps"})
-    return f"Shared config ({setting.training['steps']} steps unless overridden): `{shared}`.\n\n" + "\n".join(rows) + "\n"
+    steps = setting.training["steps"]
+    return f"Shared config ({steps} steps unless overridden): `{shared}`.\n\n" + "\n".join(rows) + "\n"
 
 
 def render_setting(outcome: SettingOutcome, args: argparse.Namespace) -> str:
@@ -155,21 +178,24 @@ def render_setting(outcome: SettingOutcome, args: argparse.Namespace) -> str:
 
 def render_page(outcomes: Sequence[SettingOutcome], args: argparse.Namespace, decoding: Decoding,
                 seconds: float) -> str:
-    """The markdown of ``docs/baselines.md``; ``outcomes`` LMRL-Gym's Wordle first."""
-    lmrl_gym = next(o for o in outcomes if o.setting.key == "lmrl_gym")
+    """The markdown of ``docs/baselines.md``; ``outcomes`` in the page's order (LMRL-Gym's Wordle first), of the
+    settings this page ran."""
+    # without LMRL-Gym's Wordle the first paragraph already names what was left out
+    skipped = left_out(outcomes) if any(o.setting.key == LMRL_GYM.key for o in outcomes) else ""
     return f"""# The ILQL code's baselines on Wordle: BC, %BC, ILQL, CQL, DT, ψ, utterance ILQL and CHAI
 
-{target_status(lmrl_gym)}
+{page_status(outcomes)}
 
 {provenance.generated_by(command_line(args))} on
 {datetime.date.today().isoformat()} (this invocation: {seconds / 60:.1f} min; finished training and evaluations
 are reused). Every row of a setting plays {decoding.title} on the same seeded games; the utterance-level agents
 (utterance ILQL, CHAI) sample their candidates at that temperature and say the one of highest Q. Verdicts are
 paired differences on the same games, beyond 2 standard errors (`trainers.evaluation.stats`). How the page is
-made: the guide [The ILQL code's other baselines](guides/baselines.md).
+made: the guide [The ILQL code's other baselines](guides/baselines.md).{chr(10) + chr(10) + skipped if skipped else ""}
 
 {chr(10).join(render_setting(o, args) for o in outcomes)}"""
 
 
-__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "tried", "render_table", "floor_note",
-           "render_sweep", "render_ranks", "render_trained", "render_setting", "render_page"]
+__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "page_status", "tried",
+           "render_table", "floor_note", "render_sweep", "render_ranks", "render_trained", "render_setting",
+           "render_page"]

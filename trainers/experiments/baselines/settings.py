@@ -46,8 +46,11 @@ class Setting:
     hard_game: str = ""
 
     def row(self, name: str) -> Experiment:
-        """The row called ``name``."""
-        return next(e for e in self.rows if e.name == name)
+        """The row called ``name``; a clear error naming this setting's rows otherwise."""
+        for experiment in self.rows:
+            if experiment.name == name:
+                return experiment
+        raise ValueError(f"{self.key} has no row {name!r}: its rows are {[e.name for e in self.rows]}")
 
     def eval_config(self, games: int, seed: int) -> Any:
         """The ``EvalConfig`` of this setting's seeded games (game ``i`` seeded ``seed + i``)."""
@@ -99,8 +102,18 @@ SECTION5 = Setting(
                "Section-5 ranking below is what the setting measures."))
 
 SETTINGS = (LMRL_GYM, SECTION5)
+
+
+def settings_named(keys: list[str] | tuple[str, ...]) -> tuple[Setting, ...]:
+    """The settings whose keys are ``keys``, in the page's order (LMRL-Gym's Wordle first); a clear error naming the
+    known keys for any other."""
+    known = {s.key: s for s in SETTINGS}
+    unknown = sorted(set(keys) - set(known))
+    if unknown or not keys:
+        raise ValueError(f"--settings {unknown or '(none)'}: settings are {list(known)}")
+    return tuple(s for s in SETTINGS if s.key in keys)
 #: the page's targets (LMRL-Gym Wordle): each row beats BC by more than 2 paired SE.
 TARGETS = (("CQL", "BC"), ("psi", "BC"), ("utterance ILQL", "BC"))
 
 __all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "FROM_BC_STEPS", "Setting", "LMRL_GYM",
-           "SECTION5", "SETTINGS", "TARGETS"]
+           "SECTION5", "SETTINGS", "TARGETS", "settings_named"]
