@@ -21,12 +21,12 @@ from trainers.algorithms.ppo.config import PPOConfig
 from trainers.algorithms.ppo.networks import (
     PolicyWithValue,
     frozen_reference,
-    left_pad,
     score_responses,
 )
 from trainers.algorithms.ppo.rollout import RolloutPolicy, collect_rollouts
 from trainers.algorithms.ppo.trainer import ppo_update, prepare_batch, train_ppo
 from trainers.core.model import ModelConfig, build_language_model
+from trainers.core.padding import left_pad
 
 ACTIONS = ["ab", "ba"]
 SLOW_ROLLOUT_SECONDS = 2.0  # a crashed call's extra time, which a resumed run's total must count

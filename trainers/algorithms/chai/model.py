@@ -24,6 +24,7 @@ from trainers.algorithms.utterance_ilql.model import UtteranceHeads, hidden_afte
 from trainers.core.decoding import next_token_logits, sample_tokens
 from trainers.core.model import action_targets, language_model_for
 from trainers.core.objective import LossOutput, masked_mean
+from trainers.core.padding import left_pad
 
 
 @torch.no_grad()
@@ -40,11 +41,8 @@ def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int
 
     from transformers import DynamicCache
 
-    width = max(len(prompt) for prompt in prompts)
-    ids = torch.full((len(prompts), width), tokenizer.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for i, prompt in enumerate(prompts):  # left-padded: every prompt ends in the last column
-        ids[i, width - len(prompt):], mask[i, width - len(prompt):] = torch.tensor(prompt), 1
+    # left-padded: every prompt ends in the last column
+    ids, mask = left_pad(prompts, max(len(prompt) for prompt in prompts), tokenizer.pad_id)
     cache = DynamicCache()
     logits = next_token_logits(lm, None, ids, mask, 0.0, past_key_values=cache).repeat_interleave(k, dim=0)
     reading = copy.deepcopy(cache)

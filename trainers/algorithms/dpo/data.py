@@ -30,6 +30,7 @@ from rlds_lang.trees import (
     rebuild_trees,
     select_pairs,
 )
+from trainers.core.padding import pad_responses
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,20 +148,6 @@ def encode_response(tokenizer: CharTokenizer, observations: Sequence[str], actio
     return prompt + tokenizer.encode(response, strict=False) + [tokenizer.eoa_id], len(prompt)
 
 
-def pad_rows(rows: Sequence[tuple[list[int], int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(input_ids, attention_mask, response_mask)`` of right-padded ``(ids, response start)`` rows: the mask is
-    true on each row's tokens from its start on."""
-    width = max((len(ids) for ids, _ in rows), default=1)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    response = torch.zeros((len(rows), width), dtype=torch.bool)
-    for row, (ids, start) in enumerate(rows):
-        input_ids[row, :len(ids)] = torch.tensor(ids)
-        attention[row, :len(ids)] = 1
-        response[row, start:len(ids)] = True
-    return input_ids, attention, response
-
-
 def encode_pairs(pairs: Sequence[PreferencePair], tokenizer: CharTokenizer, max_length: int) -> dict[str, torch.Tensor]:
     """Right-padded tensors of all pairs: ``{chosen,rejected}_{input_ids,attention_mask,response_mask}`` ``[P, T]``.
 
@@ -176,11 +163,11 @@ def encode_pairs(pairs: Sequence[PreferencePair], tokenizer: CharTokenizer, max_
                 raise ValueError(f"pair {pair.node_ids}: the {side} sequence has {len(ids)} tokens, more than "
                                  f"max_length={max_length}")
             rows.append((ids, start))
-        input_ids, attention, response = pad_rows(rows, tokenizer.pad_id)
+        input_ids, attention, response = pad_responses(rows, tokenizer.pad_id)
         out.update({f"{side}_input_ids": input_ids, f"{side}_attention_mask": attention,
                     f"{side}_response_mask": response})
     return out
 
 
-__all__ = ["PreferencePair", "encode_pairs", "encode_response", "load_tree_episodes", "pad_rows", "pairs_of_agents",
+__all__ = ["PreferencePair", "encode_pairs", "encode_response", "load_tree_episodes", "pairs_of_agents",
            "tree_pairs"]

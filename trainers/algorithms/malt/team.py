@@ -89,7 +89,8 @@ def agent_turns(episodes: Iterable[Mapping[str, Any]], agents: Iterable[int]) ->
 def encode_turns(turns: Sequence[AgentTurn], tokenizer: Any, max_length: int) -> dict[str, torch.Tensor]:
     """``input_ids``, ``attention_mask``, ``response_mask`` ``[T, L]`` of the turns; a turn longer than
     ``max_length`` is an error naming it."""
-    from trainers.algorithms.dpo.data import encode_response, pad_rows
+    from trainers.algorithms.dpo.data import encode_response
+    from trainers.core.padding import pad_responses
 
     rows = []
     for k, turn in enumerate(turns):
@@ -98,7 +99,7 @@ def encode_turns(turns: Sequence[AgentTurn], tokenizer: Any, max_length: int) ->
             raise ValueError(f"turn {k} (agent {turn.agent}, action {turn.response[:20]!r}): {len(ids)} tokens, more "
                              f"than max_length={max_length}")
         rows.append((ids, start))
-    input_ids, attention, response = pad_rows(rows, tokenizer.pad_id)
+    input_ids, attention, response = pad_responses(rows, tokenizer.pad_id)
     return {"input_ids": input_ids, "attention_mask": attention, "response_mask": response}
 
 

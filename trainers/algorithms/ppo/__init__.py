@@ -24,7 +24,7 @@ The recipe's twelve details, where each lives and the test that fails when it br
 | detail | option / function | test |
 | --- | --- | --- |
 | 1 value head (and reward model) read query + response | ``ppo_model.PolicyWithValue``, ``ppo_rewards.Turn.text`` | ``test_value_head_reads_query_and_response_concatenated`` |
-| 2 left padding, positions from the mask | ``query_length``, ``ppo_model.left_pad`` | ``test_left_padded_generation_and_scores_equal_unpadded`` |
+| 2 left padding, positions from the mask | ``query_length``, ``trainers.core.padding.left_pad`` | ``test_left_padded_generation_and_scores_equal_unpadded`` |
 | 3 fixed-length pure sampling, same temperature in the loss | ``response_length``, ``temperature`` | ``test_sampling_is_fixed_length_and_logprobs_use_the_temperature`` |
 | 4 truncation, pad after, -1 without the token | ``truncate_after``, ``truncation_penalty`` | ``test_truncation_pads_after_the_token_and_penalizes_rows_without_it`` |
 | 5 score on the last token, reward head init, gain/bias | ``ppo_losses.reward_head_init_``, ``normalization_gain_bias`` | ``test_reward_head_init_and_normalisation``, ``test_zero_value_head_and_per_token_kl_rewards`` |

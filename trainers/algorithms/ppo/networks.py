@@ -16,7 +16,7 @@ were drawn from.
 Example::
 
     model = PolicyWithValue(lm)                       # lm from trainers.core.model.build_language_model
-    q, qm = left_pad([[1, 9, 3]], query_length=8, pad_id=0)
+    q, qm = left_pad([[1, 9, 3]], 8, pad_id=0)       # trainers.core.padding.left_pad
     responses = generate(model.lm, q, qm, length=6, temperature=0.7, uniforms=torch.rand(1, 6))
     out = score_responses(model, q, qm, responses, temperature=0.7)
 """
@@ -75,24 +75,6 @@ class PolicyWithValue(nn.Module):
 def frozen_reference(lm: nn.Module) -> nn.Module:
     """A frozen copy of ``lm`` (eval mode, no dropout, no gradients): the KL's reference policy."""
     return disable_dropout(copy.deepcopy(lm)).eval().requires_grad_(False)
-
-
-def left_pad(queries: Sequence[Sequence[int]], query_length: int, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(ids, attention_mask)`` of ``[batch, query_length]``: queries left-padded with ``pad_id``; a longer
-    query keeps its last ``query_length`` tokens.
-
-    >>> ids, mask = left_pad([[7, 8], [1, 2, 3, 4]], 3, 0)
-    >>> ids.tolist(), mask.tolist()
-    ([[0, 7, 8], [2, 3, 4]], [[0, 1, 1], [1, 1, 1]])
-    """
-    ids = torch.full((len(queries), query_length), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(queries), query_length), dtype=torch.long)
-    for row, query in enumerate(queries):
-        kept = list(query)[-query_length:]
-        if kept:
-            ids[row, query_length - len(kept):] = torch.tensor(kept)
-            mask[row, query_length - len(kept):] = 1
-    return ids, mask
 
 
 def _constrained(constraint: PrefixConstraint, nodes: torch.Tensor) -> torch.Tensor:
@@ -194,4 +176,4 @@ class PPOModel(PolicyWithValue):
                          zero_init_value=config.zero_init_value)
 
 
-__all__ = ["disable_dropout", "PolicyWithValue", "frozen_reference", "left_pad", "allowed_tokens", "generate", "ResponseScores", "score_responses", "ids_text", "PPOModel"]
+__all__ = ["disable_dropout", "PolicyWithValue", "frozen_reference", "allowed_tokens", "generate", "ResponseScores", "score_responses", "ids_text", "PPOModel"]

@@ -26,9 +26,10 @@ from torch import nn
 
 from rlds_lang.char_tokenizer import CharTokenizer
 from trainers.algorithms.ppo.losses import penalize_untruncated, truncate_responses
-from trainers.algorithms.ppo.networks import generate, ids_text, left_pad
+from trainers.algorithms.ppo.networks import generate, ids_text
 from trainers.algorithms.ppo.rewards import returns_to_go, turn_rewards
 from trainers.core.decoding import PrefixConstraint, stream_seed
+from trainers.core.padding import left_pad
 from trainers.core.policy import observation_text
 
 

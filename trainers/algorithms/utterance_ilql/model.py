@@ -25,6 +25,7 @@ from trainers.algorithms.utterance_ilql.losses import utterance_positions, utter
 from trainers.core.decoding import positions_from_mask
 from trainers.core.model import action_targets, language_model_for, mlp_head
 from trainers.core.objective import LossOutput, masked_mean
+from trainers.core.padding import right_pad
 
 
 class UtteranceHeads(nn.Module):
@@ -54,11 +55,8 @@ def hidden_after(lm: nn.Module, rows: list[list[int]], pad_id: int, cache: Any =
     what an utterance head reads at the ``[EOA]`` that ends a row. With ``cache`` (a ``transformers`` cache that
     already holds each row's prompt, left-padded, ``prompt_mask`` their attention mask) the rows continue those
     prompts, and only the rows' own tokens go through the LM."""
-    width = max(len(row) for row in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
+    ids, mask = right_pad(rows, pad_id)
+    width = ids.shape[1]
     if cache is None:
         hidden = lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
     else:

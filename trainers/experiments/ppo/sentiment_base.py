@@ -86,9 +86,9 @@ def episode_tokens(episodes: Sequence[dict[str, Any]], tokenizer: Any) -> list[t
 
 def make_batch(rows: Sequence[tuple[list[int], int]], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-padded ``input_ids``, ``attention_mask`` and ``action_mask`` (the action tokens) of ``rows``."""
-    from trainers.algorithms.dpo.data import pad_rows
+    from trainers.core.padding import pad_responses
 
-    input_ids, attention, action = pad_rows(rows, pad_id)
+    input_ids, attention, action = pad_responses(rows, pad_id)
     return {"input_ids": input_ids, "attention_mask": attention, "action_mask": action}
 
 
