@@ -6,8 +6,8 @@ row's transformer), and every row is played with one decoding on the same seeded
 ``--eval-seed``; each evaluation cached beside its run). The token-level value rows play at the β their
 held-out games choose (``trainers.experiments.beta_choice``; ``--beta-games 0``: their committed β), the
 Decision Transformer at its config's target return and at each of ``--dt-targets``. On the Section-5 data the
-token-level value rows are ranked (``trainers.experiments.section5.rank``); on LMRL-Gym's Wordle one value row
-gets the top-advantage table (``trainers.experiments.top_advantage``).
+token-level value rows are ranked (``trainers.experiments.section5.rank``); in each setting one value row
+(``Setting.top_advantage_row``) gets the top-advantage table (``trainers.experiments.top_advantage``).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ SECTION5 = Setting(
      Experiment("DT", "dt"),
      Experiment("utterance ILQL", "utterance_ilql"),
      Experiment("CHAI", "chai")),
-    from_bc=("CHAI",),
+    from_bc=("CHAI",), top_advantage_row="CQL",
     hard_game=("In this MDP the hidden word is redrawn after every guess from the answers still consistent with the "
                "feedback (`adversarial_resample`), so only guesses that narrow those answers down to one can win; the "
                "Section-5 ranking below is what the setting measures."))
