@@ -61,8 +61,8 @@ def left_out(outcomes: Sequence[SettingOutcome]) -> str:
     missing = [s for s in SETTINGS if s.key not in ran]
     if not missing:
         return ""
-    return ("Not run for this page: " + "; ".join(f"{s.title} (`--settings {s.key}` adds it)" for s in missing)
-            + ". Without `--settings` the command runs every setting.")
+    return ("Not run for this page: " + "; ".join(s.title for s in missing) + ". The command without `--settings` "
+            "runs every setting (what each costs: the guide [The ILQL code's other baselines](guides/baselines.md)).")
 
 
 def page_status(outcomes: Sequence[SettingOutcome]) -> str:
