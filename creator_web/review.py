@@ -3,7 +3,8 @@
 An annotation (free text and/or tags, on one step or the whole episode) never edits a log: the episode
 is rewritten (``loggers.live.rewrite_episode``) into ``versions/<dataset>/<episode>/vNNNN/`` with every
 annotation so far in the episode metadata field ``annotations`` (JSON list). The review page shows the
-latest version. An episode holds at most ``MAX_NOTES`` annotations of at most ``MAX_NOTES_BYTES`` (as
+latest version. A version and an export are written whole or not at all (``creator_web.storage.write_whole``):
+a server killed while writing one leaves nothing listed or read. An episode holds at most ``MAX_NOTES`` annotations of at most ``MAX_NOTES_BYTES`` (as
 stored JSON) in all, so a version never grows without bound. An export writes the latest version of
 each selected episode into a new folder ``exports/<name>/``, which the server itself lists as a dataset and
 ``creator_web.export_builder`` builds into a TFDS dataset of the task that keeps the annotations, annotator,
@@ -20,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from creator_web.storage import DataDir, next_index, safe_component
+from creator_web.storage import DamagedDataset, DataDir, next_index, safe_component, write_whole
 from creator_web.tasks import render_steps
 from loggers.live import rewrite_episode, split_step
 from loggers.reader import read_log_dir
@@ -62,11 +63,24 @@ def find_episode(data: DataDir, dataset: str, episode_id: str) -> dict[str, Any]
     folder = _versions_dir(data, dataset, episode_id)
     latest = next_index(folder, "v") - 1
     if latest >= 0:
-        return next(read_log_dir(os.path.join(folder, f"v{latest:04d}")))
+        return _read_version(data, os.path.join(folder, f"v{latest:04d}"))
     for episode in data.episodes(dataset):
         if str(episode.get("episode_id", "")) == episode_id:
             return episode
     raise KeyError(f"no episode {episode_id!r} in dataset {dataset!r}")
+
+
+def _read_version(data: DataDir, folder: str) -> dict[str, Any]:
+    """The episode of the version ``folder``; ``DamagedDataset`` naming the folder when it holds none or cannot be
+    read (versions are written whole, so only damage from outside the server does this)."""
+    where = os.path.relpath(folder, data.root)
+    try:
+        episodes = list(read_log_dir(folder))
+    except Exception as e:  # noqa: BLE001 - the reader raises whatever the riegeli backend does
+        raise DamagedDataset(f"version {where} cannot be read: {type(e).__name__}: {str(e)[:200]}") from None
+    if len(episodes) != 1:
+        raise DamagedDataset(f"version {where} holds {len(episodes)} finished episodes, not 1")
+    return episodes[0]
 
 
 def detail(data: DataDir, dataset: str, episode_id: str) -> dict[str, Any]:
@@ -101,7 +115,9 @@ def annotate(data: DataDir, dataset: str, episode_id: str, note: Mapping[str, An
                              f"{len(stored.encode('utf-8'))} bytes, more than the limit of {MAX_NOTES_BYTES}")
         folder = _versions_dir(data, dataset, episode_id)
         out = os.path.join(folder, f"v{next_index(folder, 'v'):04d}")
-        return rewrite_episode(episode, out, extra_metadata={"annotations": stored})
+        with write_whole(out) as partial:
+            rewrite_episode(episode, partial, extra_metadata={"annotations": stored})
+        return out
 
 
 def export(data: DataDir, dataset: str, episode_ids: list[str], name: str) -> str:
@@ -117,9 +133,10 @@ def export(data: DataDir, dataset: str, episode_ids: list[str], name: str) -> st
         if os.path.lexists(out):
             raise FileExistsError(f"export {name!r} exists already: choose a new name")
         episodes = [find_episode(data, dataset, e) for e in episode_ids]
-        for k, episode in enumerate(episodes):
-            extra = {} if "annotations" in episode else {"annotations": "[]"}
-            rewrite_episode(episode, os.path.join(out, f"e{k:05d}"), extra_metadata=extra)
+        with write_whole(out) as partial:
+            for k, episode in enumerate(episodes):
+                extra = {} if "annotations" in episode else {"annotations": "[]"}
+                rewrite_episode(episode, os.path.join(partial, f"e{k:05d}"), extra_metadata=extra)
         return out
 
 

@@ -9,6 +9,11 @@ Layout under ``data_dir`` (everything the server writes is new files in new fold
     sessions/<session_id>.json              who opened each session, with its config
     <anything else>/                        datasets to judge or review: raw logs or a built TFDS folder
 
+A version and an export appear whole or not at all (``write_whole``): they are written into a temporary sibling
+``.partial-<name>.<pid>.<random>``, flushed to disk and renamed into place. A server killed while writing one
+leaves only such a sibling, which is never listed or read, and which the next server removes when it starts
+(``DataDir.clean_partial``).
+
 A dataset is named by its path relative to ``data_dir`` and must be one of ``datasets()``: a name is
 never joined to a path before it is found in that list, and symlinks are never followed, so nothing outside
 ``data_dir`` is reachable. A folder that cannot be used is not dropped in silence: ``listing()`` names it as
@@ -17,10 +22,13 @@ damaged with the reason (a symlink in it, a folder that cannot be listed, a log 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import re
+import secrets
+import shutil
 import threading
 from typing import Any, Callable, Iterator
 
@@ -32,6 +40,8 @@ from rlds_lang.schema import map_nested, text_leaf
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,120}$")
 #: folders of data_dir that hold the server's own bookkeeping, not datasets.
 PRIVATE = ("judgements", "versions", "sessions")
+#: the name prefix of a folder being written (``write_whole``): never listed, removed when a server starts.
+PARTIAL = ".partial-"
 
 
 def safe_component(value: str) -> str:
@@ -49,12 +59,83 @@ def next_index(folder: str, prefix: str) -> int:
     return max(taken, default=-1) + 1
 
 
+def _fsync(path: str, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(folder: str) -> None:
+    """``fsync`` of every file and folder under ``folder`` (the folders last, so their entries are on disk)."""
+    for path, _, files in os.walk(folder, topdown=False):
+        for name in files:
+            _fsync(os.path.join(path, name))
+        _fsync(path, directory=True)
+
+
+@contextlib.contextmanager
+def write_whole(final: str) -> Iterator[str]:
+    """Yields a new temporary folder beside ``final`` to write into; when the block ends without error, everything
+    in it is flushed to disk and the folder is renamed to ``final`` in one step, so ``final`` appears whole or not
+    at all. An error removes the temporary folder; a killed process leaves it behind under a ``PARTIAL`` name,
+    which is never listed and which ``DataDir.clean_partial`` removes. ``FileExistsError`` if ``final`` exists
+    (before or after the block)."""
+    parent, name = os.path.split(final)
+    if os.path.lexists(final):
+        raise FileExistsError(f"{final} exists already")
+    os.makedirs(parent, exist_ok=True)
+    temporary = os.path.join(parent, f"{PARTIAL}{name}.{os.getpid()}.{secrets.token_hex(4)}")
+    os.mkdir(temporary)
+    try:
+        yield temporary
+        _sync_tree(temporary)
+        if os.path.lexists(final):  # rename() would silently replace an empty folder
+            raise FileExistsError(f"{final} appeared while it was being written")
+        os.rename(temporary, final)
+        _fsync(parent, directory=True)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def _abandoned(name: str) -> bool:
+    """Whether the ``PARTIAL`` folder ``name`` was left by a process that is gone (or by an earlier process with
+    this one's id): a folder another live server is writing now is kept."""
+    parts = name.rsplit(".", 2)
+    pid = parts[1] if len(parts) == 3 else ""
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 class DamagedDataset(ValueError):
     """A dataset that cannot be read (the message says which and why; the server answers 409)."""
 
 
 class UnsafePath(ValueError):
     """A path of the data folder that runs through a symlink (the server answers 409)."""
+
+
+def _listdir(folder: str) -> list[str]:
+    """The names in ``folder`` (none when it is absent or not a folder)."""
+    try:
+        return sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _subfolders(folder: str) -> list[str]:
+    """The real (not symlinked) folders in ``folder``."""
+    paths = (os.path.join(folder, name) for name in _listdir(folder))
+    return [p for p in paths if os.path.isdir(p) and not os.path.islink(p)]
 
 
 def _scan(folder: str) -> tuple[str | None, str | None]:
@@ -110,6 +191,25 @@ class DataDir:
         #: whether a log directory belongs to a game being played now (set by the session store): such a
         #: log may not be readable yet and is skipped, not counted as damage.
         self.in_progress: Callable[[str], bool] = lambda folder: False
+        self.clean_partial()
+
+    def clean_partial(self) -> list[str]:
+        """Removes the ``PARTIAL`` folders a killed server left in ``versions/`` and ``exports/`` (what it was
+        writing never appeared); returns them, relative to the root. Run when a ``DataDir`` is made."""
+        parents = [os.path.join(self.root, "exports")]
+        versions = os.path.join(self.root, "versions")
+        for dataset in _subfolders(versions):
+            parents.extend(_subfolders(dataset))
+        removed = []
+        for parent in parents:
+            for name in _listdir(parent):
+                path = os.path.join(parent, name)
+                if name.startswith(PARTIAL) and not os.path.islink(path) and _abandoned(name):
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed.append(os.path.relpath(path, self.root))
+        for path in removed:
+            logging.warning("%s: removed what a killed server left half-written (it was never listed)", path)
+        return removed
 
     def path(self, *parts: str) -> str:
         """``root/parts...``; every part must be a safe component, and none of the folders on the way a symlink
@@ -165,6 +265,8 @@ class DataDir:
                 continue
             for child in children:
                 path = os.path.join(full, child)
+                if child.startswith(PARTIAL):
+                    continue  # being written, or left by a killed server: it never appeared
                 if os.path.islink(path):
                     damaged[f"{top}/{child}"] = f"{top}/{child} is a symlink (the server does not follow symlinks)"
                 elif os.path.isdir(path):
@@ -214,4 +316,5 @@ class DataDir:
         return episodes
 
 
-__all__ = ["DamagedDataset", "DataDir", "PRIVATE", "UnsafePath", "next_index", "safe_component"]
+__all__ = ["DamagedDataset", "DataDir", "PARTIAL", "PRIVATE", "UnsafePath", "next_index", "safe_component",
+           "write_whole"]
