@@ -8,7 +8,9 @@ and acting in a session need the session's secret token in the ``X-Session-Token
 (``creator_web.access``); ``creator_web.guard`` refuses unknown hosts, cross-origin writes and oversized
 bodies before any of this runs. Errors: 400 unknown host; 401 no or unknown token; 403 a token or person
 that does not own the session, a cross-origin write; 404 unknown session, dataset, episode or pair; 409 a
-request that does not fit the game state or the stored limits, a damaged dataset; 413 a body too large; 422
+request that does not fit the game state or the stored limits (unfinished games included), a damaged dataset; 413
+a body too large; 429 a sign-in locked out after too many wrong secrets, or too many open sessions
+(``creator_web.limits``: the message names the limit, ``Retry-After`` says when to retry); 422
 invalid input, with the field and reason in ``detail`` (an invalid guess is answered 422 and never logged); 502 a
 service a task relies on failed (the VisDial answerer; nothing recorded).
 """
@@ -31,6 +33,7 @@ from creator_web import reddit_task, review, visdial_task  # noqa: F401 - reddit
 from creator_web.access import TOKEN_HEADER, AccessError, SignIn, load_annotators
 from creator_web.bodies import Annotation, ExportBody, Guess, JudgeBody, OpenSession, PairRequest, validation_detail
 from creator_web.guard import LOCAL_HOSTS, MAX_BODY, Guard, shown
+from creator_web.limits import LimitReached, Limits, SignInThrottle
 from creator_web.sessions import GameStateError, Session, SessionError, SessionStore
 from creator_web.storage import DamagedDataset, DataDir, UnsafePath
 from creator_web.tasks import TASKS, ServiceError, TaskSources, offered
@@ -68,7 +71,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
                human_wait: float = 2.0, *, allowed_hosts: Iterable[str] = LOCAL_HOSTS,
                annotators: str | os.PathLike | Mapping[str, str] | None = None, proxy_header: str | None = None,
                judge_pair: tuple[str, str] | None = None, max_body: int = MAX_BODY,
-               task_sources: TaskSources | None = None) -> FastAPI:
+               task_sources: TaskSources | None = None, limits: Limits | None = None) -> FastAPI:
     """The application serving ``data_dir`` (created if absent).
 
     With ``human``, the judge page shows the pairs that labeller's pipeline asks about (drawn as ``human_task``
@@ -81,11 +84,14 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     session then needs both. ``proxy_header``: the header a trusted reverse proxy names the signed-in person in
     (only when every request comes through that proxy). ``max_body``: the largest request body in bytes.
     ``task_sources``: what the Reddit and VisDial tasks read (``creator_web.tasks.TaskSources``); a task whose
-    source is not given is not offered."""
+    source is not given is not offered. ``limits``: wrong secrets, sessions and unfinished games allowed
+    (``creator_web.limits.Limits``; its defaults when not given)."""
     data = DataDir(data_dir)
     sources = task_sources or TaskSources()
-    sessions = SessionStore(data, sources)
+    limits = limits or Limits()
+    sessions = SessionStore(data, sources, limits)
     sign_in = _sign_in(annotators, proxy_header)
+    throttle = SignInThrottle(limits)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -97,6 +103,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     app = FastAPI(title="rlds-lang creator_web", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json",
                   lifespan=lifespan)
     app.state.data, app.state.sessions, app.state.sign_in = data, sessions, sign_in
+    app.state.sign_in_throttle = throttle
     app.add_middleware(Guard, allowed_hosts=allowed_hosts, max_body=max_body)
 
     @app.exception_handler(SessionError)
@@ -107,6 +114,11 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     @app.exception_handler(AccessError)
     async def _refused(request: Request, exc: AccessError) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+
+    @app.exception_handler(LimitReached)
+    async def _limited(request: Request, exc: LimitReached) -> JSONResponse:
+        headers = {} if exc.retry_after is None else {"Retry-After": str(max(1, round(exc.retry_after)))}
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -170,8 +182,19 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
 
     @app.post("/api/sessions")
     def open_session(body: OpenSession, request: Request) -> dict[str, Any]:
-        """Opens a session; answers its public id and its secret token (given only here)."""
-        annotator = sign_in.annotator(body.annotator, body.secret, request.headers)
+        """Opens a session; answers its public id and its secret token (given only here). Wrong secrets are
+        counted per annotator and per client address: past ``limits`` the sign-in is refused 429 for a while."""
+        client = request.client.host if request.client else ""
+        if sign_in.mode == "annotators":
+            throttle.check(body.annotator or "", client)
+        try:
+            annotator = sign_in.annotator(body.annotator, body.secret, request.headers)
+        except AccessError as e:
+            if sign_in.mode == "annotators" and e.status == 403:
+                throttle.failed(body.annotator or "", client, known=body.annotator in (sign_in.annotators or {}))
+            raise
+        if sign_in.mode == "annotators":
+            throttle.succeeded(annotator)
         if body.task not in TASKS:
             raise HTTPException(422, f"task: unknown task {shown(body.task)}; known: {sorted(TASKS)}")
         missing = TASKS[body.task].unavailable(sources)
@@ -186,6 +209,12 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
             raise HTTPException(422, str(e)) from None
         return {"session_id": session.session_id, "token": token, "annotator": session.annotator,
                 "task": session.task.name, "config": session.config.model_dump()}
+
+    @app.post("/api/sessions/{session_id}/close")
+    def close_session(session: Session = Depends(owner)) -> dict[str, Any]:
+        """Signs out: ends the session (its token is refused from now on; a game in progress stays unfinished in
+        its log). Answers the session id and the id of that game (``null`` when none)."""
+        return {"closed": session.session_id, "unfinished_game": sessions.close(session)}
 
     @app.get("/api/sessions/{session_id}/play")
     def play_state(session: Session = Depends(owner)) -> dict[str, Any]:
@@ -210,6 +239,8 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         with session.lock:
             try:
                 return session.new_game()
+            except GameStateError as e:
+                raise HTTPException(409, str(e)) from None
             except ServiceError as e:
                 raise HTTPException(502, str(e)) from None
 

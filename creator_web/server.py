@@ -6,7 +6,7 @@ this machine can reach it); to let others in, bind another interface (``--host 0
 firewall or reverse proxy, or forward the port (``ssh -L 8765:127.0.0.1:8765 host``). The server answers
 only the host names it was started for (this machine's, the bound address, and ``--allow-host`` names).
 ``add_server_arguments`` / ``app_options`` give a command line the access options (``--allow-host``,
-``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``) and the task sources (``--reddit-dir``,
+``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``, ``--limit NAME=VALUE``) and the task sources (``--reddit-dir``,
 ``--upvote-model``, ``--visdial-dir``, ``--visdial-answerer``); ``python -m creator_web.server`` takes them
 all (see docs/guides/browser_access.md and docs/guides/browser.md).
 """
@@ -23,6 +23,7 @@ import uvicorn
 
 from creator_web.app import create_app
 from creator_web.guard import allowed_hosts_for
+from creator_web.limits import Limits
 from creator_web.tasks import TaskSources
 from rlds_lang.paths import web_data_dir
 
@@ -95,6 +96,14 @@ def _pair(text: str) -> tuple[str, str]:
     return parts[0].strip(), parts[1].strip()
 
 
+def _limit(text: str) -> str:
+    try:
+        Limits.parse([text])
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def add_data_dir_argument(parser: argparse.ArgumentParser) -> None:
     """Adds ``--data-dir``, the folder the server records into: ``rlds_lang.paths.web_data_dir()`` unless given."""
     parser.add_argument("--data-dir", default=str(web_data_dir()),
@@ -116,6 +125,10 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                              "X-Remote-User); only when every request comes through that proxy")
     parser.add_argument("--judge-pair", type=_pair, metavar="LEFT,RIGHT",
                         help="the two datasets the judge page starts on (else the person chooses)")
+    parser.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE", type=_limit,
+                        help="change one of the access limits (wrong secrets, session expiry, open sessions, "
+                             "unfinished games; see docs/guides/browser_access.md), e.g. session_idle_s=7200; "
+                             "repeatable")
     parser.add_argument("--reddit-dir", metavar="DIR",
                         help="Reddit comments folder (published CSVs or dumps) to draw parents from: offers the "
                              "reddit task")
@@ -136,7 +149,7 @@ def app_options(args: argparse.Namespace) -> dict[str, Any]:
     sources = TaskSources(reddit_dir=args.reddit_dir, upvote_model=args.upvote_model, visdial_dir=args.visdial_dir,
                           visdial_answerer=args.visdial_answerer, visdial_version=args.visdial_version)
     return {"allow_hosts": args.allow_host, "annotators": args.annotators, "proxy_header": args.proxy_user_header,
-            "judge_pair": args.judge_pair, "task_sources": sources}
+            "judge_pair": args.judge_pair, "task_sources": sources, "limits": Limits.parse(args.limit)}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -97,6 +98,23 @@ def write_whole(final: str) -> Iterator[str]:
         _fsync(parent, directory=True)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def write_json_whole(path: str, value: Any) -> None:
+    """Writes ``value`` as JSON to ``path`` whole or not at all (a ``PARTIAL`` sibling, fsync'd, renamed over it)."""
+    parent, name = os.path.split(path)
+    temporary = os.path.join(parent, f"{PARTIAL}{name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        with open(temporary, "x", encoding="utf-8") as f:
+            json.dump(value, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+        _fsync(parent, directory=True)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
         raise
 
 
@@ -194,9 +212,9 @@ class DataDir:
         self.clean_partial()
 
     def clean_partial(self) -> list[str]:
-        """Removes the ``PARTIAL`` folders a killed server left in ``versions/`` and ``exports/`` (what it was
-        writing never appeared); returns them, relative to the root. Run when a ``DataDir`` is made."""
-        parents = [os.path.join(self.root, "exports")]
+        """Removes the ``PARTIAL`` folders and files a killed server left in ``versions/``, ``exports/`` and
+        ``sessions/`` (what it was writing never appeared); returns them, relative to the root. Run when a ``DataDir`` is made."""
+        parents = [os.path.join(self.root, "exports"), os.path.join(self.root, "sessions")]
         versions = os.path.join(self.root, "versions")
         for dataset in _subfolders(versions):
             parents.extend(_subfolders(dataset))
@@ -205,7 +223,10 @@ class DataDir:
             for name in _listdir(parent):
                 path = os.path.join(parent, name)
                 if name.startswith(PARTIAL) and not os.path.islink(path) and _abandoned(name):
-                    shutil.rmtree(path, ignore_errors=True)
+                    if os.path.isdir(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.remove(path)
                     removed.append(os.path.relpath(path, self.root))
         for path in removed:
             logging.warning("%s: removed what a killed server left half-written (it was never listed)", path)
@@ -317,4 +338,4 @@ class DataDir:
 
 
 __all__ = ["DamagedDataset", "DataDir", "PARTIAL", "PRIVATE", "UnsafePath", "next_index", "safe_component",
-           "write_whole"]
+           "write_json_whole", "write_whole"]

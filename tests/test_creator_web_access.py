@@ -68,6 +68,7 @@ def test_the_server_command_line_takes_the_documented_options(tmp_path):
     import argparse
     from pathlib import Path
 
+    from creator_web.limits import Limits
     from creator_web.server import add_server_arguments, app_options
     from creator_web.tasks import TaskSources
 
@@ -77,16 +78,20 @@ def test_the_server_command_line_takes_the_documented_options(tmp_path):
                               "--judge-pair", "expert,human/wordle"])
     assert app_options(args) == {"allow_hosts": ["annotate.lab.example.org"], "annotators": "a.txt",
                                  "proxy_header": None, "judge_pair": ("expert", "human/wordle"),
-                                 "task_sources": TaskSources()}
+                                 "task_sources": TaskSources(), "limits": Limits()}
     sources = app_options(parser.parse_args(["--reddit-dir", "r", "--upvote-model", "m", "--visdial-dir", "v",
                                              "--visdial-answerer", "http://127.0.0.1:9000"]))["task_sources"]
     assert sources == TaskSources(reddit_dir="r", upvote_model="m", visdial_dir="v",
                                   visdial_answerer="http://127.0.0.1:9000")
     assert app_options(parser.parse_args(["--proxy-user-header", "X-Remote-User"]))["proxy_header"] == "X-Remote-User"
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--judge-pair", "only-one"])
+    limits = app_options(parser.parse_args(["--limit", "session_idle_s=60", "--limit", "sessions_total=3"]))["limits"]
+    assert (limits.session_idle_s, limits.sessions_total, limits.lockout_s) == (60.0, 3, Limits().lockout_s)
+    for bad in [["--judge-pair", "only-one"], ["--limit", "sessions=3"], ["--limit", "lockout_s=soon"],
+                ["--limit", "sessions_total=0"]]:
+        with pytest.raises(SystemExit):
+            parser.parse_args(bad)
     guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "browser_access.md").read_text()
-    for option in ["--allow-host", "--annotators", "--proxy-user-header", "--judge-pair"]:
+    for option in ["--allow-host", "--annotators", "--proxy-user-header", "--judge-pair", "--limit"]:
         assert f"`{option} " in guide  # each option is in the guide's table
     example = guide.split("```text\n", 1)[1].split("```", 1)[0]  # the guide's annotators file works as shown
     (tmp_path / "annotators.txt").write_text(example)
