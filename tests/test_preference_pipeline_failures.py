@@ -20,6 +20,7 @@ from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import make_policy  # noqa: E402
 from tests.test_preference_pipeline import TINY_REWARD, _alive, start_pipeline_script, tiny_config  # noqa: E402
 from trainers.algorithms.reward.pipeline import PipelineError, PreferencePipeline  # noqa: E402
+from trainers.algorithms.reward.supervision import PARENT_GRACE_S, PARENT_POLL_S  # noqa: E402
 
 #: seconds a failure may take to surface at the environment side (the children start in a few seconds).
 NOTICE_WITHIN = 120.0
@@ -148,7 +149,7 @@ def test_children_end_when_the_environment_process_is_killed(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
-    _assert_no_orphans(out, within=20.0)
+    _assert_no_orphans(out, within=PARENT_POLL_S + PARENT_GRACE_S + 3.0)  # the documented second, and slack
     recorded = list(read_judgements(out / "preferences", "all"))
     assert len(recorded) >= 5
 

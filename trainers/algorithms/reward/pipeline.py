@@ -30,7 +30,8 @@ marker behind the last clip, lets the labeller finish what it holds and pass the
 store every label and save a last checkpoint, then joins both. The whole shutdown takes at most
 ``shutdown_timeout`` seconds: a process still running then is killed, so no process outlives the pipeline.
 The children ignore SIGTERM/SIGINT (a signal to the whole process group must not cut them off mid-write):
-the parent decides when they stop, and a child whose parent is gone stops by itself
+the parent decides when they stop, and a child whose parent is gone stops by itself, or is ended within a
+second if it is busy
 (``trainers.algorithms.reward.supervision``). ``out/pipeline.json`` holds the counts (clips sent and
 dropped, labels recorded and received, database sizes, training steps) and any child failure.
 

@@ -8,7 +8,13 @@ processes. This module holds the rules that tie them to the parent:
 - a child asks ``ChildWatch.stopped()`` whenever it would wait: it is true once the parent set the shared stop
   event (a sibling failed, or the parent is closing in a hurry) or once the parent process is gone (its
   parent id changed). Children ignore SIGTERM/SIGINT, so this polling is what makes them end when the parent
-  is killed outright;
+  is killed outright. A child busy in a long step polls nothing for a while, so ``run_child`` also starts a
+  thread that looks for the parent every ``PARENT_POLL_S`` seconds and, ``PARENT_GRACE_S`` seconds after the
+  parent is gone, ends the process (``os._exit``) if it has not ended by itself: a child outlives its parent by
+  at most about a second, whatever it is doing. A child that stopped by itself because its parent is gone
+  skips the interpreter's shutdown (seconds with torch loaded) and exits at once. (A child still importing when
+  its parent dies ends once its imports are done and this thread starts: a spawned child runs no code of ours
+  before that.)
 - the parent keeps a ``ChildSet``: ``check()`` raises ``PipelineError`` (naming the child, its exit code and
   its error) as soon as a child has ended while the pipeline is open, and ``join(deadline)`` waits for the
   children until a deadline, sets the stop event when one of them fails so the other one stops waiting for
@@ -29,12 +35,17 @@ import os
 import queue
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Callable
 
 #: characters of a child's traceback sent to the parent (the end of it, where the error is).
 MAX_ERROR_CHARS = 4000
+#: how often a child looks for its parent, and how long it may take to end by itself once the parent is gone.
+PARENT_POLL_S, PARENT_GRACE_S = 0.1, 0.8
+#: the exit code of a child that ended itself because its parent was gone.
+ORPHAN_EXIT_CODE = 75
 
 
 class PipelineError(RuntimeError):
@@ -62,17 +73,31 @@ class ChildWatch:
         return self.stop.is_set() or self.parent_gone()
 
 
+def follow_parent(watch: ChildWatch, poll: float = PARENT_POLL_S, grace: float = PARENT_GRACE_S) -> None:
+    """Waits until the parent of this child is gone, gives the child ``grace`` seconds to stop by itself, then ends
+    the process (``ORPHAN_EXIT_CODE``). Runs in a daemon thread of every child (``run_child``)."""
+    while not watch.parent_gone():
+        time.sleep(poll)
+    time.sleep(grace)
+    # No message: stderr may be a pipe nobody reads any more, and a write to a full one would block this exit.
+    os._exit(ORPHAN_EXIT_CODE)
+
+
 def run_child(name: str, work: Callable[..., None], errors: Any, watch: ChildWatch, *args: Any) -> None:
-    """A child's entry point: ignores SIGTERM/SIGINT, runs ``work(watch, *args)`` and reports its exception.
+    """A child's entry point: ignores SIGTERM/SIGINT, follows its parent (``follow_parent``), runs
+    ``work(watch, *args)`` and reports its exception.
 
     On an exception the traceback goes to ``errors`` as ``(name, text)`` and to stderr, and the process exits
     with code 1 (``SystemExit`` carries the code out of ``multiprocessing``'s bootstrap).
     """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=follow_parent, args=(watch,), name=f"{name}-follows-parent", daemon=True).start()
     try:
         work(watch, *args)
     except BaseException:  # noqa: BLE001 -- every failure must reach the parent
+        if watch.parent_gone():
+            os._exit(ORPHAN_EXIT_CODE)  # nobody to tell, and stderr may be a full pipe nobody reads
         text = traceback.format_exc()
         print(f"{name} failed:\n{text}", file=sys.stderr, flush=True)
         try:
@@ -80,6 +105,10 @@ def run_child(name: str, work: Callable[..., None], errors: Any, watch: ChildWat
         except (OSError, ValueError):
             pass  # the parent is gone; the exit code still tells
         sys.exit(1)
+    if watch.parent_gone():
+        # Nobody waits for this process: skip the interpreter's shutdown, which takes seconds once torch and
+        # TensorFlow are loaded (``follow_parent`` cannot end a process that is already shutting down).
+        os._exit(ORPHAN_EXIT_CODE)
 
 
 def _last_line(text: str) -> str:
@@ -204,4 +233,5 @@ class ChildSet:
         raise PipelineError("preference pipeline: " + "; ".join(parts), failures)
 
 
-__all__ = ["ChildSet", "ChildWatch", "JoinReport", "MAX_ERROR_CHARS", "PipelineError", "describe_exit", "run_child"]
+__all__ = ["ChildSet", "ChildWatch", "JoinReport", "MAX_ERROR_CHARS", "ORPHAN_EXIT_CODE", "PARENT_GRACE_S",
+           "PARENT_POLL_S", "PipelineError", "describe_exit", "follow_parent", "run_child"]
