@@ -151,3 +151,58 @@ def test_reddit_build_of_a_truncated_dump_stops_naming_it(tmp_path):
     builder = rcb.Builder(config="upvotes_real", data_dir=str(tmp_path / "out"))
     with pytest.raises(RedditDataError, match=r"RC_b\.zst: truncated"):
         builder._split_generators(types.SimpleNamespace(manual_dir=str(tmp_path)))
+
+
+def test_a_line_nested_too_deep_or_with_a_key_twice_is_counted_and_the_rest_kept(tmp_path):
+    path = tmp_path / "RC.ndjson"
+    lines = _dump_records(4)
+    lines.insert(1, '{"id": "deep", "body": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    twice = json.loads(lines[3])
+    lines.insert(3, json.dumps(twice)[:-1] + ', "body": "another body"}')  # "body" twice: which one is meant?
+    reddit_dummy.write_dump(str(path), lines)
+    comments, rejections = _read_dumps([str(path)])
+    assert rejections == {"invalid_json": 1, "duplicate_key": 1}
+    assert [c.comment_id for c in comments] == ["c0", "c1", "c2", "c3"]
+
+
+def test_a_key_twice_is_found_in_nested_objects_too(tmp_path):
+    path = tmp_path / "RC.ndjson"
+    record = json.loads(_dump_records(1)[0])
+    reddit_dummy.write_dump(str(path), [json.dumps(record)[:-1] + ', "gildings": {"gid_1": 1, "gid_1": 2}}'])
+    comments, rejections = _read_dumps([str(path)])
+    assert comments == [] and rejections == {"duplicate_key": 1}
+
+
+def test_a_zst_line_past_the_limit_is_an_error_named_without_holding_the_line(tmp_path):
+    import tracemalloc
+
+    import zstandard
+
+    path = tmp_path / "RC_one_line.zst"
+    lines = _dump_records(1)
+    data = (lines[0] + "\n" + '{"body": "' + "a" * (64 << 20) + '"}\n').encode()
+    path.write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    del data
+    assert path.stat().st_size < 10_000  # 64 MiB of one line in a few KB
+    tracemalloc.start()
+    try:
+        with pytest.raises(RedditDataError) as caught:
+            _read_dumps([str(path)])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert re.search(r"RC_one_line\.zst:2: line longer than 4,194,304 bytes, the reader's max_line_bytes",
+                     str(caught.value)), caught.value
+    assert peak < 4 * reddit.MAX_DUMP_LINE_BYTES  # the line (64 MiB) was never held whole
+
+
+def test_the_line_limit_is_configurable(tmp_path):
+    path = tmp_path / "RC.ndjson"
+    record = json.loads(_dump_records(1)[0])
+    reddit_dummy.write_dump(str(path), [json.dumps({**record, "body": "b" * (5 << 20)})])
+    with pytest.raises(RedditDataError, match=r"RC\.ndjson:1: line longer than 1,048,576 bytes"):
+        list(reddit.read_dumps([str(path)], collections.Counter(), max_line_bytes=1 << 20))
+    with pytest.raises(RedditDataError, match=r"RC\.ndjson:1: line longer than 4,194,304 bytes"):
+        _read_dumps([str(path)])
+    [comment] = reddit.read_folder(str(tmp_path), collections.Counter(), max_line_bytes=8 << 20)
+    assert comment.text == "b" * (5 << 20)

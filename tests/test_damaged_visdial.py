@@ -224,3 +224,57 @@ def test_reward_cache_damage(tmp_path):
     path.write_text("[[" + ",".join(["0.5"] * 11) + "],\n[0.1,")
     with pytest.raises(VisDialDataError, match=r"val_reward_cache2\.json:2, character [\d,]+, dialogue 1: invalid JSON"):
         visdial.load_reward_cache(str(path))
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than Python's JSON decoder follows
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("visdial_0.5_val.json", '[{"image_id": 1, "caption": "c", "dialog": []}, {"image_id": 2, "caption": ' + DEEP + "}]",
+     "dialogue 1"),
+    ("visdial_1.0_val.json", '{"data": {"questions": ' + DEEP + ', "answers": [], "dialogs": []}}', "question 0"),
+    ("val_reward_cache2.json", "[" + DEEP + "]", "dialogue 0"),
+])
+def test_json_nested_too_deep_is_an_error_naming_file_and_record(tmp_path, name, text, where):
+    path = tmp_path / name
+    path.write_text(text)
+    read = visdial.read_reward_cache if "cache" in name else (lambda p: visdial.read_dialogues(p, "val"))
+    with pytest.raises(VisDialDataError) as e:
+        list(read(str(path)))
+    assert re.match(rf".*{re.escape(name)}:1, character [\d,]+, {where}: invalid JSON: nested deeper than "
+                    r"Python's JSON decoder can follow$", short_message(e.value)), e.value
+
+
+@pytest.mark.parametrize("text, where, key", [
+    ('[{"image_id": 1, "caption": "a", "dialog": []}, {"image_id": 2, "caption": "b", "caption": "c", "dialog": []}]',
+     "dialogue 1", "caption"),
+    ('[{"image_id": 1, "caption": "a", "dialog": [{"question": "q", "answer": "a", "answer": "b"}]}]', "dialogue 0",
+     "answer"),
+    ('{"data": {"questions": ["q"], "answers": ["a"], "questions": ["r"], "dialogs": []}}', None, "questions"),
+])
+def test_a_key_given_twice_is_an_error_naming_file_record_and_key(tmp_path, text, where, key):
+    path = tmp_path / "visdial_0.5_val.json"
+    path.write_text(text)
+    with pytest.raises(VisDialDataError) as e:
+        _dialogues(str(path))
+    record = rf", {where}" if where else ""
+    assert re.match(rf".*visdial_0\.5_val\.json:1, character [\d,]+{record}: invalid JSON: duplicate key '{key}' in "
+                    "one object$", str(e.value)), e.value
+
+
+def _h5(path, build) -> str:
+    with h5py.File(path, "w") as h5:
+        build(h5)
+    return str(path)
+
+
+@pytest.mark.parametrize("build, problem", [
+    (lambda h5: h5.create_group("images_val"), "a Group, not a dataset"),
+    (lambda h5: h5.__setitem__("images_val", h5py.SoftLink("/nowhere")), "a link whose target is not there"),
+    (lambda h5: h5.__setitem__("images_val", h5py.ExternalLink("gone.h5", "/x")), "a link whose target is not there"),
+])
+def test_a_feature_file_whose_split_is_no_dataset_is_an_error_naming_file_and_field(tmp_path, build, problem):
+    path = _h5(tmp_path / "data_img.h5", build)
+    with pytest.raises(VisDialDataError, match=rf"data_img\.h5, field 'images_val': {problem} \(the file has "
+                                               r"\['images_val'\]\)"):
+        FeatureStore(path, "val")

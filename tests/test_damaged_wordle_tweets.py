@@ -73,3 +73,15 @@ def test_wordle_tweets_build_names_a_damaged_word_list_answer_table_or_empty_twe
     builder = wtb.Builder(config="true_word", data_dir=str(tmp_path / "out"))
     with pytest.raises(TweetsCsvError, match=r"tweets\.csv: no record became a game \(0 of 0 records"):
         builder._split_generators(types.SimpleNamespace(manual_dir=str(tmp_path)))
+
+
+def test_a_quote_never_closed_is_an_error_at_its_line_not_one_malformed_record(tmp_path):
+    path = tmp_path / "tweets.csv"
+    _tweets(path, [_tweet(i, "a text on one line") for i in range(20)])  # no field needs quotes
+    data = path.read_text(encoding="utf-8")
+    at = data.index(",t5,")
+    path.write_text(data[:at] + ',"t5,' + data[at + 4:], encoding="utf-8")  # opened, never closed
+    line = data[:at].count("\n") + 1
+    with pytest.raises(TweetsCsvError, match=rf"tweets\.csv:{line}: a quoted field opened on this line is never "
+                                             r"closed: .* 14 of them records of their own"):
+        list(read_tweets_csv(path, collections.Counter()))

@@ -37,7 +37,7 @@ from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
 from loggers.reddit_recipes import record_comments
-from rlds_lang.reddit.data import RedditComment, RedditDataError, read_folder, rejection_report
+from rlds_lang.reddit.data import MAX_DUMP_LINE_BYTES, RedditComment, RedditDataError, read_folder, rejection_report
 from rlds_lang.reddit.rewards import DEFAULT_SCALE, REWARD_KINDS, PrecomputedReward, make_reward
 from rlds_lang.reddit.schema import REDDIT_SCHEMA
 from rlds_lang.reddit.upvote_model import find_upvote_model
@@ -57,6 +57,8 @@ class RedditConfig(rlds_base.DatasetConfig):
       seed: seed of the noised toxicity coin and of ties in real upvotes.
       eval_fraction, test_fraction, split_salt: hash splits of dumps (``hash_split``).
       shard_size: comments per Beam work item.
+      max_line_bytes: the longest dump line read (``rlds_lang.reddit.data.MAX_DUMP_LINE_BYTES``); a longer one
+        stops the build naming the file and the line.
     """
 
     reward_kind: str = "toxicity"
@@ -68,6 +70,7 @@ class RedditConfig(rlds_base.DatasetConfig):
     test_fraction: float = 0.05
     split_salt: str = "reddit"
     shard_size: int = 1000
+    max_line_bytes: int = MAX_DUMP_LINE_BYTES
 
 
 _config = functools.partial(common.rlds_config, RedditConfig, REDDIT_SCHEMA, overall_description=_OVERALL)
@@ -109,7 +112,7 @@ def read_manual_dir(config: RedditConfig, manual_dir: epath.Path) -> tuple[list[
     """``(comments, rejections)`` of the manual folder in either layout."""
     rejections: collections.Counter = collections.Counter()
     comments = list(read_folder(str(manual_dir), rejections, config.eval_fraction, config.test_fraction,
-                                config.split_salt))
+                                config.split_salt, config.max_line_bytes))
     return comments, rejections
 
 

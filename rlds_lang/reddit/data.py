@@ -21,9 +21,12 @@ text is then ``""`` (the environment shows an empty observation, as with ``inclu
 Splits of a dump come from a stable hash of the comment id (``hash_split``). The dumps are read three
 times (ids referenced as parents, their bodies, then the comments), so memory holds only parent texts
 and the ids of accepted comments: a comment whose id was already accepted (the same comment in two dump
-files, or twice in one) is dropped and counted as ``duplicate_comment``. A ``.zst`` file that ends inside
-a Zstandard frame (a truncated download) or is corrupt is an error naming the file, as is a 0-byte file
-or a line that is not UTF-8 (with its line number).
+files, or twice in one) is dropped and counted as ``duplicate_comment``; a line whose object names a key twice
+(which value is meant?) as ``duplicate_key``. A ``.zst`` file that ends inside a Zstandard frame (a truncated
+download) or is corrupt is an error naming the file, as is a 0-byte file, a line that is not UTF-8 (with its
+line number) or a line longer than ``max_line_bytes`` (``MAX_DUMP_LINE_BYTES`` by default; found without
+holding the line whole, and ``.zst`` files are decompressed a megabyte at a time, so memory stays bounded
+whatever a file holds).
 
 Every rejected record is counted by reason in a ``collections.Counter`` the caller passes (the keys are
 ``Reason`` values) and logged with its file and line; nothing is dropped without a count. No TensorFlow.
@@ -55,7 +58,16 @@ import os
 from typing import Any, Iterator, Mapping
 
 from rlds_lang.csv_records import csv_records
-from rlds_lang.input_errors import decoded_lines, input_error, read_lines, require_nonempty, shorten
+from rlds_lang.input_errors import (
+    DuplicateKeyError,
+    decoded_lines,
+    input_error,
+    loads_strict,
+    read_lines,
+    require_nonempty,
+    shorten,
+)
+from rlds_lang.reddit.zstd_stream import zstd_chunks
 
 POSITIVE_FILE = "comments_positive.csv"
 NEGATIVE_FILE = "comments_negative.csv"
@@ -90,6 +102,7 @@ class Reason(str, enum.Enum):
     DELETED_TEXT = "deleted_text"              # a dump body "[deleted]" / "[removed]"
     PARENT_NOT_IN_DUMP = "parent_not_in_dump"  # a t1_ parent no dump file of the build contains
     DUPLICATE_COMMENT = "duplicate_comment"    # a dump comment whose id was already accepted
+    DUPLICATE_KEY = "duplicate_key"            # a dump line whose JSON object names a key twice
 
 
 class RedditDataError(ValueError):
@@ -166,10 +179,10 @@ def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dic
             raise RedditDataError(f"{path} not found: the published layout needs {', '.join(INDEX_FILES.values())}")
         text = "".join(line for _, line in read_lines(path, RedditDataError, "index file"))
         try:
-            indices = json.loads(text)
+            indices = loads_strict(text)
         except json.JSONDecodeError as e:
             raise input_error(RedditDataError, path, f"not JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
-        except ValueError as e:  # an integer of thousands of digits
+        except ValueError as e:  # an integer of thousands of digits, nesting too deep
             raise input_error(RedditDataError, path, "not a JSON list of record numbers", value=str(e)) from None
         if not isinstance(indices, list):
             raise RedditDataError(f"{path}: expected a JSON list of record numbers, got {type(indices).__name__}")
@@ -178,11 +191,28 @@ def load_index_splits(folder: str | os.PathLike, size: int | None = None) -> dic
                 raise input_error(RedditDataError, path, "not a record number (an integer >= 0)", record=f"entry {k}",
                                   value=i)
             if size is not None and i >= size:
-                raise RedditDataError(f"{path}: entry {k} is {i}, but the CSV pair holds {size} records")
+                raise RedditDataError(f"{path}: entry {k} is {i}, but the CSV pair holds {size} records"
+                                      f"{_run_together(os.fspath(folder))}")
             if i in split_of:
                 raise RedditDataError(f"{path}: record {i} is also in {INDEX_FILES[split_of[i]]}")
             split_of[i] = split
     return split_of
+
+
+def _run_together(folder: str) -> str:
+    """A hint for CSV files that hold fewer records than their index files name: the record that spans the most
+    lines (a quote closed too late makes records run together), or ``""`` when every record is one line."""
+    where, span = "", 1
+    for name in (POSITIVE_FILE, NEGATIVE_FILE):
+        path, previous = os.path.join(folder, name), None
+        for line, _, _ in csv_records(path, RedditDataError, strict=False):
+            if previous is not None and line - previous > span:
+                where, span = f"{path}:{previous}", line - previous
+            previous = line
+    if not where:
+        return ""
+    return (f"; if the CSV files should hold that many, records ran together: the record at {where} spans {span} "
+            "lines (a quote that is not closed where it should be?)")
 
 
 def _published_records(folder: str) -> Iterator[tuple[str, list[str] | None, str]]:
@@ -283,58 +313,43 @@ def hash_split(comment_id: str, eval_fraction: float = 0.05, test_fraction: floa
     return "train"
 
 
-#: bytes read from a dump file at a time.
+#: bytes read (or decompressed) from a dump file at a time.
 _DUMP_CHUNK = 1 << 20
+#: the longest dump line read by default (a Reddit comment's JSON is a few KB; a body holds at most 10,000
+#: characters). A longer line is an error naming the file and the line, found without holding the line whole:
+#: a file whose line ends were lost would otherwise be one line of the whole file. ``max_line_bytes`` of the
+#: readers (and of the ``reddit_comments`` build config) raises it.
+MAX_DUMP_LINE_BYTES = 4 << 20
 
 
-def _zstd_chunks(raw, path: str) -> Iterator[bytes]:
-    """The decompressed bytes of a ``.zst`` file (frames one after another), or ``RedditDataError`` naming
-    the file when it is corrupt or ends inside a frame (a truncated file)."""
-    import zstandard
-
-    context = zstandard.ZstdDecompressor(max_window_size=2 ** 31)
-    frame, inside, consumed = context.decompressobj(), False, 0
-    while True:
-        data = raw.read(_DUMP_CHUNK)
-        if not data:
-            break
-        consumed += len(data)
-        while data:
-            inside = True
-            try:
-                out = frame.decompress(data)
-            except zstandard.ZstdError as e:
-                raise input_error(RedditDataError, path, f"corrupt Zstandard data in the first {consumed:,} bytes: "
-                                  f"{e}") from None
-            if out:
-                yield out
-            if not frame.eof:
-                break
-            data, frame, inside = frame.unused_data, context.decompressobj(), False
-    if inside:
-        raise input_error(RedditDataError, path, f"truncated: the file ends inside a Zstandard frame after "
-                          f"{consumed:,} bytes (an interrupted download or copy?)")
-
-
-def _dump_lines(path: str) -> Iterator[tuple[int, str]]:
+def _dump_lines(path: str, max_line_bytes: int | None = MAX_DUMP_LINE_BYTES) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of the non-blank lines of a newline-delimited dump, ``.zst`` decompressed as a
-    stream; a missing, empty, truncated or non-UTF-8 file raises ``RedditDataError`` naming it."""
+    stream; a missing, empty, truncated or non-UTF-8 file, or a line longer than ``max_line_bytes``, raises
+    ``RedditDataError`` naming it."""
     require_nonempty(path, RedditDataError, "dump file")
     with open(path, "rb") as raw:
-        chunks = _zstd_chunks(raw, path) if path.endswith(".zst") else iter(lambda: raw.read(_DUMP_CHUNK), b"")
-        for number, line in decoded_lines(chunks, path, RedditDataError):
+        chunks = zstd_chunks(raw, path, RedditDataError, _DUMP_CHUNK) if path.endswith(".zst") \
+            else iter(lambda: raw.read(_DUMP_CHUNK), b"")
+        for number, line in decoded_lines(chunks, path, RedditDataError, max_line_bytes):
             if line.strip():
                 yield number, line
 
 
-def _dump_objects(paths: list[str], rejections: collections.Counter | None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(where, record)`` of every dump line holding a JSON object with ``DUMP_FIELDS`` (others counted if asked)."""
+def _dump_objects(paths: list[str], rejections: collections.Counter | None,
+                  max_line_bytes: int | None = MAX_DUMP_LINE_BYTES) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` of every dump line holding a JSON object with ``DUMP_FIELDS`` (others counted if asked:
+    a key given twice in one object as ``duplicate_key``, JSON that does not parse, nests too deep or is no
+    object as ``invalid_json``)."""
     for path in paths:
-        for number, line in _dump_lines(path):
+        for number, line in _dump_lines(path, max_line_bytes):
             where = f"{path}:{number}"
             try:
-                record = json.loads(line)
-            except ValueError as e:  # a JSONDecodeError, or an integer of thousands of digits
+                record = loads_strict(line)
+            except DuplicateKeyError as e:
+                if rejections is not None:
+                    _reject(rejections, Reason.DUPLICATE_KEY, where, str(e))
+                continue
+            except ValueError as e:  # a JSONDecodeError, nesting too deep, or an integer of thousands of digits
                 if rejections is not None:
                     detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else shorten(str(e))
                     _reject(rejections, Reason.INVALID_JSON, where, detail)
@@ -352,21 +367,23 @@ def _dump_objects(paths: list[str], rejections: collections.Counter | None) -> I
 
 
 def read_dumps(paths: list[str | os.PathLike], rejections: collections.Counter, eval_fraction: float = 0.05,
-               test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+               test_fraction: float = 0.05, salt: str = "reddit",
+               max_line_bytes: int | None = MAX_DUMP_LINE_BYTES) -> Iterator[RedditComment]:
     """Streams the Reddit comment dumps of one build (plain or ``.zst``), joining each comment to its parent's
     text found in any of them; comments are numbered over all files in order.
 
     Splits come from ``hash_split(id, eval_fraction, test_fraction, salt)``; see the module docstring for
-    parents, duplicates and rejections.
+    parents, duplicates and rejections. A line longer than ``max_line_bytes`` (``None``: no limit) is an error.
     """
     files = [os.fspath(p) for p in paths]
-    wanted = {str(r["parent_id"])[3:] for _, r in _dump_objects(files, None) if str(r["parent_id"]).startswith("t1_")}
+    wanted = {str(r["parent_id"])[3:] for _, r in _dump_objects(files, None, max_line_bytes)
+              if str(r["parent_id"]).startswith("t1_")}
     parents: dict[str, str] = {}
-    for _, r in _dump_objects(files, None):
+    for _, r in _dump_objects(files, None, max_line_bytes):
         if str(r["id"]) in wanted:
             parents.setdefault(str(r["id"]), str(r["body"]))
     accepted: set[str] = set()
-    for index, (where, record) in enumerate(_dump_objects(files, rejections)):
+    for index, (where, record) in enumerate(_dump_objects(files, rejections, max_line_bytes)):
         score = _parse_score(record["score"])
         body = record["body"]
         parent_id = str(record["parent_id"])
@@ -389,9 +406,10 @@ def read_dumps(paths: list[str | os.PathLike], rejections: collections.Counter, 
 
 
 def read_dump(path: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
-              test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+              test_fraction: float = 0.05, salt: str = "reddit",
+              max_line_bytes: int | None = MAX_DUMP_LINE_BYTES) -> Iterator[RedditComment]:
     """``read_dumps`` of one file."""
-    return read_dumps([path], rejections, eval_fraction, test_fraction, salt)
+    return read_dumps([path], rejections, eval_fraction, test_fraction, salt, max_line_bytes)
 
 
 #: file name endings recognised as Reddit dumps in a folder.
@@ -406,7 +424,8 @@ def find_dumps(folder: str | os.PathLike) -> list[str]:
 
 
 def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval_fraction: float = 0.05,
-                test_fraction: float = 0.05, salt: str = "reddit") -> Iterator[RedditComment]:
+                test_fraction: float = 0.05, salt: str = "reddit",
+                max_line_bytes: int | None = MAX_DUMP_LINE_BYTES) -> Iterator[RedditComment]:
     """Comments of a folder in either layout: the published CSV pair when ``comments_positive.csv`` is there,
     else every dump file (``find_dumps``) in name order, read as one build (``read_dumps``), with hash splits."""
     folder = os.fspath(folder)
@@ -417,9 +436,9 @@ def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval
     if not dumps:
         raise RedditDataError(f"{folder}: neither {POSITIVE_FILE} + {NEGATIVE_FILE} (+ *_idxs.json) nor a Reddit dump "
                               f"(a file ending in {', '.join(DUMP_SUFFIXES)})")
-    yield from read_dumps(dumps, rejections, eval_fraction, test_fraction, salt)
+    yield from read_dumps(dumps, rejections, eval_fraction, test_fraction, salt, max_line_bytes)
 
 
-__all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason", "RedditComment",
+__all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "MAX_DUMP_LINE_BYTES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason", "RedditComment",
            "PUBLISHED_HEADER", "RedditDataError", "SPLITS", "check_published_header", "count_published_records", "find_dumps",
            "hash_split", "load_index_splits", "read_dump", "read_dumps", "read_folder", "read_published", "rejection_report"]

@@ -15,7 +15,8 @@ Published layouts (see ``../shared/REFERENCE_TASKS.md``, "Visual Dialogue"):
 
 JSON lists are streamed element by element (``stream_json_array``), so a dialogue file is never held in
 memory whole (v1.0's question and answer tables are, as every dialogue needs them). Every error names the
-file and, where there is one, the dialogue index. No TensorFlow.
+file and, where there is one, the dialogue index; JSON that names a key twice in one object, or nests deeper
+than Python's decoder can follow, is an error too (``rlds_lang.input_errors.STRICT_JSON``). No TensorFlow.
 
 Example::
 
@@ -41,7 +42,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from rlds_lang.input_errors import input_error, require_nonempty, shorten
+from rlds_lang.input_errors import STRICT_JSON, DuplicateKeyError, JsonNestingError, input_error, require_nonempty, shorten
 
 SPLITS = ("train", "val", "test")
 #: rounds of a complete dialogue, and floats per reward-cache row (v0 plus one change per round).
@@ -105,7 +106,7 @@ class _Cursor:
     def __init__(self, handle, path: str):
         self.handle, self.path = handle, path
         self.buf, self.pos, self.eof = "", 0, False
-        self.decoder = json.JSONDecoder()
+        self.decoder = STRICT_JSON  # refuses a key given twice, and nesting too deep for Python, by name
         self.utf8 = codecs.getincrementaldecoder("utf-8-sig")()
         self.dropped_chars, self.dropped_lines, self.bytes_read = 0, 0, 0
         self.record: str | None = None
@@ -169,6 +170,8 @@ class _Cursor:
                 if cut and self._more():
                     continue
                 raise self.error(f"invalid JSON: {e.msg}", e.pos) from None
+            except (DuplicateKeyError, JsonNestingError) as e:  # at the value that holds it
+                raise self.error(f"invalid JSON: {e}") from None
             except ValueError as e:  # an integer of thousands of digits
                 raise self.error(f"invalid JSON value: {shorten(str(e))}") from None
             if isinstance(value, (int, float)) and len(self.buf) - end < _LOOKAHEAD and self._more():
@@ -199,13 +202,19 @@ class _Cursor:
             raise self.error(f"unexpected {shorten(self.buf[self.pos:self.pos + 40])} after the end of the JSON value")
 
     def object_keys(self) -> Iterator[str]:
-        """Yields the keys of the JSON object starting here; the caller consumes each value."""
+        """Yields the keys of the JSON object starting here; the caller consumes each value. A key given twice is
+        an error (which value is meant?)."""
         self.expect("{")
         if self.peek() == "}":
             self.pos += 1
             return
+        seen: set[str] = set()
         while True:
+            at = self.pos
             key = self.value()
+            if key in seen:
+                raise self.error(f"invalid JSON: duplicate key {shorten(key)} in one object", at)
+            seen.add(key)
             self.expect(":")
             yield key
             if self.expect(",}") == "}":
@@ -363,15 +372,31 @@ class FeatureStore:
         except OSError as e:
             raise input_error(VisDialDataError, path, f"not a readable HDF5 file ({e})") from None
         name = f"images_{split}"
-        if name not in self._file:
-            present = sorted(self._file.keys())
-            self._file.close()
-            raise VisDialDataError(f"{path}: no dataset {name!r} (it has {present}); the file must hold "
-                                   "images_<split> of shape [N, 4096]")
-        self._data = self._file[name]
+        self._data = self._dataset(name)
         if len(self._data.shape) != 2:
+            self._file.close()
             raise VisDialDataError(f"{path}: {name} must be 2-D [N, dim], got shape {self._data.shape}")
         check_length(path, f"rows in {name}", self._data.shape[0], expected)
+
+    def _dataset(self, name: str) -> Any:
+        """The HDF5 dataset ``name``; ``VisDialDataError`` naming the file and the field when it is absent, a link
+        to nothing, a group or anything else that is not a dataset (the file is closed then)."""
+        import h5py
+
+        try:
+            present = sorted(self._file.keys())
+            found = self._file.get(name) if name in present else None
+        except (KeyError, OSError, ValueError) as e:  # a link to an object or a file that is not there
+            self._file.close()
+            raise input_error(VisDialDataError, self.path, f"cannot be opened ({e}); the file must hold images_<split> "
+                              "of shape [N, 4096]", field=name) from None
+        if not isinstance(found, h5py.Dataset):
+            self._file.close()
+            what = (f"no dataset {name!r}" if name not in present else
+                    "a link whose target is not there" if found is None else f"a {type(found).__name__}, not a dataset")
+            raise input_error(VisDialDataError, self.path, f"{what} (the file has {shorten(present)}); it must "
+                              "hold images_<split> of shape [N, 4096]", field=name)
+        return found
 
     def __len__(self) -> int:
         return int(self._data.shape[0])
