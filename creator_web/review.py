@@ -4,7 +4,8 @@ An annotation (free text and/or tags, on one step or the whole episode) never ed
 is rewritten (``loggers.live.rewrite_episode``) into ``versions/<dataset>/<episode>/vNNNN/`` with every
 annotation so far in the episode metadata field ``annotations`` (JSON list). The review page shows the
 latest version. A version and an export are written whole or not at all (``creator_web.storage.write_whole``):
-a server killed while writing one leaves nothing listed or read. An episode holds at most ``MAX_NOTES`` annotations of at most ``MAX_NOTES_BYTES`` (as
+a server killed while writing one leaves nothing listed or read. An episode holds at most ``MAX_NOTES``
+annotations of at most ``MAX_NOTES_BYTES`` (as
 stored JSON) in all, so a version never grows without bound. An export writes the latest version of
 each selected episode into a new folder ``exports/<name>/``, which the server itself lists as a dataset and
 ``creator_web.export_builder`` builds into a TFDS dataset of the task that keeps the annotations, annotator,

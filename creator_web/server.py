@@ -6,9 +6,9 @@ this machine can reach it); to let others in, bind another interface (``--host 0
 firewall or reverse proxy, or forward the port (``ssh -L 8765:127.0.0.1:8765 host``). The server answers
 only the host names it was started for (this machine's, the bound address, and ``--allow-host`` names).
 ``add_server_arguments`` / ``app_options`` give a command line the access options (``--allow-host``,
-``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``, ``--limit NAME=VALUE``) and the task sources (``--reddit-dir``,
-``--upvote-model``, ``--visdial-dir``, ``--visdial-answerer``); ``python -m creator_web.server`` takes them
-all (see docs/guides/browser_access.md and docs/guides/browser.md).
+``--annotators FILE``, ``--proxy-user-header``, ``--judge-pair``, ``--limit NAME=VALUE``) and the task sources
+(``--reddit-dir``, ``--upvote-model``, ``--visdial-dir``, ``--visdial-answerer``); ``python -m creator_web.server``
+takes them all (see docs/guides/browser_access.md and docs/guides/browser.md).
 """
 
 from __future__ import annotations

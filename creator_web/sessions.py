@@ -66,7 +66,7 @@ class Session:
     #: the session's record (``sessions/<id>.json``) and where it is kept (empty: not kept).
     record: dict[str, Any] = dataclasses.field(default_factory=dict)
     record_path: str = ""
-    #: the most games it may leave unfinished, and how many it has (``Limits.unfinished_games_per_session``).
+    #: the most games it may leave unfinished (``Limits.unfinished_games_per_session``; ``unfinished`` counts them).
     max_unfinished: int = Limits.unfinished_games_per_session
     #: when a request last used it (``time.time()``).
     last_used: float = dataclasses.field(default_factory=time.time)
@@ -116,8 +116,6 @@ class Session:
                                     f"unfinished, the limit: finish this game before starting another, or open a "
                                     "new session")
         self.abandon()
-        if self.game is not None:
-            self.game.close()
         self.lost = None
         index = self.games_started
         seed = (self.config.seed + index) if getattr(self.config, "seed", None) is not None \
@@ -214,6 +212,8 @@ class SessionStore:
             try:
                 with open(os.path.join(folder, name), encoding="utf-8") as f:
                     record = json.load(f)
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
                 if record.get("closed") is not None:
                     continue
                 session = self._make(record["session_id"], record["annotator"], record["task"], record["config"],
@@ -225,8 +225,9 @@ class SessionStore:
             session.lost = self._lost_game(session)
             if session.lost is not None and record.get("lost_counted") != session.lost:
                 session.save_record(unfinished=session.unfinished + 1, lost_counted=session.lost)
-            if self._expiry(session) is not None:
-                self._end(session, self._expiry(session) or "")
+            expired = self._expiry(session)
+            if expired is not None:
+                self._end(session, expired)
                 continue
             self._add(session)
 

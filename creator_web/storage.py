@@ -213,7 +213,8 @@ class DataDir:
 
     def clean_partial(self) -> list[str]:
         """Removes the ``PARTIAL`` folders and files a killed server left in ``versions/``, ``exports/`` and
-        ``sessions/`` (what it was writing never appeared); returns them, relative to the root. Run when a ``DataDir`` is made."""
+        ``sessions/`` (what it was writing never appeared); returns them, relative to the root. Run when a
+        ``DataDir`` is made."""
         parents = [os.path.join(self.root, "exports"), os.path.join(self.root, "sessions")]
         versions = os.path.join(self.root, "versions")
         for dataset in _subfolders(versions):

@@ -439,6 +439,7 @@ def read_folder(folder: str | os.PathLike, rejections: collections.Counter, eval
     yield from read_dumps(dumps, rejections, eval_fraction, test_fraction, salt, max_line_bytes)
 
 
-__all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "MAX_DUMP_LINE_BYTES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason", "RedditComment",
-           "PUBLISHED_HEADER", "RedditDataError", "SPLITS", "check_published_header", "count_published_records", "find_dumps",
-           "hash_split", "load_index_splits", "read_dump", "read_dumps", "read_folder", "read_published", "rejection_report"]
+__all__ = ["COLUMNS", "DUMP_FIELDS", "INDEX_FILES", "MAX_DUMP_LINE_BYTES", "NEGATIVE_FILE", "POSITIVE_FILE", "Reason",
+           "RedditComment", "PUBLISHED_HEADER", "RedditDataError", "SPLITS", "check_published_header",
+           "count_published_records", "find_dumps", "hash_split", "load_index_splits", "read_dump", "read_dumps",
+           "read_folder", "read_published", "rejection_report"]

@@ -42,7 +42,14 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from rlds_lang.input_errors import STRICT_JSON, DuplicateKeyError, JsonNestingError, input_error, require_nonempty, shorten
+from rlds_lang.input_errors import (
+    STRICT_JSON,
+    DuplicateKeyError,
+    JsonNestingError,
+    input_error,
+    require_nonempty,
+    shorten,
+)
 
 SPLITS = ("train", "val", "test")
 #: rounds of a complete dialogue, and floats per reward-cache row (v0 plus one change per round).
@@ -386,7 +393,7 @@ class FeatureStore:
         try:
             present = sorted(self._file.keys())
             found = self._file.get(name) if name in present else None
-        except (KeyError, OSError, ValueError) as e:  # a link to an object or a file that is not there
+        except (KeyError, OSError, RuntimeError, ValueError) as e:  # a link to a missing file, a damaged index
             self._file.close()
             raise input_error(VisDialDataError, self.path, f"cannot be opened ({e}); the file must hold images_<split> "
                               "of shape [N, 4096]", field=name) from None
