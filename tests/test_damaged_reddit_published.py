@@ -136,31 +136,30 @@ def test_index_file_errors_are_short_and_located(tmp_path):
     assert "eval_idxs.json: not a JSON list of record numbers" in short_message(e.value)
 
 
-def test_an_unclosed_quote_is_reported_at_its_own_line_not_against_an_index_file(tmp_path):
-    folder = _published(tmp_path)
+def _quote_error(folder: str, line: int, before: str) -> str:
+    """The error of reading ``folder`` once a ``"`` is put before ``before`` on ``line`` of the positives file."""
     path = Path(folder, reddit.POSITIVE_FILE)
     lines = path.read_text(encoding="utf-8").split("\n")
-    assert lines[11].startswith("pos8,")
-    lines[11] = lines[11].replace(",good comment", ',"good comment')  # a quote opened on line 12, never closed
+    assert before in lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(before, '"' + before, 1)
     path.write_text("\n".join(lines), encoding="utf-8")
     with pytest.raises(RedditDataError) as e:
         _read_published(folder)
+    return str(e.value)
+
+
+def test_an_unclosed_quote_is_reported_at_its_own_line_not_against_an_index_file(tmp_path):
+    message = _quote_error(_published(tmp_path), 12, "good comment number 8")  # a quote opened, never closed
     assert re.match(r".*comments_positive\.csv:12: a quoted field opened on this line is never closed: the csv "
-                    r"module would read the \d+ lines after it", str(e.value)), e.value
+                    r"module would read the \d+ lines after it", message), message
 
 
 def test_a_quote_closed_too_late_points_at_the_record_that_swallowed_others(tmp_path):
     pos = [reddit_dummy.row(f"p{i}", f"comment {i}", 1, "parent") for i in range(12)]
     pos[9][4] = "two\nlines"  # a quoted text, as published
-    folder = _published(tmp_path, pos=pos)
-    path = Path(folder, reddit.POSITIVE_FILE)
-    lines = path.read_text(encoding="utf-8").split("\n")
-    lines[1] = lines[1].replace(",comment 0", ',"comment 0')  # closed only by the quote that opens line 11's text
-    path.write_text("\n".join(lines), encoding="utf-8")
-    with pytest.raises(RedditDataError) as e:
-        _read_published(folder)
+    message = _quote_error(_published(tmp_path, pos=pos), 2, "comment 0")  # closed by line 11's opening quote
     assert re.search(r"_idxs\.json: entry \d+ is \d+, but the CSV pair holds \d+ records; .*records ran together: "
-                     r"the record at \S*comments_positive\.csv:2 spans \d+ lines", str(e.value)), e.value
+                     r"the record at \S*comments_positive\.csv:2 spans \d+ lines", message), message
 
 
 def test_an_index_file_nested_too_deep_is_an_error_naming_it(tmp_path):
