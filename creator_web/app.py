@@ -21,7 +21,7 @@ import contextlib
 import importlib.resources
 import mimetypes
 import os
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,8 +30,10 @@ from pydantic import ValidationError
 
 from creator_web import judge as judging
 from creator_web import reddit_task, review, visdial_task  # noqa: F401 - reddit_task, visdial_task register tasks
+from creator_web.progress import NoteIndex, progress
 from creator_web.access import TOKEN_HEADER, AccessError, SignIn, load_annotators
-from creator_web.bodies import Annotation, ExportBody, Guess, JudgeBody, OpenSession, PairRequest, validation_detail
+from creator_web.bodies import (Annotation, ExportBody, Guess, JudgeBody, NoteDelete, NoteEdit, OpenSession,
+                                PairRequest, validation_detail)
 from creator_web.guard import LOCAL_HOSTS, MAX_BODY, Guard, shown
 from creator_web.limits import LimitReached, Limits, SignInThrottle
 from creator_web.sessions import GameStateError, Session, SessionError, SessionStore
@@ -45,7 +47,7 @@ from rlds_lang.preferences.types import Label
 STATIC = importlib.resources.files("creator_web") / "static"
 #: route -> (page body file, title); every page is ``layout.html`` around its body.
 PAGES = {"/": ("index.html", "Start"), "/play": ("play.html", "Play"), "/judge": ("judge.html", "Judge"),
-         "/review": ("review.html", "Review")}
+         "/review": ("review.html", "Review"), "/progress": ("progress.html", "Progress")}
 _ID = r"^[0-9a-f]{32}$"
 SessionId = Path(..., pattern=_ID, description="the public session id returned by POST /api/sessions")
 
@@ -71,7 +73,8 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
                human_wait: float = 2.0, *, allowed_hosts: Iterable[str] = LOCAL_HOSTS,
                annotators: str | os.PathLike | Mapping[str, str] | None = None, proxy_header: str | None = None,
                judge_pair: tuple[str, str] | None = None, max_body: int = MAX_BODY,
-               task_sources: TaskSources | None = None, limits: Limits | None = None) -> FastAPI:
+               task_sources: TaskSources | None = None, limits: Limits | None = None,
+               hold: Callable[[str], None] | None = None) -> FastAPI:
     """The application serving ``data_dir`` (created if absent).
 
     With ``human``, the judge page shows the pairs that labeller's pipeline asks about (drawn as ``human_task``
@@ -85,13 +88,19 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     (only when every request comes through that proxy). ``max_body``: the largest request body in bytes.
     ``task_sources``: what the Reddit and VisDial tasks read (``creator_web.tasks.TaskSources``); a task whose
     source is not given is not offered. ``limits``: wrong secrets, sessions and unfinished games allowed
-    (``creator_web.limits.Limits``; its defaults when not given)."""
+    (``creator_web.limits.Limits``; its defaults when not given).
+
+    ``hold``: for tests only (``None``, the default, everywhere else; no request and no command-line option sets
+    it): called with the action's name (``new``, ``act``, ``judge``, ``annotate``, ``edit``, ``delete``) in the
+    request's thread before the server acts on it, so a test can hold an answer back for as long as it likes and
+    see what the page does while it waits."""
     data = DataDir(data_dir)
     sources = task_sources or TaskSources()
     limits = limits or Limits()
     sessions = SessionStore(data, sources, limits)
     sign_in = _sign_in(annotators, proxy_header)
     throttle = SignInThrottle(limits)
+    notes = NoteIndex(data)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -152,6 +161,10 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         if name not in usable:
             raise HTTPException(404, f"no dataset {shown(name)} in the data folder")
         return name
+
+    def held(name: str) -> None:
+        if hold is not None:
+            hold(name)
 
     def page(html: str):
         return lambda: HTMLResponse(html)  # no parameters: nothing from the request reaches the page
@@ -236,6 +249,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     @app.post("/api/sessions/{session_id}/play/new")
     def new_game(session: Session = Depends(owner)) -> dict[str, Any]:
         """Starts a new game (recorded when it ends)."""
+        held("new")
         with session.lock:
             try:
                 return session.new_game()
@@ -247,6 +261,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     @app.post("/api/sessions/{session_id}/play/act")
     def act(body: Guess, session: Session = Depends(owner)) -> dict[str, Any]:
         """Plays one action; 422 (nothing logged) if the task rejects it."""
+        held("act")
         with session.lock:
             try:
                 return session.act(body.action, body.client_ms)
@@ -273,9 +288,14 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     def episodes(name: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
                  _: Session = Depends(reader)) -> dict[str, Any]:
         """Summaries of a dataset's episodes."""
-        eps = data.episodes(dataset_or_404(name))
-        page = range(offset, min(offset + limit, len(eps)))
-        return {"total": len(eps), "episodes": [review.summary(i, eps[i]) for i in page]}
+        name = dataset_or_404(name)
+        eps = data.episodes(name)
+        page = [review.summary(i, eps[i]) for i in range(offset, min(offset + limit, len(eps)))]
+        noted = notes.for_episodes(name, [e["episode_id"] for e in page])
+        for row in page:  # the queue: who has notes on each episode
+            row["notes"] = len(noted[row["episode_id"]])
+            row["annotators"] = sorted({str(n["annotator"]) for n in noted[row["episode_id"]]})
+        return {"total": len(eps), "episodes": page}
 
     @app.get("/api/datasets/{name:path}/episode")
     def episode(name: str, episode_id: str = Query(..., min_length=1, max_length=300),
@@ -311,6 +331,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     @app.post("/api/sessions/{session_id}/judge")
     def judge(body: JudgeBody, session: Session = Depends(owner)) -> dict[str, Any]:
         """Records the answer about the pair shown."""
+        held("judge")
         with session.lock:
             try:
                 outcome = judging.judge(data, session, body.pair_id, Label.parse(body.label), body.seconds, human)
@@ -320,22 +341,53 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
             outcome["recorded"] = os.path.relpath(outcome["recorded"], data.root)
         return {**outcome, "judged": len(session.judged)}
 
-    @app.post("/api/sessions/{session_id}/annotate")
-    def annotate(body: Annotation, session: Session = Depends(owner)) -> dict[str, Any]:
-        """Stores an annotation as a new version of the episode."""
-        note = {"step": body.step, "text": body.text, "tags": body.tags, "annotator": session.annotator,
-                "session_id": session.session_id}
-        if not body.text and not body.tags:
-            raise HTTPException(422, "text: give a text or at least one tag")
+    def change(session: Session, dataset: str, episode_id: str, **fields: Any) -> dict[str, Any]:
+        """Applies one change of an episode's notes by ``session``'s annotator; the errors as HTTP answers."""
+        if fields["op"] != "delete" and not fields.get("text") and not fields.get("tags"):
+            raise HTTPException(422, "text: give a text or at least one tag" +
+                                (" (to remove a note, delete it)" if fields["op"] == "edit" else ""))
+        asked = review.NoteChange(annotator=session.annotator, session_id=session.session_id, **fields)
         try:
-            out = review.annotate(data, dataset_or_404(body.dataset), body.episode_id, note)
+            out = review.change_notes(data, dataset_or_404(dataset), episode_id, asked)
         except KeyError as e:
             raise HTTPException(404, e.args[0]) from None
         except IndexError as e:
             raise HTTPException(422, f"step: {e}") from None
-        except review.LimitError as e:
+        except review.NotYours as e:
+            raise HTTPException(403, str(e)) from None
+        except (review.LimitError, review.NoteConflict) as e:
             raise HTTPException(409, str(e)) from None
-        return {"version": os.path.relpath(out, data.root)}
+        return {**out, "version": os.path.relpath(out["version"], data.root)}
+
+    @app.post("/api/sessions/{session_id}/annotate")
+    def annotate(body: Annotation, session: Session = Depends(owner)) -> dict[str, Any]:
+        """Adds a note as a new version of the episode: ``version``, ``note_id``, ``revision`` and ``duplicate``
+        (true when this ``client_key``'s note was stored before: nothing new is written)."""
+        held("annotate")
+        return change(session, body.dataset, body.episode_id, op="add", step=body.step, text=body.text,
+                      tags=tuple(body.tags), client_key=body.client_key)
+
+    @app.post("/api/sessions/{session_id}/annotate/edit")
+    def edit_note(body: NoteEdit, session: Session = Depends(owner)) -> dict[str, Any]:
+        """Replaces the text and tags of one's own note (a new version; the one before keeps the old text); 409
+        if the note is no longer at the revision the person edited."""
+        held("edit")
+        return change(session, body.dataset, body.episode_id, op="edit", note_id=body.note_id,
+                      revision=body.revision, text=body.text, tags=tuple(body.tags), client_key=body.client_key)
+
+    @app.post("/api/sessions/{session_id}/annotate/delete")
+    def delete_note(body: NoteDelete, session: Session = Depends(owner)) -> dict[str, Any]:
+        """Deletes one's own note (a new version without it, recorded as a ``delete`` change; earlier versions
+        keep it)."""
+        held("delete")
+        return change(session, body.dataset, body.episode_id, op="delete", note_id=body.note_id,
+                      revision=body.revision, client_key=body.client_key)
+
+    @app.get("/api/progress")
+    def annotators_progress(_: Session = Depends(reader)) -> dict[str, Any]:
+        """Each annotator's sessions, finished episodes per task, judgements and standing notes
+        (``creator_web.progress``)."""
+        return progress(data, notes)
 
     @app.post("/api/sessions/{session_id}/export")
     def export(body: ExportBody, session: Session = Depends(owner)) -> dict[str, Any]:

@@ -20,6 +20,8 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 #: limits of one annotation; ``creator_web.review`` bounds the annotations an episode may hold in all.
 MAX_TEXT, MAX_TAGS, MAX_TAG = 2000, 10, 40
 MAX_EXPORT = 1000
+#: a page's key of one save (``creator_web.review``: the same key is never stored twice), and a note's id.
+CLIENT_KEY_PATTERN, NOTE_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$", r"^[a-z][0-9a-f]{1,24}$"
 
 
 def no_dot_dot(value: str) -> str:
@@ -41,6 +43,8 @@ Tag = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TAG),
                 AfterValidator(no_control)]
 DatasetName = Annotated[str, StringConstraints(min_length=1, max_length=300)]
 EpisodeId = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+ClientKey = Annotated[str, StringConstraints(pattern=CLIENT_KEY_PATTERN)]
+NoteText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 
 
 class Body(BaseModel):
@@ -84,13 +88,37 @@ class JudgeBody(Body):
 
 
 class Annotation(Body):
-    """Body of POST /api/sessions/{id}/annotate."""
+    """Body of POST /api/sessions/{id}/annotate (a new note)."""
 
     dataset: DatasetName
     episode_id: EpisodeId
     step: int | None = Field(None, ge=0, le=1_000_000, description="the step annotated; none for the whole episode")
-    text: Annotated[str, StringConstraints(max_length=MAX_TEXT)] = ""
+    text: NoteText = ""
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    client_key: ClientKey | None = Field(None, description="the page's key of this save: sent again (a retry, a "
+                                                           "double click), it is answered without storing twice")
+
+
+class NoteEdit(Body):
+    """Body of POST /api/sessions/{id}/annotate/edit (new text and tags of one's own note)."""
+
+    dataset: DatasetName
+    episode_id: EpisodeId
+    note_id: str = Field(..., pattern=NOTE_ID_PATTERN)
+    revision: int = Field(..., ge=1, le=1_000_000, description="the revision of the note the person edited")
+    text: NoteText = ""
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    client_key: ClientKey | None = None
+
+
+class NoteDelete(Body):
+    """Body of POST /api/sessions/{id}/annotate/delete (one's own note; earlier versions keep it)."""
+
+    dataset: DatasetName
+    episode_id: EpisodeId
+    note_id: str = Field(..., pattern=NOTE_ID_PATTERN)
+    revision: int = Field(..., ge=1, le=1_000_000, description="the revision of the note the person deleted")
+    client_key: ClientKey | None = None
 
 
 class ExportBody(Body):
@@ -120,6 +148,7 @@ def validation_detail(errors: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return detail
 
 
-__all__ = ["Annotation", "Body", "DatasetName", "EpisodeId", "ExportBody", "Guess", "JudgeBody", "MAX_EXPORT",
-           "MAX_TAG", "MAX_TAGS", "MAX_TEXT", "NAME_PATTERN", "Name", "OpenSession", "PairRequest", "Tag",
-           "no_control", "no_dot_dot", "validation_detail"]
+__all__ = ["Annotation", "Body", "CLIENT_KEY_PATTERN", "ClientKey", "DatasetName", "EpisodeId", "ExportBody", "Guess",
+           "JudgeBody", "MAX_EXPORT", "MAX_TAG", "MAX_TAGS", "MAX_TEXT", "NAME_PATTERN", "NOTE_ID_PATTERN", "Name",
+           "NoteDelete", "NoteEdit", "NoteText", "OpenSession", "PairRequest", "Tag", "no_control", "no_dot_dot",
+           "validation_detail"]
