@@ -176,22 +176,32 @@ def _view(env: WebVisDialEnv) -> dict[str, Any]:
     # as in RLDS, a step's reward is the one its action earned; a finished dialogue's last step has 0
     for row, reward in zip(rows, [*env.rewards, 0.0] if env.finished else env.rewards):
         row["reward"] = reward
-    return {"kind": "text", "prompt": "Ask a question about the hidden image", "max_length": MAX_QUESTION,
+    prompt = "Ask a question about the image" if _shown_image(env)[0] else \
+        "Ask a question about the image (only its caption is shown)"
+    return {"kind": "text", "prompt": prompt, "max_length": MAX_QUESTION,
             "context": {"image_id": d.image_id, "split": d.split, "mode": env.config.mode},
             "rows": rows, "rounds": env.scorer.rounds, "max_rounds": env.config.max_rounds,
             "can_stop": env.config.mode == "agent_stops" and not env.finished, "stop_action": STOP,
             "return": float(sum(env.rewards)), "has_picture": True}
 
 
-def _picture(env: WebVisDialEnv) -> dict[str, Any]:
+def _shown_image(env: WebVisDialEnv) -> tuple[str | None, str]:
+    """The image file the page shows of the current dialogue, or ``None`` and why only the caption is shown."""
     path = image_files(env.folder).get(int(env.dialogue.image_id))
     if path is None:
-        return {"image": None, "note": f"no image file for image {env.dialogue.image_id} in this server's VisDial "
-                                       "folder (images/): only the caption is shown"}
+        return None, (f"no image file for image {env.dialogue.image_id} in this server's VisDial folder (images/): "
+                      "only the caption is shown")
     size = os.path.getsize(path)
     if size > MAX_IMAGE:
-        return {"image": None, "note": f"the image file of image {env.dialogue.image_id} is {size} bytes, more "
-                                       f"than {MAX_IMAGE}: only the caption is shown"}
+        return None, (f"the image file of image {env.dialogue.image_id} is {size} bytes, more than {MAX_IMAGE}: only "
+                      "the caption is shown")
+    return path, ""
+
+
+def _picture(env: WebVisDialEnv) -> dict[str, Any]:
+    path, note = _shown_image(env)
+    if path is None:
+        return {"image": None, "note": note}
     with open(path, "rb") as f:
         data = base64.b64encode(f.read()).decode("ascii")
     return {"image": f"data:{IMAGE_TYPES[os.path.splitext(path)[1].lower()]};base64,{data}", "note": ""}

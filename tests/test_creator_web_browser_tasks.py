@@ -42,23 +42,34 @@ def server(data_dir):
 
 
 def shown_steps(page) -> list[dict]:
-    """The transcript as the page shows it: each step's observation, action (without the arrow) and head line."""
+    """The transcript as the page shows it: each step's observation, action (without the arrow), head line and the
+    exact reward its head line's tooltip holds (``None`` without one)."""
     steps = []
     blocks = page.locator("#transcript .step")
     for i in range(blocks.count()):
         block = blocks.nth(i)
-        acts = block.locator(".act")
+        acts, reward = block.locator(".act"), block.locator(".step-head .reward")
         steps.append({"observation": block.locator(".obs").text_content(),
                       "action": acts.text_content()[2:] if acts.count() else "",
-                      "head": block.locator(".step-head").text_content()})
+                      "head": block.locator(".step-head").text_content(),
+                      "exact": reward.get_attribute("title") if reward.count() else None})
     return steps
 
 
-def shown_reward(head: str, step: int) -> float:
-    """The reward a step's head line shows (the page prints the number in full)."""
+def shown_reward(row: dict, step: int) -> float:
+    """The reward a step's head line shows, exactly (its tooltip), after checking the line shows it rounded."""
     prefix = f"step {step} · reward "
-    assert head.startswith(prefix), head
-    return float(head[len(prefix):])
+    assert row["head"].startswith(prefix), row["head"]
+    exact = float(row["exact"])
+    assert abs(float(row["head"][len(prefix):]) - exact) <= 5e-5 * max(1.0, abs(exact)), row  # 4 decimals shown
+    return exact
+
+
+def shown_number(cell) -> float:
+    """The exact number a table cell shows rounded (its tooltip), or its text when it shows it whole."""
+    titled = cell.locator("[title]")
+    title = cell.get_attribute("title") or (titled.first.get_attribute("title") if titled.count() else None)
+    return float(title if title else cell.text_content())
 
 
 def test_a_person_writes_a_reddit_reply_and_sees_every_reward(page, server, data_dir, tmp_path):
@@ -80,9 +91,10 @@ def test_a_person_writes_a_reddit_reply_and_sees_every_reward(page, server, data
     assert [s["action"] for s in steps] == [reply, ""]
     [row] = shown_steps(page)
     assert (row["observation"], row["action"]) == (steps[0]["observation"]["text"], reply)
-    assert shown_reward(row["head"], 0) == float(steps[0]["reward"])
-    cells = page.locator("#rewards tr[data-kind='toxicity'] td").all_text_contents()
-    assert cells[0] == "toxicity" and float(cells[2]) == float(steps[0]["reward"]) and cells[3] == "yes"
+    assert shown_reward(row, 0) == float(steps[0]["reward"])
+    cells = page.locator("#rewards tr[data-kind='toxicity'] td")
+    assert cells.nth(0).text_content() == "toxicity" and cells.nth(3).text_content() == "yes"
+    assert shown_number(cells.nth(2)) == float(steps[0]["reward"])
     assert "no Reddit score" in page.text_content("#rewards tr[data-kind='upvotes_real']")
     assert (episode["split"], episode["annotator"], episode["seed"]) == ("eval", "rob", 4)
     assert steps[1]["client_ms"] > 0
@@ -109,7 +121,7 @@ def test_a_person_asks_a_visdial_dialogue_and_stops_it(page, server, data_dir, t
     shown = shown_steps(page)
     assert [(r["observation"], r["action"]) for r in shown] == \
         [(s["observation"]["text"], s["action"]) for s in steps]
-    assert [shown_reward(r["head"], i) for i, r in enumerate(shown)] == [float(s["reward"]) for s in steps]
+    assert [shown_reward(r, i) for i, r in enumerate(shown)] == [float(s["reward"]) for s in steps]
     assert episode["mode"] == "agent_stops" and episode["annotator"] == "val"
 
 
@@ -171,7 +183,7 @@ def test_review_shows_each_tasks_episode_as_recorded_and_exports_it_with_a_note(
     for i, step in enumerate(played["steps"]):  # the steps table is the recorded episode
         cells = rows.nth(i).locator("td").all_text_contents()
         assert cells[1:3] == [step["observation"]["text"], step["action"]]
-        assert float(cells[3]) == float(step["reward"])
+        assert shown_number(rows.nth(i).locator("td").nth(3)) == float(step["reward"])
     page.fill("#note-text", f"{task} looks right")
     page.fill("#note-tags", "checked")
     page.click("#save-note")

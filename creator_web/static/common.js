@@ -1,4 +1,5 @@
-// Shared by every page: the session (kept per browser tab), the JSON API helper and Wordle board drawing.
+// Shared by every page: the session (kept per browser tab), the JSON API helper, Wordle board and transcript
+// drawing, numbers as shown, and errors said on the page (never only in the console).
 // A session has a public id and a secret token; the token goes only in the X-Session-Token header.
 "use strict";
 const KEY = "creator_web.session";
@@ -52,6 +53,31 @@ function describeConfig(session) {
     .join(" · ");
 }
 
+// The address keys a link may open a session with: the annotator, the task and every task's config keys.
+function linkKeys() {
+  return ["annotator", "task", ...new Set(Object.values(URL_CONFIG).flat())];
+}
+
+// A link whose session the server refused: says why on the page, and leads on to the start page with the link's
+// values filled in ("New game" goes there too), instead of a blank page.
+function refusedLink(error, params) {
+  const kept = new URLSearchParams({next: location.pathname});
+  for (const key of linkKeys()) if (params.get(key)) kept.set(key, params.get(key));
+  const way = "/?" + kept.toString();
+  say(`This link's session was refused: ${error.message}. `, true);
+  const link = document.createElement("a");
+  link.href = way;
+  link.id = "way-on";
+  link.textContent = "Open the start page with the link's values to fix it";
+  document.getElementById("message").appendChild(link);
+  const newGame = document.getElementById("new-game");
+  if (newGame) newGame.addEventListener("click", () => { location.href = way; });
+  const bar = document.getElementById("session-bar");
+  if (bar) bar.textContent = "no session";
+  error.shown = true;  // said on the page already
+  return error;
+}
+
 // Opens a session from the URL (?annotator=&task=&<config keys>, e.g. rule, seed) or reuses this tab's session.
 async function ensureSession() {
   const params = new URLSearchParams(location.search);
@@ -60,7 +86,9 @@ async function ensureSession() {
     const task = params.get("task") || "wordle", config = {};
     for (const key of URL_CONFIG[task] || []) if (params.get(key)) config[key] = params.get(key);
     if (config.seed) config.seed = Number(config.seed);
-    session = await api("POST", "/api/sessions", {annotator: params.get("annotator"), task, config});
+    try {
+      session = await api("POST", "/api/sessions", {annotator: params.get("annotator"), task, config});
+    } catch (e) { throw refusedLink(e, params); }
     sessionStorage.setItem(KEY, JSON.stringify(session));
     history.replaceState(null, "", location.pathname);
   }
@@ -69,9 +97,54 @@ async function ensureSession() {
                                      : "no session";
   if (!session) {
     location.href = "/?next=" + encodeURIComponent(location.pathname);
-    throw new Error("no session");
+    const error = new Error("no session");
+    error.shown = true;  // the start page is on its way
+    throw error;
   }
   return session;
+}
+
+// An error no page script caught is said on the page (a page must never go blank with the reason only in the
+// console); errors already said there are not repeated.
+window.addEventListener("unhandledrejection", event => {
+  const reason = event.reason || {};
+  event.preventDefault();
+  if (!reason.shown && document.getElementById("message")) say(String(reason.message || reason), true);
+});
+
+// A number as the page shows it: integers as they are, others to 4 decimals (tiny or huge ones with 4 significant
+// digits); `exactTitle` gives the value in full, for a tooltip (the data keeps it exactly).
+function rounded(value) {
+  if (typeof value !== "number" || !Number.isFinite(value) || Number.isInteger(value)) return String(value);
+  const size = Math.abs(value);
+  return size >= 1e-3 && size < 1e6 ? String(Number(value.toFixed(4))) : value.toExponential(3);
+}
+
+// A <span> showing `value` rounded, its exact value in the title (and in data-exact, for tools and tests).
+function numberSpan(value, className) {
+  const span = document.createElement("span");
+  span.className = className || "number";
+  span.textContent = rounded(value);
+  span.title = String(value);
+  span.dataset.exact = String(value);
+  return span;
+}
+
+// ↑/↓/←/→ on a closed <select> change its value at once in Chrome: a dataset switched by a key meant for the page.
+// On these selects the arrow keys are left to the page (`onArrow`); the list opens with Alt+↓, F4 or a click.
+function keepOnArrows(select, onArrow) {
+  select.addEventListener("keydown", event => {
+    if (event.altKey || !["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"].includes(event.key)) return;
+    event.preventDefault();
+    if (onArrow) onArrow(event);
+  });
+}
+
+// A fresh key for one save (the server stores a save once per key, so a retry or a double click cannot store it
+// twice). getRandomValues works on plain-HTTP pages too, unlike randomUUID.
+function newClientKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, b => b.toString(16).padStart(2, "0")).join("");
 }
 
 function tile(letter, colour) {
@@ -112,7 +185,8 @@ function drawSteps(element, view, upto) {
     rows.forEach((row, i) => {  // one block per step: its boundaries stay visible
       const block = document.createElement("div"); block.className = "step"; block.dataset.step = String(i);
       const head = document.createElement("div"); head.className = "step-head";
-      head.textContent = `step ${i}` + (typeof row.reward === "number" ? ` · reward ${row.reward}` : "");
+      head.textContent = `step ${i}`;
+      if (typeof row.reward === "number") head.append(" · reward ", numberSpan(row.reward, "reward"));
       const obs = document.createElement("p"); obs.className = "obs"; obs.textContent = row.observation;
       block.append(head, obs);
       if (row.action && (upto === undefined || i < upto)) {

@@ -1,5 +1,6 @@
 // The start page: opens a session (annotator, task, rule; a secret when the server lists its annotators) and
-// goes on to the page asked for in ?next=, which must be one of the tool's own pages.
+// goes on to the page asked for in ?next=, which must be one of the tool's own pages. A link whose session was
+// refused leads here with its values (?annotator=&task=&<config keys>) filled in, to be fixed, never sent as they are.
 "use strict";
 (() => {
   // The submit handler is attached at once: an Enter pressed while the task list loads must not fall through to
@@ -7,6 +8,7 @@
   const select = document.getElementById("task"), annotator = document.getElementById("annotator");
   const loaded = Promise.all([api("GET", "/api/tasks"), api("GET", "/api/server")]).then(([tasks, server]) => {
     for (const name of Object.keys(tasks)) select.add(new Option(name, name));
+    fillFromLink(tasks);
     showTask();
     document.getElementById("secret-row").hidden = server.sign_in !== "annotators";
     if (server.sign_in === "proxy") {  // the proxy names the person
@@ -14,6 +16,19 @@
       annotator.closest(".form-row").hidden = true;
     }
   });
+  // The values of a refused link, back in the form (a select only takes a value it offers).
+  function fillFromLink(tasks) {
+    const params = new URLSearchParams(location.search);
+    if (params.get("annotator")) annotator.value = params.get("annotator");
+    const task = params.get("task");
+    if (task && !(task in tasks)) say(`Task ${task} is not offered here: choose one of ${Object.keys(tasks).join(", ")}.`, true);
+    if (task in tasks) select.value = task;
+    for (const field of document.querySelectorAll(`[data-task="${select.value}"] [data-config]`)) {
+      const value = params.get(field.dataset.config);
+      if (value && [...field.options].some(o => o.value === value)) field.value = value;
+    }
+    for (const id of ["seed", "answer"]) if (params.get(id)) document.getElementById(id).value = params.get(id);
+  }
   // Only the chosen task's settings are shown and sent.
   function showTask() {
     for (const part of document.querySelectorAll("[data-task]")) part.hidden = part.dataset.task !== select.value;

@@ -86,6 +86,8 @@
     const label = {l: "left", r: "right", e: "equal", " ": "skip"}[event.key.toLowerCase()];
     if (label) { event.preventDefault(); choose(label); }
   });
+  keepOnArrows(leftSelect);  // an arrow key never switches a dataset (the list opens with Alt+↓ or a click)
+  keepOnArrows(rightSelect);
   asText.addEventListener("change", load);
   leftSelect.addEventListener("change", load);
   rightSelect.addEventListener("change", load);

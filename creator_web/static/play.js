@@ -1,5 +1,7 @@
 // The play page: a Wordle board, physical and on-screen keyboards; every guess goes to the server.
 // Text tasks (Reddit, VisDial) are played in a transcript instead (talk.js).
+// Letters and Backspace pressed while the server checks a guess (or starts a game) are kept and applied, in order,
+// once its answer is shown, as if pressed then; Enter meanwhile is ignored (a guess is never sent twice).
 "use strict";
 (async () => {
   const session = await ensureSession();
@@ -7,7 +9,7 @@
   const base = `/api/sessions/${session.session_id}/play`;
   const board = document.getElementById("board");
   let state = await api("GET", base);
-  let typing = "", shownAt = performance.now(), busy = false;
+  let typing = "", shownAt = performance.now(), busy = false, queued = [];
 
   const keyboard = document.getElementById("keyboard");
   for (const line of ["qwertyuiop", "asdfghjkl", "+zxcvbnm-"]) {
@@ -55,8 +57,16 @@
     busy = true;
     try { state = await api("POST", base + "/new"); typing = ""; shownAt = performance.now(); say(""); }
     catch (e) { say(e.message, true); }
+    settle();
+  }
+
+  // The answer is shown: keys pressed while it was awaited are applied now.
+  function settle() {
     busy = false;
     render();
+    const keys = queued;
+    queued = [];
+    for (const key of keys) press(key);
   }
 
   async function submit() {
@@ -69,6 +79,7 @@
       if (e.status === 409) {  // the server has no game for this board (e.g. it restarted): show its state
         state = await api("GET", base).catch(() => state);
         typing = "";
+        queued = [];
         busy = false;
         render();
         say(e.message, true);
@@ -76,12 +87,11 @@
       }
       say(e.status === 422 ? `“${typing.toUpperCase()}” is not accepted: ${e.message}` : e.message, true);
     }
-    busy = false;
-    render();
+    settle();
   }
 
   function press(key) {
-    if (busy) return;
+    if (busy) { if (key !== "Enter") queued.push(key); return; }
     if (!state.episode_id || state.done) { if (key === "Enter") newGame(); return; }
     if (key === "Enter") submit();
     else if (key === "Backspace") { typing = typing.slice(0, -1); render(); }
