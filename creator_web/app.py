@@ -1,17 +1,19 @@
 """The creator_web FastAPI application: pages, the JSON API, validation, access and error mapping.
 
-Pages (``/``, ``/play``, ``/judge``, ``/review``) and their assets (``/static/<file>``) come from this
+Pages (``/``, ``/play``, ``/judge``, ``/review``, ``/progress``) and their assets (``/static/<file>``) come from this
 package's ``static`` folder, looked up by name in a fixed list; data is only ever reached through the API
 by dataset name and episode id (``creator_web.storage``), never by a path. Every body is a pydantic model
 (``creator_web.bodies``: unknown fields, NaN and invalid Unicode rejected, every field bounded). Reading data
 and acting in a session need the session's secret token in the ``X-Session-Token`` header
 (``creator_web.access``); ``creator_web.guard`` refuses unknown hosts, cross-origin writes and oversized
-bodies before any of this runs. Errors: 400 unknown host; 401 no or unknown token; 403 a token or person
-that does not own the session, a cross-origin write; 404 unknown session, dataset, episode or pair; 409 a
-request that does not fit the game state or the stored limits (unfinished games included), a damaged dataset; 413
-a body too large; 429 a sign-in locked out after too many wrong secrets, or too many open sessions
-(``creator_web.limits``: the message names the limit, ``Retry-After`` says when to retry); 422
-invalid input, with the field and reason in ``detail`` (an invalid guess is answered 422 and never logged); 502 a
+bodies before any of this runs. Notes on episodes are added, edited and deleted as versions
+(``creator_web.review``); the queue and progress views count who did what (``creator_web.progress``). Errors:
+400 unknown host; 401 no or unknown token; 403 a token or person that does not own the session, a cross-origin
+write, another annotator's note; 404 unknown session, dataset, episode, note or pair; 409 a request that does not
+fit the game state, the stored limits (unfinished games included) or a note's revision, a client key sent with
+another change, a damaged dataset; 413 a body too large; 429 a sign-in locked out after too many wrong secrets, or
+too many open sessions (``creator_web.limits``: the message names the limit, ``Retry-After`` says when to retry);
+422 invalid input, with the field and reason in ``detail`` (an invalid guess is answered 422 and never logged); 502 a
 service a task relies on failed (the VisDial answerer; nothing recorded).
 """
 

@@ -111,11 +111,21 @@ def test_a_question_typed_while_the_answer_is_slow_is_kept(page, server, gate, w
     page.keyboard.press("Enter")
     gate.wait_arrived("act")  # the answer is now held back by the server
     page.keyboard.type("what colour is it?")
+    page.keyboard.press("Enter")  # too soon: nothing is sent, and the text stays
+    expect(page.locator("#message")).to_contain_text("Still waiting for the answer")
     gate.open()
     page.wait_for_selector("#transcript .step[data-step='1'] .obs")
     expect(page.locator("#talk-input")).to_have_value("what colour is it?")
     page.keyboard.press("Enter")
     expect(page.locator("#talk-rounds")).to_have_text("2 of 10 questions")
+    page.keyboard.type("is it red?")
+    composing_enter(page, "#talk-input")  # an input method's Enter sends nothing
+    assert page.input_value("#talk-input") == "is it red?"
+    page.keyboard.press("Control+a")
+    page.keyboard.type("is it <stop> red?")  # refused by the task: the text comes back into the box
+    page.keyboard.press("Enter")
+    expect(page.locator("#message.error")).to_contain_text("Not accepted")
+    expect(page.locator("#talk-input")).to_have_value("is it <stop> red?")
     page.click("#talk-stop")
     page.wait_for_selector("#transcript[data-done='true']")
     [episode] = list(read_episodes(web_dir / "human" / "visdial" / session_id(page)))
@@ -149,6 +159,8 @@ def test_a_note_typed_while_the_last_one_saves_is_kept(page, server, gate, web_d
     page.click("#save-note")
     gate.wait_arrived("annotate")
     page.locator("#note-text").press_sequentially("second note")
+    page.locator("#note-text").press("Enter")  # too soon: nothing is sent, and the text stays
+    expect(page.locator("#message")).to_contain_text("Still saving")
     gate.open()
     page.wait_for_selector("#notes >> text=first note")
     expect(page.locator("#note-text")).to_have_value("second note")
@@ -222,6 +234,14 @@ def test_a_refused_link_shows_its_error_and_new_game_leads_on(page, server, quer
     page.click("#new-game")
     page.wait_for_url(re.compile(r".*/\?next=%2Fplay.*"))
     expect(page.locator("#annotator")).to_have_value("ann lee" if field == "annotator" else "ann")
+    if field == "task":
+        expect(page.locator("#message.error")).to_contain_text("Task chess is not offered here")
+
+
+def test_an_error_no_page_script_expected_is_said_on_the_page(page, server):
+    page.route(re.compile(r".*/api/datasets$"), lambda route: route.abort())
+    page.goto(server.url + "/review?annotator=unlucky")
+    expect(page.locator("#message.error")).to_contain_text("cannot reach the server")
 
 
 def test_open_mode_hides_the_secret_field(page, server):
@@ -251,6 +271,12 @@ def test_a_2000_character_word_keeps_judge_and_review_within_the_window(page, se
 
 
 # -- the keyboard -------------------------------------------------------------------------------------------------
+def composing_enter(page, selector: str) -> None:
+    """An Enter pressed to end an input method's composition (CJK typing), as Chrome sends it."""
+    page.eval_on_selector(selector, "box => box.dispatchEvent(new KeyboardEvent('keydown', "
+                                    "{key: 'Enter', isComposing: true, bubbles: true, cancelable: true}))")
+
+
 def test_the_note_box_takes_enter_escape_and_arrows_as_the_page_documents(page, server, web_dir):
     open_review(page, server, "keyboarder", 4)
     page.focus("#note-text")
@@ -264,6 +290,8 @@ def test_the_note_box_takes_enter_escape_and_arrows_as_the_page_documents(page, 
     expect(page.locator("#note-text")).to_have_value("")
     assert [(n["step"], n["text"]) for n in stored(web_dir, 4)[0]] == [(1, "look here")]
     page.keyboard.type("draft")
+    composing_enter(page, "#note-text")  # Enter that ends an input method's composition saves nothing
+    expect(page.locator("#note-text")).to_have_value("draft")
     page.keyboard.press("Escape")  # leaves the box (the draft stays in it) ...
     assert page.evaluate("document.activeElement.id") != "note-text"
     page.keyboard.press("ArrowDown")  # ... and the arrows move between episodes again
@@ -271,12 +299,22 @@ def test_the_note_box_takes_enter_escape_and_arrows_as_the_page_documents(page, 
     expect(page.locator("#note-text")).to_have_value("draft")
 
 
-def test_arrows_on_the_focused_dataset_list_move_between_episodes_not_datasets(page, server):
-    open_review(page, server, "list_keys", 0)
+def test_arrows_on_a_focused_dataset_list_never_switch_the_dataset(page, server):
+    open_review(page, server, "list_keys", 1)
     page.focus("#dataset")
     page.keyboard.press("ArrowDown")
-    expect(page.locator("#episode-title")).to_have_text("notes-00000001")
+    expect(page.locator("#episode-title")).to_have_text("notes-00000002")
+    page.keyboard.press("ArrowUp")  # the option above "notes" is "long": the list must stay on "notes"
+    page.keyboard.press("ArrowUp")
+    expect(page.locator("#episode-title")).to_have_text("notes-00000000")
     assert page.input_value("#dataset") == "notes"
+    page.goto(server.url + "/judge")  # the Judge page's dataset lists hold too
+    page.select_option("#left-ds", "long")
+    page.focus("#left-ds")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    assert page.input_value("#left-ds") == "long"
 
 
 # -- what is shown ------------------------------------------------------------------------------------------------

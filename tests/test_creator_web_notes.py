@@ -166,13 +166,22 @@ def test_the_queue_and_progress_count_each_annotators_notes_games_and_judgements
     listed = {e["episode_id"]: e for e in client.get("/api/datasets/talk/episodes").json()["episodes"]}
     assert (listed[EPISODE]["notes"], listed[EPISODE]["annotators"]) == (2, ["ann", "ben"])
     assert (listed["talk-00000001"]["notes"], listed["talk-00000001"]["annotators"]) == (0, [])
+    mine = notes_now(client)[0]
+    assert mine["annotator"] == "ann"
+    post(client, ann, "/delete", note_id=mine["note_id"], revision=1)
+    listed = {e["episode_id"]: e for e in client.get("/api/datasets/talk/episodes").json()["episodes"]}
+    assert (listed[EPISODE]["notes"], listed[EPISODE]["annotators"]) == (1, ["ben"])  # a new version is read
+    post(client, ann, "", text="a again")
     client.post(f"/api/sessions/{ann}/play/new")
     for guess in ["crane", "sloth", "pious", "fight", "dumpy", "bowel"]:  # six guesses end any game
         client.post(f"/api/sessions/{ann}/play/act", json={"action": guess})
     pair = client.post(f"/api/sessions/{ben}/judge/next", json={"left": "talk", "right": "talk"}).json()
     assert client.post(f"/api/sessions/{ben}/judge", json={"pair_id": pair["pair_id"], "label": "left"}).status_code \
         == 200
-    rows = {r["annotator"]: r for r in client.get("/api/progress").json()["annotators"]}
+    (data_dir / "judgements" / ("f" * 32) / "j_00000").mkdir(parents=True)  # a session nobody recorded
+    out = client.get("/api/progress").json()
+    assert out["problems"] == [f"judgements/{'f' * 32}: 1 judgement(s) of a session with no record"]
+    rows = {r["annotator"]: r for r in out["annotators"]}
     assert {k: rows["ann"][k] for k in ("sessions", "episodes", "judgements", "notes")} == \
         {"sessions": 1, "episodes": {"wordle": 1}, "judgements": 0, "notes": 1}
     assert {k: rows["ben"][k] for k in ("sessions", "episodes", "judgements", "notes")} == \

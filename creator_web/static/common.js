@@ -131,12 +131,10 @@ function numberSpan(value, className) {
 }
 
 // ↑/↓/←/→ on a closed <select> change its value at once in Chrome: a dataset switched by a key meant for the page.
-// On these selects the arrow keys are left to the page (`onArrow`); the list opens with Alt+↓, F4 or a click.
-function keepOnArrows(select, onArrow) {
+// On these selects the arrow keys change nothing; the list opens with Alt+↓, F4 or a click.
+function keepOnArrows(select) {
   select.addEventListener("keydown", event => {
-    if (event.altKey || !["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"].includes(event.key)) return;
-    event.preventDefault();
-    if (onArrow) onArrow(event);
+    if (!event.altKey && ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"].includes(event.key)) event.preventDefault();
   });
 }
 

@@ -288,8 +288,6 @@
   $("export").addEventListener("click", exportSelection);
   datasetSelect.addEventListener("change", loadList);
   filter.addEventListener("change", () => { drawList(); });
-  keepOnArrows(datasetSelect);
-  keepOnArrows(filter);
   document.addEventListener("keydown", event => {
     const target = event.target;
     if (event.ctrlKey || event.metaKey) return;
@@ -299,7 +297,8 @@
       // while both boxes are empty nothing is being written: the arrows are the page's
       if (!ARROWS.includes(event.key) || noteText.value || noteTags.value || event.altKey || event.shiftKey) return;
     } else if (target === datasetSelect || target === filter) {
-      if (!ARROWS.includes(event.key) || event.altKey) return;  // keepOnArrows left the arrows to the page
+      // the arrows are the page's (shortcut prevents the select's own change); Alt+↓ opens the list
+      if (!ARROWS.includes(event.key) || event.altKey) return;
     } else if (["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName)) return;
     shortcut(event);
   });
