@@ -176,7 +176,8 @@ def detail(data: DataDir, dataset: str, episode_id: str) -> dict[str, Any]:
              for s in steps]
     actions = [s["action"] for s in steps]
     meta = {k: _json_value(v) for k, v in episode.items() if k not in ("steps", NOTES, CHANGES)}
-    return {"metadata": meta, "annotations": notes_of(episode), "changes": changes_of(episode),
+    changes = [{k: v for k, v in c.items() if k not in ("client_key", "digest")} for c in changes_of(episode)]
+    return {"metadata": meta, "annotations": notes_of(episode), "changes": changes,  # another's keys stay unshown
             "steps": [{"observation": texts[i], "action": actions[i], "reward": float(s["reward"]),
                        "metadata": _json_value(split_step(s))} for i, s in enumerate(steps)],
             **render_steps(str(episode.get("task", "")), actions, texts)}

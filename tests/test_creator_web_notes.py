@@ -104,6 +104,7 @@ def test_a_note_is_edited_and_deleted_as_new_versions_and_the_old_ones_keep_it(c
     assert [(c["version"], c["op"], c["note_id"], c["annotator"]) for c in changes] == \
         [("v0000", "add", note["note_id"], "ann"), ("v0001", "edit", note["note_id"], "ann"),
          ("v0002", "delete", note["note_id"], "ann")]
+    assert all("client_key" not in c and "digest" not in c for c in changes)  # the page needs neither
 
 
 def test_only_the_author_changes_a_note(client, data_dir):
