@@ -6,8 +6,8 @@ by dataset name and episode id (``creator_web.storage``), never by a path. Every
 (``creator_web.bodies``: unknown fields, NaN and invalid Unicode rejected, every field bounded). Reading data
 and acting in a session need the session's secret token in the ``X-Session-Token`` header
 (``creator_web.access``); ``creator_web.guard`` refuses unknown hosts, cross-origin writes and oversized
-bodies before any of this runs. Notes on episodes are added, edited and deleted as versions
-(``creator_web.review``); the queue and progress views count who did what (``creator_web.progress``). Errors:
+bodies before any of this runs. The Review page's routes (episodes with who has notes on them, notes added,
+edited and deleted as versions, progress) are ``creator_web.review_routes``. Errors:
 400 unknown host; 401 no or unknown token; 403 a token or person that does not own the session, a cross-origin
 write, another annotator's note; 404 unknown session, dataset, episode, note or pair; 409 a request that does not
 fit the game state, the stored limits (unfinished games included) or a note's revision, a client key sent with
@@ -25,19 +25,18 @@ import mimetypes
 import os
 from typing import Any, Callable, Iterable, Mapping
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 
 from creator_web import judge as judging
 from creator_web import reddit_task, review, visdial_task  # noqa: F401 - reddit_task, visdial_task register tasks
-from creator_web.progress import NoteIndex, progress
 from creator_web.access import TOKEN_HEADER, AccessError, SignIn, load_annotators
-from creator_web.bodies import (Annotation, ExportBody, Guess, JudgeBody, NoteDelete, NoteEdit, OpenSession,
-                                PairRequest, validation_detail)
+from creator_web.bodies import ExportBody, Guess, JudgeBody, OpenSession, PairRequest, validation_detail
 from creator_web.guard import LOCAL_HOSTS, MAX_BODY, Guard, shown
 from creator_web.limits import LimitReached, Limits, SignInThrottle
+from creator_web.review_routes import add_review_routes
 from creator_web.sessions import GameStateError, Session, SessionError, SessionStore
 from creator_web.storage import DamagedDataset, DataDir, UnsafePath
 from creator_web.tasks import TASKS, ServiceError, TaskSources, offered
@@ -102,7 +101,6 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     sessions = SessionStore(data, sources, limits)
     sign_in = _sign_in(annotators, proxy_header)
     throttle = SignInThrottle(limits)
-    notes = NoteIndex(data)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -286,28 +284,6 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
         usable, damaged = data.listing()
         return {"datasets": usable, "damaged": damaged}
 
-    @app.get("/api/datasets/{name:path}/episodes")
-    def episodes(name: str, offset: int = Query(0, ge=0), limit: int = Query(100, ge=1, le=1000),
-                 _: Session = Depends(reader)) -> dict[str, Any]:
-        """Summaries of a dataset's episodes."""
-        name = dataset_or_404(name)
-        eps = data.episodes(name)
-        page = [review.summary(i, eps[i]) for i in range(offset, min(offset + limit, len(eps)))]
-        noted = notes.for_episodes(name, [e["episode_id"] for e in page])
-        for row in page:  # the queue: who has notes on each episode
-            row["notes"] = len(noted[row["episode_id"]])
-            row["annotators"] = sorted({str(n["annotator"]) for n in noted[row["episode_id"]]})
-        return {"total": len(eps), "episodes": page}
-
-    @app.get("/api/datasets/{name:path}/episode")
-    def episode(name: str, episode_id: str = Query(..., min_length=1, max_length=300),
-                _: Session = Depends(reader)) -> dict[str, Any]:
-        """One episode (its latest annotated version) for the replay view."""
-        try:
-            return review.detail(data, dataset_or_404(name), episode_id)
-        except KeyError as e:
-            raise HTTPException(404, e.args[0]) from None
-
     @app.post("/api/sessions/{session_id}/judge/next")
     def next_pair(body: PairRequest, session: Session = Depends(owner)) -> dict[str, Any]:
         """A new pair of clips to judge (from datasets ``left`` and ``right``, default the server's judge pair)."""
@@ -343,53 +319,7 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
             outcome["recorded"] = os.path.relpath(outcome["recorded"], data.root)
         return {**outcome, "judged": len(session.judged)}
 
-    def change(session: Session, dataset: str, episode_id: str, **fields: Any) -> dict[str, Any]:
-        """Applies one change of an episode's notes by ``session``'s annotator; the errors as HTTP answers."""
-        if fields["op"] != "delete" and not fields.get("text") and not fields.get("tags"):
-            raise HTTPException(422, "text: give a text or at least one tag" +
-                                (" (to remove a note, delete it)" if fields["op"] == "edit" else ""))
-        asked = review.NoteChange(annotator=session.annotator, session_id=session.session_id, **fields)
-        try:
-            out = review.change_notes(data, dataset_or_404(dataset), episode_id, asked)
-        except KeyError as e:
-            raise HTTPException(404, e.args[0]) from None
-        except IndexError as e:
-            raise HTTPException(422, f"step: {e}") from None
-        except review.NotYours as e:
-            raise HTTPException(403, str(e)) from None
-        except (review.LimitError, review.NoteConflict) as e:
-            raise HTTPException(409, str(e)) from None
-        return {**out, "version": os.path.relpath(out["version"], data.root)}
-
-    @app.post("/api/sessions/{session_id}/annotate")
-    def annotate(body: Annotation, session: Session = Depends(owner)) -> dict[str, Any]:
-        """Adds a note as a new version of the episode: ``version``, ``note_id``, ``revision`` and ``duplicate``
-        (true when this ``client_key``'s note was stored before: nothing new is written)."""
-        held("annotate")
-        return change(session, body.dataset, body.episode_id, op="add", step=body.step, text=body.text,
-                      tags=tuple(body.tags), client_key=body.client_key)
-
-    @app.post("/api/sessions/{session_id}/annotate/edit")
-    def edit_note(body: NoteEdit, session: Session = Depends(owner)) -> dict[str, Any]:
-        """Replaces the text and tags of one's own note (a new version; the one before keeps the old text); 409
-        if the note is no longer at the revision the person edited."""
-        held("edit")
-        return change(session, body.dataset, body.episode_id, op="edit", note_id=body.note_id,
-                      revision=body.revision, text=body.text, tags=tuple(body.tags), client_key=body.client_key)
-
-    @app.post("/api/sessions/{session_id}/annotate/delete")
-    def delete_note(body: NoteDelete, session: Session = Depends(owner)) -> dict[str, Any]:
-        """Deletes one's own note (a new version without it, recorded as a ``delete`` change; earlier versions
-        keep it)."""
-        held("delete")
-        return change(session, body.dataset, body.episode_id, op="delete", note_id=body.note_id,
-                      revision=body.revision, client_key=body.client_key)
-
-    @app.get("/api/progress")
-    def annotators_progress(_: Session = Depends(reader)) -> dict[str, Any]:
-        """Each annotator's sessions, finished episodes per task, judgements and standing notes
-        (``creator_web.progress``)."""
-        return progress(data, notes)
+    add_review_routes(app, data, owner, reader, dataset_or_404, held)
 
     @app.post("/api/sessions/{session_id}/export")
     def export(body: ExportBody, session: Session = Depends(owner)) -> dict[str, Any]:
