@@ -6,13 +6,17 @@ that action earned; the last step holds the final observation with the neutral a
 and discount 0.0 (``is_terminal`` when the environment terminated). Text comes back as ``str``,
 whatever container Riegeli decoded it into.
 
-The files of a closed log directory are checked before they are read (``loggers.riegeli_files``) and must
-agree with what EnvLogger's reader returns: a damaged one is a ``DamagedLogError`` naming the directory and
-the file, never a shorter read (``docs/guides/damaged_input.md``).
+The files of a closed log directory are checked before they are read (``loggers.indexed``, against the
+writer's manifest where there is one) and must agree with what EnvLogger's reader returns; a killed one is read
+from its files as far as its journal's checkpoint vouches for them, and from its journal. A damaged or missing
+file is a ``DamagedLogError`` naming the directory and the file, never a shorter read
+(``docs/guides/damaged_input.md``); an episode that was never committed (unfinished, or finished without its
+metadata reaching any file) is skipped with a warning naming it, and counted by reason in ``rejections``.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 from typing import Any, Iterator
@@ -20,19 +24,32 @@ from typing import Any, Iterator
 import envlogger
 import numpy as np
 
-from loggers.journal import read_journal
-from loggers.riegeli_files import (EPISODE_INDEX, EPISODE_METADATA, STEP_OFFSETS, STEPS, DamagedLogError,
-                                    check_log_metadata, check_shards, find_damage)
+from loggers.indexed import closed_episodes, killed_episodes, older_killed_episodes
+from loggers.journal import JOURNAL, JournalContents, read_journal
+from loggers.log_folder import MANIFEST, read_manifest
+from loggers.riegeli_files import LOG_METADATA, SHARD_FILES, DamagedLogError, check_log_metadata, find_damage
 from loggers.writer import read_unindexed
 from rlds_lang.schema import map_nested, neutral_like, text_leaf
 
+#: the reasons ``read_log_dir`` counts in ``rejections``.
+UNFINISHED = "unfinished episode (its recording stopped)"
+NO_METADATA = "finished episode whose metadata reached no file (never committed)"
+TORN_FRAME = "torn journal frame (a killed write)"
+
 
 def log_dirs(root: str | os.PathLike) -> list[str]:
-    """Every EnvLogger log directory (one holding ``metadata.riegeli``) under ``root``, sorted."""
+    """Every EnvLogger log directory under ``root``, sorted: each folder holding ``metadata.riegeli``, or any file
+    only a log directory holds (a journal, a manifest, a shard folder of EnvLogger's files), so that one whose
+    ``metadata.riegeli`` is missing is found, and refused by ``read_log_dir`` naming it."""
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"{root}: no such log folder")
-    found = [path for path, _, files in os.walk(root) if "metadata.riegeli" in files]
+    found = set()
+    for path, _, files in os.walk(root):
+        if any(name in files for name in (LOG_METADATA, JOURNAL, MANIFEST)):
+            found.add(path)
+        if any(name in files for name in SHARD_FILES) and os.path.normpath(path) != os.path.normpath(root):
+            found.add(os.path.dirname(path))
     return sorted(found)
 
 
@@ -74,74 +91,35 @@ def _rlds_steps(raw: list[Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def _riegeli_episodes(path: str, killed: bool) -> tuple[list[list[Any]], list[Any]]:
-    """The indexed episodes of a log directory's Riegeli files and their metadata. Those of a killed recorder
-    (``killed``: its journal is still there) that EnvLogger's reader cannot open because a file is cut short
-    count as empty, with a warning naming the file; a file with wrong bytes is a ``DamagedLogError`` there too.
-    A closed directory's files must be whole and agree (``_check_steps``, ``_check_episodes``); a damaged one is
-    a ``DamagedLogError`` naming the file."""
-    files = None if killed else check_shards(path)
-    try:
-        with envlogger.Reader(data_directory=path) as reader:
-            if files is not None:
-                _check_steps(path, files, len(reader.steps))
-            metadata = list(reader.episode_metadata())
-            indexed = [list(raw) for raw in reader.episodes]
-            if files is not None:
-                _check_episodes(path, files, indexed, metadata)
-            if not indexed:  # killed before the first episode was indexed: its flushed steps are all there is
-                steps = list(reader.steps)
-                indexed, metadata = ([steps], [None]) if steps else ([], [])
-    except DamagedLogError:
-        raise
-    except (RuntimeError, ValueError, OSError, TypeError) as error:  # a damaged file, or one torn by a kill
-        damage = find_damage(path, error)
-        if not killed or not damage.cut:  # a kill leaves files short, never wrong
-            raise damage from error
-        logging.warning("%s: EnvLogger's files of this killed recorder cannot be read (%s); reading its journal "
-                        "only", path, damage)
-        return [], []
-    return indexed, metadata
+def _indexed(path: str, manifest: dict[str, Any] | None,
+             journal: JournalContents | None) -> tuple[list[list[Any]], list[Any]]:
+    """The episodes EnvLogger's files of ``path`` index, read as its state says: closed (by its manifest, or with
+    no journal at all), killed (a journal with a checkpoint), or killed under an older writer."""
+    if manifest is not None and manifest["state"] == "closed":
+        return closed_episodes(path, manifest)
+    if manifest is not None:  # "open": its recorder did not close it, and left a journal with a checkpoint
+        if journal is None:
+            raise DamagedLogError(f"{path}: {JOURNAL}: missing, but {MANIFEST} says its recorder did not close this "
+                                  "folder: the episodes the journal held are lost", cut=True)
+        if journal.checkpoint is None:
+            size = os.path.getsize(os.path.join(path, JOURNAL))
+            raise DamagedLogError(f"{path}: {JOURNAL}: {size:,} bytes without the header its recorder writes first "
+                                  "(emptied?): damaged", cut=True)
+    if journal is not None and journal.checkpoint is not None:
+        return killed_episodes(path, journal.checkpoint, bool(journal.episodes))
+    if journal is not None or read_unindexed(path):
+        return older_killed_episodes(path)
+    return closed_episodes(path, None)
 
 
-def _named(files: dict[str, dict[str, int]], name: str) -> str:
-    return ", ".join(f"{shard}/{name}" for shard in files)
+def _reject(path: str, what: str, reason: str, rejections: collections.Counter | None) -> None:
+    logging.warning("%s: %s: %s; skipped", path, what, reason)
+    if rejections is not None:
+        rejections[reason] += 1
 
 
-def _check_steps(path: str, files: dict[str, dict[str, int]], indexed_steps: int) -> None:
-    """Refuses a closed log directory whose step index does not list every step on disk (EnvLogger's reader
-    would silently return fewer)."""
-    on_disk = sum(counts[STEPS] for counts in files.values())
-    if indexed_steps != on_disk:
-        raise DamagedLogError(f"{path}: {_named(files, STEP_OFFSETS)} indexes {indexed_steps:,} steps but "
-                              f"{_named(files, STEPS)} holds {on_disk:,}: one of them is damaged (cut?)")
-
-
-def _check_episodes(path: str, files: dict[str, dict[str, int]], indexed: list[list[Any]],
-                    metadata: list[Any]) -> None:
-    """Refuses a closed log directory whose episode index or episode metadata does not account for every step
-    and metadata record on disk (EnvLogger's reader would silently return fewer episodes, or none's metadata)."""
-    on_disk = sum(counts[STEPS] for counts in files.values())
-    covered = sum(len(raw) for raw in indexed)
-    if covered != on_disk:
-        raise DamagedLogError(f"{path}: {_named(files, EPISODE_INDEX)}: its {len(indexed):,} episodes hold {covered:,} "
-                              f"of the {on_disk:,} steps on disk: the episode index is damaged")
-    for number, raw in enumerate(indexed):
-        starts = sum(step.timestep.first() for step in raw)
-        if starts > 1:
-            raise DamagedLogError(f"{path}: {_named(files, EPISODE_INDEX)}: indexed episode {number:,} holds the steps "
-                                  f"of {starts:,} episodes: the episode index is damaged")
-    stored = sum(counts[EPISODE_METADATA] for counts in files.values())
-    found = sum(meta is not None for meta in metadata)
-    lacking = [n for n, (raw, meta) in enumerate(zip(indexed, metadata)) if meta is None and raw[-1].timestep.last()]
-    if found != stored or (found and lacking):
-        raise DamagedLogError(f"{path}: {_named(files, EPISODE_METADATA)}: holds {stored:,} episode metadata records, "
-                              f"EnvLogger's reader finds {found:,}" + (f" and none for finished episode {lacking[0]:,}"
-                                                                       if found and lacking else "") +
-                              ": the episode metadata is damaged")
-
-
-def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
+def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False,
+                 rejections: collections.Counter | None = None) -> Iterator[dict[str, Any]]:
     """Yields the RLDS episodes (``{"steps": [...], **episode_metadata}``) of one log directory.
 
     An episode whose last logged step does not end it was in flight when its recorder stopped (a
@@ -149,12 +127,22 @@ def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False) -> I
     A finished episode the index lacks (its recorder was killed before EnvLogger's files were flushed)
     comes from the writer's journal (``loggers.journal``), whose frames are whole and checksummed, or, in
     directories of older writers, takes its metadata from their side file (``loggers.writer.UNINDEXED_EPISODES``).
+    A finished episode that EnvLogger's files hold without its metadata and the journal lacks (killed during a
+    flush before it was committed) is skipped with a warning; so is a journal's torn tail. Each skip is counted
+    in ``rejections`` (if given) by reason: ``UNFINISHED``, ``NO_METADATA``, ``TORN_FRAME``.
     """
     path = os.fspath(path)
-    journal = read_journal(path)
+    manifest = read_manifest(path)
+    closed = manifest is not None and manifest["state"] == "closed"
+    contents = None if closed else read_journal(path)
     unindexed = read_unindexed(path)
-    indexed, metadata = _riegeli_episodes(path, killed=journal is not None or bool(unindexed))
-    journal = journal or {}
+    indexed, metadata = _indexed(path, manifest, contents)
+    journal = dict(contents.episodes) if contents is not None else {}
+    checked = contents.checkpoint.episodes if contents is not None and contents.checkpoint is not None else 0
+    if contents is not None and contents.torn_at is not None:
+        _reject(path, f"{JOURNAL} from byte {contents.torn_at:,}", TORN_FRAME, rejections)
+    expects_metadata = any(meta is not None for meta in metadata) or \
+        any(episode.metadata is not None for episode in journal.values())
     ordinal = -1  # episodes of this log directory so far: the journal's key
     end = 0  # steps of this log directory up to the current piece's end
     for index, raw in enumerate(indexed):
@@ -171,12 +159,17 @@ def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False) -> I
             own = metadata[index] if piece_no == 0 else None
             if (piece_no > 0 or own is None) and finished and end in unindexed:
                 own, piece_no = unindexed[end], 0
-            if piece_no > 0 or not finished:
+            if not finished:
                 if not include_unfinished:
-                    logging.warning("%s: episode %d%s has %d steps and %s; skipped", path, index,
-                                    f" (piece {piece_no})" if piece_no else "", len(piece),
-                                    "no metadata" if finished else "no last step (recording stopped)")
+                    _reject(path, f"episode {ordinal} ({len(piece)} steps, no last step)", UNFINISHED, rejections)
                     continue
+            elif piece_no > 0 or (own is None and expects_metadata):
+                if ordinal < checked:
+                    raise DamagedLogError(f"{path}: episode {ordinal:,} has no metadata in EnvLogger's files, which "
+                                          f"its recorder had flushed and checked with it ({JOURNAL}'s checkpoint): "
+                                          "the episode metadata or index is damaged")
+                _reject(path, f"episode {ordinal} ({len(piece)} steps)", NO_METADATA, rejections)
+                continue
             yield _episode(piece, own)
     for ordinal in sorted(journal):
         yield _episode(journal[ordinal].steps, journal[ordinal].metadata)
@@ -197,7 +190,9 @@ def _split_at_restarts(raw: list[Any]) -> list[list[Any]]:
     return pieces
 
 
-def read_episodes(root: str | os.PathLike, include_unfinished: bool = False) -> Iterator[dict[str, Any]]:
-    """Yields the RLDS episodes of every log directory under ``root``, in directory order."""
+def read_episodes(root: str | os.PathLike, include_unfinished: bool = False,
+                  rejections: collections.Counter | None = None) -> Iterator[dict[str, Any]]:
+    """Yields the RLDS episodes of every log directory under ``root``, in directory order (``read_log_dir``: what
+    it skips is counted in ``rejections`` by reason, if given)."""
     for path in log_dirs(root):
-        yield from read_log_dir(path, include_unfinished)
+        yield from read_log_dir(path, include_unfinished, rejections)

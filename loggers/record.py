@@ -33,6 +33,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from loggers.durability import PER_EPISODE, Durability
+from loggers.folder_lock import FolderLock
 from loggers.metadata import env_step_metadata, episode_metadata
 from loggers.workers import check_main_guard, run_spawned
 from loggers.writer import DurableRiegeliWriter
@@ -128,7 +129,9 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
       env: the environment (unwrapped; each worker gets a pickled copy).
       policy: the policy (each worker gets a pickled copy).
       episodes: how many episodes.
-      data_dir: output folder; must be empty or absent (nothing already recorded is overwritten).
+      data_dir: output folder; must be empty or absent (nothing already recorded is overwritten). It is locked
+        while ``record`` runs: a second recorder started into it gets ``loggers.folder_lock.FolderLockedError``
+        naming the holder's process id.
       seed: episode ``i`` is seeded with ``seed + i`` (unless ``seeds`` is given).
       seeds: explicit per-episode seeds, one per episode: episode ``i`` is seeded with ``seeds[i]`` (seeds may
         repeat, e.g. to replay one episode's randomness); its ``seed`` metadata is that seed, and the
@@ -137,7 +140,7 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
       workers: processes to spread the chunks over (1 = in this process). They are spawned: a script calling
         ``record`` with several workers keeps its top-level code under ``if __name__ == "__main__":``, else
         ``loggers.workers.MissingMainGuardError`` is raised before anything is recorded; a worker that dies
-        raises ``RuntimeError``.
+        raises ``RuntimeError``; workers die with this process (killed, they stop writing at once).
       chunk_size: episodes per log directory (default: at most 1,000; with several workers, about four chunks
         per worker).
       before_episode: hook called with the environment and the episode index before each episode.
@@ -147,13 +150,15 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
         (``loggers.durability``): ``PER_EPISODE`` (default) loses at most the episode in flight;
         ``Durability.group(episodes=N, milliseconds=T)`` at most that and the episodes finished since the
         last commit (fewer than N, none older than T ms).
+
+    Raises:
+      loggers.log_folder.LogWriteError: a file could not be written (a full disk): recording stopped; the message
+        names the log directory and the file, and every episode committed before stays readable.
     """
     if episodes < 0:
         raise ValueError(f"episodes must be >= 0, got {episodes}")
     episode_seeds = _episode_seeds(episodes, seed, seeds)
     data_dir = os.fspath(data_dir)
-    if os.path.isdir(data_dir) and os.listdir(data_dir):
-        raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
     workers = max(1, int(workers))
     if chunk_size is None:
         # several chunks per worker balance the load; one worker gains nothing from more log directories, and
@@ -165,9 +170,21 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     spawn = workers > 1 and len(chunks) > 1
     if spawn:
         check_main_guard(f"record(..., workers={workers})")
-    os.makedirs(data_dir, exist_ok=True)
     meta = {"task": env.task_name, "policy": policy.name, "policy_params": policy_params_json(policy),
             "run_name": run_name, "seed": int(seed), "explicit_seeds": seeds is not None, **(metadata or {})}
+    os.makedirs(data_dir, exist_ok=True)
+    with FolderLock(data_dir, "record"):  # checked empty under the lock: two record calls never share a folder
+        if os.listdir(data_dir):
+            raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
+        return _record_chunks(env, policy, chunks, data_dir, run_name, workers, spawn, before_episode, durability,
+                              progress, meta)
+
+
+def _record_chunks(env: LanguageEnv, policy: Policy, chunks: list[_Chunk], data_dir: str, run_name: str, workers: int,
+                   spawn: bool, before_episode: BeforeEpisode | None, durability: Durability, progress: bool,
+                   meta: dict[str, Any]) -> RecordResult:
+    """Records every chunk into its log directory under ``data_dir`` (in this process, or spawned workers)."""
+    episodes = sum(chunk.stop - chunk.start for chunk in chunks)
     started = time.perf_counter()
     dirs: list[str] = []
     total_eps = total_steps = 0

@@ -64,9 +64,9 @@ def _chunk_end(chunk_begin: int, data_size: int, records: int) -> int:
     return max(_after(chunk_begin, _CHUNK_HEADER.size + data_size), by_records)
 
 
-def _content(f: BinaryIO, chunk_begin: int, length: int, check_blocks: bool, where: str) -> bytes:
+def _content(f: BinaryIO, chunk_begin: int, length: int, check_blocks: bool | None, where: str) -> bytes:
     """``length`` bytes of the chunk at ``chunk_begin`` without the block headers between them (fewer when the
-    file ends first); each block header read is checked when ``check_blocks``."""
+    file ends first); each block header read is checked when ``check_blocks``, the first one too unless it is None."""
     parts, pos, left = [], chunk_begin, length
     while left > 0:
         if pos % _BLOCK == 0:
@@ -74,7 +74,7 @@ def _content(f: BinaryIO, chunk_begin: int, length: int, check_blocks: bool, whe
             header = f.read(_BLOCK_HEADER)
             if len(header) < _BLOCK_HEADER:
                 break
-            if (check_blocks or pos == 0) and riegeli_hash(header[8:]) != int.from_bytes(header[:8], "little"):
+            if (check_blocks or (pos == 0 and check_blocks is not None)) and riegeli_hash(header[8:]) != int.from_bytes(header[:8], "little"):
                 raise DamagedLogError(f"{where}: damaged block header at byte {pos:,} (checksum mismatch)"
                                       if pos else f"{where}: not a Riegeli file (no Riegeli block header at byte 0)")
             pos += _BLOCK_HEADER
@@ -88,9 +88,14 @@ def _content(f: BinaryIO, chunk_begin: int, length: int, check_blocks: bool, whe
     return b"".join(parts)
 
 
-def count_records(path: str | os.PathLike, verify_data: bool = False, where: str | None = None) -> int:
+def count_records(path: str | os.PathLike, verify_data: bool = False, where: str | None = None, start: int = 0,
+                  hashes: bool = True) -> int:
     """The records of the Riegeli file ``path``, its chunk headers checked (and, with ``verify_data``, its block
-    headers and chunk data too); ``DamagedLogError`` naming ``where`` (default: ``path``) and the byte otherwise."""
+    headers and chunk data too); ``DamagedLogError`` naming ``where`` (default: ``path``) and the byte otherwise.
+
+    ``start`` (a chunk boundary, e.g. where an earlier walk ended) counts only the records of the chunks from there
+    on; ``hashes=False`` checks only that every chunk is whole (inside the file), not the checksums: how a writer
+    checks, cheaply, that what it just flushed reached the file."""
     path = os.fspath(path)
     where = where or path
     try:
@@ -99,15 +104,15 @@ def count_records(path: str | os.PathLike, verify_data: bool = False, where: str
         raise DamagedLogError(f"{where}: missing", cut=True) from None
     if size == 0:
         raise DamagedLogError(f"{where}: empty (0 bytes)", cut=True)
-    records, pos = 0, 0
+    records, pos = 0, start
     with open(path, "rb") as f:
         while pos < size:
-            header = _content(f, pos, _CHUNK_HEADER.size, verify_data, where)
+            header = _content(f, pos, _CHUNK_HEADER.size, verify_data if hashes else None, where)
             if len(header) < _CHUNK_HEADER.size:
                 raise DamagedLogError(f"{where}: truncated: the file ends at byte {size:,}, inside the header of the "
                                       f"chunk at byte {pos:,}", cut=True)
             stored, data_size, data_hash, kind, _ = _CHUNK_HEADER.unpack(header)
-            if riegeli_hash(header[8:]) != stored:
+            if hashes and riegeli_hash(header[8:]) != stored:
                 raise DamagedLogError(f"{where}: not a Riegeli file (no signature at byte 0)" if pos == 0 else
                                       f"{where}: damaged chunk header at byte {pos:,} (checksum mismatch)")
             chunk_type, chunk_records = kind & 0xFF, kind >> 8

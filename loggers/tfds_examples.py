@@ -98,8 +98,12 @@ def episode_to_example(episode: Mapping[str, Any], schema: TaskSchema,
 
 def examples_from_log_dir(path: str, schema: TaskSchema, extra_metadata: Mapping[str, Any] | None = None,
                           defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Examples of every episode in one EnvLogger log directory."""
-    return examples_from_episodes(read_log_dir, path, schema, extra_metadata, defaults)
+    """Examples of every episode in one EnvLogger log directory; an episode the schema refuses is a
+    ``SchemaMismatchError`` naming the directory too."""
+    try:
+        yield from examples_from_episodes(read_log_dir, path, schema, extra_metadata, defaults)
+    except SchemaMismatchError as error:
+        raise SchemaMismatchError(f"{path}: {error}") from error
 
 
 def rlds_info(builder: Any, overall_description: str, ds_metadata: Mapping[str, Any] | None = None):

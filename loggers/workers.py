@@ -8,19 +8,53 @@ dead worker, which dies the same way, for ever. ``check_main_guard`` finds that 
 started, from the script's source; ``run_spawned`` uses ``concurrent.futures.ProcessPoolExecutor``, which
 notices a dead worker (killed, out of memory, or failing at start-up) and lets ``record`` raise instead of
 hanging.
+
+Workers die with the process that started them (``die_with_parent``): on Linux the kernel sends them SIGKILL
+when it ends (``prctl(PR_SET_PDEATHSIG)``), and everywhere a watchdog thread ends a worker whose parent is gone
+within ``WATCHDOG_SECONDS``. A killed ``record`` therefore leaves no worker writing episodes nobody waits for;
+their log directories are left as any killed recorder's (every committed episode readable).
 """
 
 from __future__ import annotations
 
 import ast
+import ctypes
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterator, Sequence, TypeVar
 
 Result = TypeVar("Result")
+
+#: how often a worker's watchdog checks that its parent is alive (the bound where the kernel cannot help).
+WATCHDOG_SECONDS = 0.5
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Makes this process end when its parent ``parent`` does (the initializer of ``run_spawned``'s workers):
+    SIGKILL from the kernel on Linux, and a daemon thread that ends the process within ``WATCHDOG_SECONDS`` of
+    the parent's death anywhere (also when the parent died before this call)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still ends this process
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCHDOG_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 class MissingMainGuardError(RuntimeError):
@@ -72,9 +106,11 @@ def check_main_guard(what: str) -> None:
 
 def run_spawned(fn: Callable[[bytes], Result], payloads: Sequence[bytes], workers: int) -> Iterator[Result]:
     """Yields ``fn(payload)`` for every payload as the ``workers`` spawned processes finish them (any order);
-    raises ``RuntimeError`` if a worker process dies instead of hanging."""
+    raises ``RuntimeError`` if a worker process dies instead of hanging. The workers die with this process
+    (``die_with_parent``)."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=die_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(fn, payload) for payload in payloads]
         try:
             for future in as_completed(futures):
@@ -86,4 +122,4 @@ def run_spawned(fn: Callable[[bytes], Result], payloads: Sequence[bytes], worker
                 "`if __name__ == \"__main__\":`") from error
 
 
-__all__ = ["MissingMainGuardError", "check_main_guard", "run_spawned"]
+__all__ = ["MissingMainGuardError", "WATCHDOG_SECONDS", "check_main_guard", "die_with_parent", "run_spawned"]

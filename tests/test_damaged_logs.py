@@ -1,13 +1,17 @@
 """Fault injection into EnvLogger log directories: every Riegeli file of a closed log emptied, cut, cut at a
-chunk boundary, cut to its header or overwritten with garbage must give a ``DamagedLogError`` naming the log
-directory and the file, never a smaller dataset or a bare ``TypeError``/``INTERNAL`` from EnvLogger's C++
-reader. ``docs/guides/damaged_input.md`` ("EnvLogger logs") describes what the readers do; this module checks it.
+chunk boundary, cut to its header, overwritten with garbage or deleted (a whole shard folder too) must give a
+``DamagedLogError`` naming the log directory and the file, never a smaller dataset or a bare
+``TypeError``/``INTERNAL`` from EnvLogger's C++ reader: with our writer's manifest (``log_manifest.json``), and
+without it (folders of EnvLogger's own writer, or of older versions of ours), where the record counts show it.
+``docs/guides/damaged_input.md`` ("EnvLogger logs") describes what the readers do; this module checks it.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 import shutil
 import struct
 
@@ -17,8 +21,9 @@ import numpy as np
 import pytest
 from dm_env import specs
 
-from loggers import DamagedLogError, dataset_metadata, read_episodes, record
+from loggers import DamagedLogError, dataset_metadata, log_dirs, read_episodes, record
 from loggers.highway_hash import highway_hash64, riegeli_hash
+from loggers.log_folder import MANIFEST
 from loggers.preferences import read_preference_logs, record_judgements
 from loggers.preferences_dataset import read_judgements
 from loggers.riegeli_files import SHARD_FILES, check_shards, count_records, find_damage
@@ -40,12 +45,15 @@ def wordle_logs(tmp_path_factory) -> str:
     return str(root)
 
 
-def _copy(source: str, tmp_path) -> tuple[str, str, str]:
-    """``(root, log directory, shard)`` of a copy of ``source`` (one log directory of one shard)."""
+def _copy(source: str, tmp_path, manifest: bool = True) -> tuple[str, str, str]:
+    """``(root, log directory, shard)`` of a copy of ``source`` (one log directory of one shard); without its
+    ``manifest``, it is a folder as EnvLogger's own writer (or an older version of ours) leaves it."""
     root = str(tmp_path / "copy")
     shutil.copytree(source, root)
     (log_dir,) = glob.glob(os.path.join(root, "chunk_*"))
     (shard,) = [entry.path for entry in os.scandir(log_dir) if entry.is_dir()]
+    if not manifest:
+        os.remove(os.path.join(log_dir, MANIFEST))
     return root, log_dir, shard
 
 
@@ -96,9 +104,10 @@ DAMAGES = [(name, how) for name in SHARD_FILES + ("metadata.riegeli",)
            if (name, how) != ("episode_metadata.riegeli", "header_only")]
 
 
+@pytest.mark.parametrize("manifest", [True, False], ids=["manifest", "no-manifest"])
 @pytest.mark.parametrize("name, how", DAMAGES)
-def test_every_damaged_file_is_refused_naming_the_folder_and_the_file(wordle_logs, tmp_path, name, how):
-    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+def test_every_damaged_file_is_refused_naming_the_folder_and_the_file(wordle_logs, tmp_path, name, how, manifest):
+    root, log_dir, shard = _copy(wordle_logs, tmp_path, manifest)
     path = os.path.join(log_dir if name == "metadata.riegeli" else shard, name)
     _damage(path, how)
     with pytest.raises(DamagedLogError) as caught:
@@ -108,34 +117,100 @@ def test_every_damaged_file_is_refused_naming_the_folder_and_the_file(wordle_log
 
 
 def test_an_episode_metadata_file_cut_to_its_header_reads_like_a_log_without_episode_metadata(wordle_logs, tmp_path):
-    """What EnvLogger writes when no episode has metadata is this very file: the steps are all kept, and the
-    readers that need a metadata field name it (``clip_from_episode``)."""
-    root, _, shard = _copy(wordle_logs, tmp_path)
+    """What EnvLogger writes when no episode has metadata is this very file: in a folder without our manifest (one
+    EnvLogger wrote) the steps are all kept, and the readers that need a metadata field name it
+    (``clip_from_episode``); our manifest shows the cut."""
+    root, log_dir, shard = _copy(wordle_logs, tmp_path, manifest=False)
     _damage(os.path.join(shard, "episode_metadata.riegeli"), "header_only")
     episodes = list(read_episodes(root))
     assert [len(e["steps"]) for e in episodes] == [STEPS_PER_GAME] * EPISODES
     assert all("episode_id" not in e for e in episodes)
-
-
-def test_an_empty_episode_index_is_refused_not_read_as_no_episode(wordle_logs, tmp_path):
+    shutil.rmtree(root)
     root, log_dir, shard = _copy(wordle_logs, tmp_path)
-    _damage(os.path.join(shard, "episode_index.riegeli"), "empty")
-    with pytest.raises(DamagedLogError, match=r"episode_index\.riegeli: empty \(0 bytes\)"):
+    _damage(os.path.join(shard, "episode_metadata.riegeli"), "header_only")
+    with pytest.raises(DamagedLogError, match=r"episode_metadata\.riegeli: 64 bytes, but its recorder closed it at "):
         list(read_episodes(root))
 
 
-@pytest.mark.parametrize("name, pattern", [
-    ("episode_index.riegeli", r"episode_index\.riegeli: indexed episode 3 holds the steps of 2 episodes"),
-    ("episode_metadata.riegeli", r"episode_metadata\.riegeli: holds 4 episode metadata records, EnvLogger's reader "
-                                 r"finds 4 and none for finished episode 4"),
+@pytest.mark.parametrize("manifest, pattern", [
+    (True, r"episode_index\.riegeli: 0 bytes, but its recorder closed it at \d+ \(log_manifest\.json\)"),
+    (False, r"episode_index\.riegeli: empty \(0 bytes\)")], ids=["manifest", "no-manifest"])
+def test_an_empty_episode_index_is_refused_not_read_as_no_episode(wordle_logs, tmp_path, manifest, pattern):
+    root, log_dir, shard = _copy(wordle_logs, tmp_path, manifest)
+    _damage(os.path.join(shard, "episode_index.riegeli"), "empty")
+    with pytest.raises(DamagedLogError, match=pattern):
+        list(read_episodes(root))
+
+
+@pytest.mark.parametrize("manifest, name, pattern", [
+    (False, "episode_index.riegeli", r"episode_index\.riegeli: indexed episode 3 holds the steps of 2 episodes"),
+    (False, "episode_metadata.riegeli", r"episode_metadata\.riegeli: holds 4 episode metadata records, EnvLogger's "
+                                        r"reader finds 4 and none for finished episode 4"),
+    (True, "episode_index.riegeli", r"episode_index\.riegeli: [\d,]+ bytes, but its recorder closed it at "),
+    (True, "episode_metadata.riegeli", r"episode_metadata\.riegeli: [\d,]+ bytes, but its recorder closed it at "),
 ])
-def test_an_index_file_cut_at_a_chunk_boundary_is_refused(wordle_logs, tmp_path, name, pattern):
-    """A Riegeli file cut between two chunks is a valid, shorter file: only the counts show the loss."""
-    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+def test_an_index_file_cut_at_a_chunk_boundary_is_refused(wordle_logs, tmp_path, manifest, name, pattern):
+    """A Riegeli file cut between two chunks is a valid, shorter file: only the manifest, or the counts, show the
+    loss."""
+    root, log_dir, shard = _copy(wordle_logs, tmp_path, manifest)
     path = os.path.join(shard, name)
-    (cut,) = _chunk_boundaries(path)
+    cut = _chunk_boundaries(path)[-1]
     os.truncate(path, cut)
     with pytest.raises(DamagedLogError, match=pattern):
+        list(read_episodes(root))
+
+
+def test_a_deleted_dataset_metadata_file_is_refused_naming_it_not_read_as_no_folder(wordle_logs, tmp_path):
+    """``log_dirs`` found log directories by their ``metadata.riegeli``: without it the folder vanished from the
+    dataset without a word. A folder holding our manifest, a journal or EnvLogger's shard folders is a log
+    directory, and its missing file is named."""
+    for manifest in (True, False):
+        root, log_dir, _ = _copy(wordle_logs, tmp_path, manifest)
+        os.remove(os.path.join(log_dir, "metadata.riegeli"))
+        assert log_dirs(root) == [log_dir]
+        with pytest.raises(DamagedLogError, match=rf"^{re.escape(log_dir)}: metadata\.riegeli: missing"):
+            list(read_episodes(root))
+        shutil.rmtree(root)
+
+
+def test_a_deleted_shard_folder_is_refused_naming_it(wordle_logs, tmp_path):
+    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+    shutil.rmtree(shard)
+    name = os.path.basename(shard)
+    with pytest.raises(DamagedLogError, match=rf"^{re.escape(log_dir)}: {name}/\w+\.riegeli: missing \(its recorder "
+                                              r"closed this folder with it"):
+        list(read_episodes(root))
+
+
+def test_a_shard_no_manifest_lists_is_refused(wordle_logs, tmp_path):
+    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+    shutil.copytree(shard, os.path.join(log_dir, "20990101T000000000000"))
+    with pytest.raises(DamagedLogError, match=r"20990101T000000000000/steps\.riegeli: not written by this folder's "
+                                              r"recorder"):
+        list(read_episodes(root))
+
+
+@pytest.mark.parametrize("text, pattern", [
+    (b"", r"log_manifest\.json: damaged \(Expecting value"),
+    (b'{"format": "rlds-lang log directory 1", "state": "closed"}', r"log_manifest\.json: damaged \('files'\)"),
+    (b'{"format": "other", "state": "closed"}', r"log_manifest\.json: damaged \(unknown format"),
+])
+def test_a_damaged_manifest_is_refused_naming_it(wordle_logs, tmp_path, text, pattern):
+    root, log_dir, _ = _copy(wordle_logs, tmp_path)
+    with open(os.path.join(log_dir, MANIFEST), "wb") as f:
+        f.write(text)
+    with pytest.raises(DamagedLogError, match=pattern):
+        list(read_episodes(root))
+
+
+def test_a_manifest_whose_episode_count_differs_is_refused(wordle_logs, tmp_path):
+    root, log_dir, _ = _copy(wordle_logs, tmp_path)
+    path = os.path.join(log_dir, MANIFEST)
+    manifest = json.load(open(path))
+    manifest["episodes"] += 1
+    json.dump(manifest, open(path, "w"))
+    with pytest.raises(DamagedLogError, match=rf"episode_index\.riegeli: indexes {EPISODES} episodes, but its recorder "
+                                              rf"closed this folder with {EPISODES + 1}"):
         list(read_episodes(root))
 
 
@@ -183,6 +258,10 @@ def test_a_preference_session_with_a_cut_step_index_is_refused_not_half_read(tmp
     cuts = _chunk_boundaries(offsets)
     assert len(cuts) > 10
     os.truncate(offsets, cuts[len(cuts) // 2])
+    with pytest.raises(DamagedLogError, match=r"step_offsets\.riegeli: [\d,]+ bytes, but its recorder closed it at "):
+        list(read_preference_logs(tmp_path / "logs"))
+    (manifest,) = glob.glob(str(tmp_path / "logs" / "**" / "sessions" / "**" / MANIFEST), recursive=True)
+    os.remove(manifest)  # as EnvLogger's own writer would have left it: the counts show the cut
     with pytest.raises(DamagedLogError, match=r"step_offsets\.riegeli indexes \d+ steps but .*steps\.riegeli holds "
                                               rf"{len(want) + 1}: one of them is damaged"):
         list(read_preference_logs(tmp_path / "logs"))
@@ -248,15 +327,17 @@ def test_a_damaged_chunk_header_is_named_by_its_checksum(wordle_logs, tmp_path):
 
 def test_a_killed_recorders_cut_files_are_skipped_with_a_warning_and_wrong_bytes_refused(wordle_logs, tmp_path,
                                                                                         caplog):
-    """A journal still there marks a recorder that was killed: files cut short are what a kill leaves, so the
-    journal's episodes are read and the warning names the file; bytes a checksum refuses are no kill's doing."""
-    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+    """A journal still there marks a recorder that was killed: in a folder of an older writer (a journal without
+    its checkpoint, no manifest), files cut short are what a kill leaves, so the journal's episodes are read and
+    the warning names the file; bytes a checksum refuses are no kill's doing. (Killed folders of today's writer:
+    tests/test_killed_logs.py.)"""
+    root, log_dir, shard = _copy(wordle_logs, tmp_path, manifest=False)
     open(os.path.join(log_dir, "episodes.journal"), "wb").close()
     _damage(os.path.join(shard, "step_offsets.riegeli"), "last_bytes_cut")
     assert list(read_episodes(root)) == []
     assert "step_offsets.riegeli: truncated" in caplog.text
     shutil.rmtree(root)
-    root, log_dir, shard = _copy(wordle_logs, tmp_path)
+    root, log_dir, shard = _copy(wordle_logs, tmp_path, manifest=False)
     open(os.path.join(log_dir, "episodes.journal"), "wb").close()
     _damage(os.path.join(shard, "steps.riegeli"), "garbage")
     with pytest.raises(DamagedLogError, match=r"steps\.riegeli: damaged data in the chunk at byte 64"):

@@ -2,6 +2,7 @@
 reader recovers a killed log directory from the journal (torn tail, duplicates after a close, stock reader).
 The SIGKILL trials themselves are in tests/test_loggers.py."""
 
+import collections
 import os
 import shutil
 import time
@@ -14,7 +15,8 @@ from envlogger import step_data
 
 from loggers.durability import PER_EPISODE, Durability
 from loggers.journal import JOURNAL, read_journal
-from loggers.reader import read_log_dir
+from loggers.reader import TORN_FRAME, read_log_dir
+from loggers.riegeli_files import DamagedLogError
 from loggers.writer import DurableRiegeliWriter
 
 
@@ -29,7 +31,8 @@ def _log_episode(writer, n, turns=2):
 
 
 def _committed(path):
-    return sorted(read_journal(str(path)) or {})
+    contents = read_journal(str(path))
+    return sorted(contents.episodes) if contents is not None else []
 
 
 def test_per_episode_commits_each_episode_when_it_ends(tmp_path):
@@ -82,18 +85,35 @@ def test_a_checkpoint_flushes_envloggers_files_and_empties_the_journal(tmp_path)
     writer.close()
 
 
-def test_a_torn_journal_tail_loses_only_the_torn_episode(tmp_path):
+def test_a_torn_journal_tail_loses_only_the_torn_episode_and_counts_it(tmp_path):
     writer = DurableRiegeliWriter(str(tmp_path), metadata={})
     for n in range(3):
         _log_episode(writer, n)
     journal = tmp_path / JOURNAL
     whole = journal.read_bytes()
-    for cut in (1, 9, 40):  # inside the payload, the header, a byte short of the end
-        journal.write_bytes(whole[:-cut] if cut != 9 else whole + whole[-40:-31])
-        got = [e["episode_id"] for e in read_log_dir(tmp_path)]
-        assert got == (["ep0", "ep1", "ep2"] if cut == 9 else ["ep0", "ep1"]), cut
-    journal.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))  # a flipped byte fails the checksum
-    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1"]
+    last = len(whole) - whole.rindex(b"RLJ1")  # the last frame's length
+    for cut in (1, 9, last - 13, last - 4, last - 1):  # the write of the last frame cut short anywhere in it
+        journal.write_bytes(whole[:-cut])
+        rejections = collections.Counter()
+        assert [e["episode_id"] for e in read_log_dir(tmp_path, rejections=rejections)] == ["ep0", "ep1"], cut
+        assert rejections == {TORN_FRAME: 1}
+    journal.write_bytes(whole + whole[-last:-last + 20])  # a group commit's write cut inside its second frame
+    assert [e["episode_id"] for e in read_log_dir(tmp_path)] == ["ep0", "ep1", "ep2"]
+    journal.write_bytes(whole)
+    writer.close()
+
+
+def test_a_changed_byte_in_the_last_journal_frame_is_damage_not_a_torn_tail(tmp_path):
+    """A kill cuts a write short; it never leaves a whole-length frame with other bytes."""
+    writer = DurableRiegeliWriter(str(tmp_path), metadata={})
+    for n in range(3):
+        _log_episode(writer, n)
+    journal = tmp_path / JOURNAL
+    whole = journal.read_bytes()
+    journal.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))
+    at = whole.rindex(b"RLJ1")
+    with pytest.raises(DamagedLogError, match=rf"{JOURNAL}: damaged frame at byte {at:,} "):
+        list(read_log_dir(tmp_path))
     journal.write_bytes(whole)
     writer.close()
 
