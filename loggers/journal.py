@@ -181,14 +181,17 @@ def _frame_after(data: bytes, at: int) -> int | None:
 
 
 def _read_checkpoint(path: str, data: bytes) -> tuple[Checkpoint | None, int]:
-    """The journal's checkpoint and the byte after it (``(None, 0)`` for an older writer's journal)."""
-    if not data.startswith(_CHECKPOINT):
+    """The journal's checkpoint and the byte after it (``(None, 0)`` for an older writer's journal, which is empty
+    or begins with an episode's frame)."""
+    if not data or data.startswith(_MAGIC):
         return None, 0
     if len(data) < _HEADER.size:
         raise DamagedLogError(f"{path}: damaged header at byte 0 (the file ends inside it)")
-    _, size, crc = _HEADER.unpack_from(data, 0)
+    magic, size, crc = _HEADER.unpack_from(data, 0)
     payload = data[_HEADER.size:_HEADER.size + size]
     try:
+        if magic != _CHECKPOINT:
+            raise ValueError(f"it begins with {magic!r}, not a frame's magic")
         if len(payload) != size or zlib.crc32(payload) != crc:
             raise ValueError("checksum mismatch")
         fields = json.loads(payload)

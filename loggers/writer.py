@@ -210,7 +210,15 @@ class DurableRiegeliWriter(riegeli_backend_writer.RiegeliBackendWriter):
         reached them, then replaces the journal by one holding that checkpoint only."""
         self._data_writer.flush()
         steps = self._earlier_steps + len(self._steps)
-        self._flushed = self._check_flush(steps, self._earlier_metadata)
+        try:
+            self._flushed = self._check_flush(steps, self._earlier_metadata)
+        except LogWriteError:
+            if self._waiting:  # finished episodes the failed flush was to hold: into the journal, if it still can
+                try:
+                    self._commit()
+                except LogWriteError:
+                    pass
+            raise
         try:
             self._journal.restart(Checkpoint(self._ordinal, steps, {r: s.size for r, s in self._flushed.items()}))
         except LogWriteError as error:
