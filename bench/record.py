@@ -9,6 +9,8 @@ the run. Raw EnvLogger is ``envlogger.EnvLogger`` with its default Riegeli backe
 in 5,000, and at close: it promises nothing for a killed run) and the same step and episode metadata as
 ``record``. The expert row extrapolates its rate to 100,000 games (the target: under 2 minutes on 2 workers),
 adding once the workers' start-up, which it times apart.
+A row compares raw EnvLogger and ``record`` (per episode) on ``N`` expert games of 4-5 steps each, where the
+fixed cost of a log directory (its lock, journal, manifest and the check of its close) weighs most per episode.
 The last rows time the recipe of the ``wordle_synthetic/lmrl_gym`` builder config (``loggers.wordle_recipes``:
 LMRL-Gym's behaviour policy played, logged and read back, shards over ``W`` processes as Beam's workers would)
 and extrapolate it to the published 1,100,000 games (TFDS serialisation not included).
@@ -20,6 +22,7 @@ the same environment, the same games); it is not part of our stack, and without 
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import tempfile
 import time
@@ -89,7 +92,8 @@ def _bare(env: WordleEnv, replay: ReplayGuesses, games: int) -> None:
         run_episode(env, replay, seed=i)
 
 
-def _raw_envlogger(env: WordleEnv, replay: ReplayGuesses, games: int) -> None:
+def _raw_envlogger(env: WordleEnv, replay: ReplayGuesses, games: int,
+                   answer: Callable[[WordleEnv, int], None] = _answer_by_index) -> None:
     """The same games through ``envlogger.EnvLogger`` as it comes (default backend), writing the same metadata."""
     state = {"index": 0}
 
@@ -104,17 +108,30 @@ def _raw_envlogger(env: WordleEnv, replay: ReplayGuesses, games: int) -> None:
                                  metadata={"task": env.task_name}) as logged:
             for i in range(games):
                 state["index"] = i
-                _answer_by_index(env, i)
+                answer(env, i)
                 run_episode(logged, replay, seed=i)
 
 
-def _ours(durability: Durability) -> Callable[[WordleEnv, ReplayGuesses, int], None]:
+def _ours(durability: Durability, answer: Callable[[WordleEnv, int], None] = _answer_by_index,
+          ) -> Callable[[WordleEnv, ReplayGuesses, int], None]:
     def run(env: WordleEnv, replay: ReplayGuesses, games: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            result = record(env, replay, games, f"{tmp}/logged", before_episode=_answer_by_index, progress=False,
+            result = record(env, replay, games, f"{tmp}/logged", before_episode=answer, progress=False,
                             durability=durability)
             assert result.num_episodes == games
     return run
+
+
+def _best_of(rows: dict[str, Callable[[WordleEnv, ReplayGuesses, int], None]], replay: ReplayGuesses, games: int,
+             repeats: int) -> dict[str, float]:
+    """``{row: best seconds}`` over ``repeats`` rounds, the rows interleaved within each round."""
+    env, best = WordleEnv(seed=0), {name: float("inf") for name in rows}
+    for _ in range(repeats):
+        for name, run in rows.items():
+            started = time.perf_counter()
+            run(env, replay, games)
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best
 
 
 def _expert_seconds(env: WordleEnv, games: int, workers: int, data_dir: str) -> float:
@@ -126,14 +143,39 @@ def _expert_seconds(env: WordleEnv, games: int, workers: int, data_dir: str) -> 
     return time.perf_counter() - started
 
 
+def _expert_games(count: int, keep: Callable[[list[str]], bool] = lambda guesses: True,
+                  ) -> tuple[list[list[str]], list[int]]:
+    """``(guesses, answer indices)`` of the first ``count`` expert games ``keep`` accepts (answer ``i`` of the
+    official list in game ``i``, scanning on past rejected answers)."""
+    env, policy = WordleEnv(seed=0), OptimalPolicy()
+    played, answers, i = [], [], 0
+    while len(played) < count:
+        _answer_by_index(env, i)
+        guesses = run_episode(env, policy, seed=i).actions
+        if keep(guesses):
+            played.append(guesses)
+            answers.append(i)
+        i += 1
+    return played, answers
+
+
+def short_games(games: int, repeats: int) -> tuple[int, dict[str, float]]:
+    """``(steps, {"raw": seconds, "record": seconds})``: raw EnvLogger and ``record`` (per episode) on ``games``
+    expert games of 4-5 EnvLogger steps (3-4 guesses) each, best of ``repeats`` interleaved rounds: the cost per
+    episode when episodes are short, where what a log directory's open and close add weighs most."""
+    played, answers = _expert_games(games, lambda guesses: len(guesses) + 1 in (4, 5))
+
+    def answer(env: WordleEnv, i: int) -> None:
+        env.set_next_answer(official_answers().words[answers[i] % len(official_answers())])
+
+    rows = {"raw": functools.partial(_raw_envlogger, answer=answer), "record": _ours(PER_EPISODE, answer)}
+    return sum(len(g) + 1 for g in played), _best_of(rows, ReplayGuesses(played), games, repeats)
+
+
 def side_by_side(games: int, repeats: int) -> tuple[int, dict[str, float]]:
     """``(steps, {row: best seconds})`` of the bare loop, raw EnvLogger and ``record`` at each durability setting
     on the same ``games`` replayed expert games, rows interleaved within each of ``repeats`` rounds."""
-    env, policy = WordleEnv(seed=0), OptimalPolicy()
-    played = []
-    for i in range(games):
-        _answer_by_index(env, i)
-        played.append(run_episode(env, policy, seed=i).actions)
+    played, _ = _expert_games(games)
     replay = ReplayGuesses(played)
     rows = {"bare environment loop": _bare, "raw envlogger.EnvLogger": _raw_envlogger,
             f"record, per episode ({PER_EPISODE.loss_bound()})": _ours(PER_EPISODE),
@@ -144,13 +186,7 @@ def side_by_side(games: int, repeats: int) -> tuple[int, dict[str, float]]:
         rows["Minari DataCollector (gymnasium adapter, same games)"] = _minari
     except ImportError as missing:
         print(f"Minari DataCollector: not measured ({missing}; pip install \"minari[create]\" to compare)")
-    best = {name: float("inf") for name in rows}
-    for _ in range(repeats):
-        for name, run in rows.items():
-            started = time.perf_counter()
-            run(env, replay, games)
-            best[name] = min(best[name], time.perf_counter() - started)
-    return sum(len(g) + 1 for g in played), best
+    return sum(len(g) + 1 for g in played), _best_of(rows, replay, games, repeats)
 
 
 def _minari(env: WordleEnv, replay: ReplayGuesses, games: int) -> None:
@@ -176,6 +212,10 @@ def main() -> None:
     print(f"games: {args.games}, steps: {steps} (same games in every row), best of {args.repeats}")
     for name, seconds in best.items():
         print(f"{name:62s} {steps / seconds:9.0f} steps/s  {raw / seconds:5.2f}x raw EnvLogger")
+    short_steps, short = short_games(args.games, args.repeats)
+    print(f"{args.games} games of 4-5 steps ({short_steps} steps), best of {args.repeats}: raw EnvLogger "
+          f"{args.games / short['raw']:.0f} episodes/s, record per episode {args.games / short['record']:.0f} "
+          f"episodes/s: {short['raw'] / short['record']:.2f}x raw EnvLogger")
 
     with tempfile.TemporaryDirectory() as tmp:
         env = WordleEnv(seed=0)
