@@ -37,7 +37,7 @@ from envlogger.converters import codec
 from envlogger.proto import storage_pb2
 
 from loggers import wire
-from loggers.log_folder import LogWriteError
+from loggers.log_folder import LogWriteError, read_if_there
 from loggers.riegeli_files import DamagedLogError
 
 #: the journal file in a log directory.
@@ -207,10 +207,8 @@ def read_journal(directory: str) -> JournalContents | None:
     (the recorder closed the directory, or it was never journaled). ``DamagedLogError`` names the file and byte
     of damage no kill can leave: a frame that fails its checksum before the tail, ordinals that skip one."""
     path = os.path.join(directory, JOURNAL)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+    data = read_if_there(path)
+    if data is None:
         return None
     checkpoint, at = _read_checkpoint(path, data)
     episodes: dict[int, JournalEpisode] = {}

@@ -157,14 +157,20 @@ def write_closed_manifest(log_dir: str, files: dict[str, FileState], episodes: i
     _write_atomically(os.path.join(log_dir, MANIFEST), json.dumps(manifest, indent=1).encode(), durable=True)
 
 
+def read_if_there(path: str) -> bytes | None:
+    """The bytes of the file ``path``, None when there is no such file."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def read_manifest(log_dir: str) -> dict[str, Any] | None:
     """``log_dir``'s manifest (None when it has none: an older writer, or EnvLogger's own); a damaged one is a
     ``DamagedLogError`` naming it."""
-    path = os.path.join(log_dir, MANIFEST)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+    data = read_if_there(os.path.join(log_dir, MANIFEST))
+    if data is None:
         return None
     try:
         manifest = json.loads(data)
@@ -199,5 +205,5 @@ def check_closed_files(log_dir: str, manifest: dict[str, Any]) -> None:
                                   f"{MANIFEST} does not list it): another writer added a shard")
 
 
-__all__ = ["FileState", "LogWriteError", "MANIFEST", "check_closed_files", "flushed_files", "read_manifest",
-           "snapshot", "truncate_to", "write_closed_manifest", "write_open_manifest"]
+__all__ = ["FileState", "LogWriteError", "MANIFEST", "check_closed_files", "flushed_files", "read_if_there",
+           "read_manifest", "snapshot", "truncate_to", "write_closed_manifest", "write_open_manifest"]

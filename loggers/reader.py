@@ -33,7 +33,7 @@ from rlds_lang.schema import map_nested, neutral_like, text_leaf
 
 #: the reasons ``read_log_dir`` counts in ``rejections``.
 UNFINISHED = "unfinished episode (its recording stopped)"
-NO_METADATA = "finished episode whose metadata reached no file (never committed)"
+NO_METADATA = "finished episode without metadata in EnvLogger's files or the journal (never committed)"
 TORN_FRAME = "torn journal frame (a killed write)"
 
 
@@ -138,7 +138,6 @@ def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False,
     unindexed = read_unindexed(path)
     indexed, metadata = _indexed(path, manifest, contents)
     journal = dict(contents.episodes) if contents is not None else {}
-    checked = contents.checkpoint.episodes if contents is not None and contents.checkpoint is not None else 0
     if contents is not None and contents.torn_at is not None:
         _reject(path, f"{JOURNAL} from byte {contents.torn_at:,}", TORN_FRAME, rejections)
     expects_metadata = any(meta is not None for meta in metadata) or \
@@ -164,10 +163,6 @@ def read_log_dir(path: str | os.PathLike, include_unfinished: bool = False,
                     _reject(path, f"episode {ordinal} ({len(piece)} steps, no last step)", UNFINISHED, rejections)
                     continue
             elif piece_no > 0 or (own is None and expects_metadata):
-                if ordinal < checked:
-                    raise DamagedLogError(f"{path}: episode {ordinal:,} has no metadata in EnvLogger's files, which "
-                                          f"its recorder had flushed and checked with it ({JOURNAL}'s checkpoint): "
-                                          "the episode metadata or index is damaged")
                 _reject(path, f"episode {ordinal} ({len(piece)} steps)", NO_METADATA, rejections)
                 continue
             yield _episode(piece, own)

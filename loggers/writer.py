@@ -123,6 +123,7 @@ class DurableRiegeliWriter(riegeli_backend_writer.RiegeliBackendWriter):
         except BaseException:
             if self._journal is not None:
                 self._journal.close()
+                self._journal = None  # nothing for close (or __del__) to do
             self._lock.release()
             raise
         self._durability = durability

@@ -85,12 +85,16 @@ def test_a_checkpoint_flushes_envloggers_files_and_empties_the_journal(tmp_path)
     writer.close()
 
 
-def test_a_torn_journal_tail_loses_only_the_torn_episode_and_counts_it(tmp_path):
-    writer = DurableRiegeliWriter(str(tmp_path), metadata={})
+def _three_committed(path):
+    """``(writer, journal path, journal bytes)`` of an open writer that committed episodes 0-2."""
+    writer = DurableRiegeliWriter(str(path), metadata={})
     for n in range(3):
         _log_episode(writer, n)
-    journal = tmp_path / JOURNAL
-    whole = journal.read_bytes()
+    return writer, path / JOURNAL, (path / JOURNAL).read_bytes()
+
+
+def test_a_torn_journal_tail_loses_only_the_torn_episode_and_counts_it(tmp_path):
+    writer, journal, whole = _three_committed(tmp_path)
     last = len(whole) - whole.rindex(b"RLJ1")  # the last frame's length
     for cut in (1, 9, last - 13, last - 4, last - 1):  # the write of the last frame cut short anywhere in it
         journal.write_bytes(whole[:-cut])
@@ -105,11 +109,7 @@ def test_a_torn_journal_tail_loses_only_the_torn_episode_and_counts_it(tmp_path)
 
 def test_a_changed_byte_in_the_last_journal_frame_is_damage_not_a_torn_tail(tmp_path):
     """A kill cuts a write short; it never leaves a whole-length frame with other bytes."""
-    writer = DurableRiegeliWriter(str(tmp_path), metadata={})
-    for n in range(3):
-        _log_episode(writer, n)
-    journal = tmp_path / JOURNAL
-    whole = journal.read_bytes()
+    writer, journal, whole = _three_committed(tmp_path)
     journal.write_bytes(whole[:-1] + bytes([whole[-1] ^ 1]))
     at = whole.rindex(b"RLJ1")
     with pytest.raises(DamagedLogError, match=rf"{JOURNAL}: damaged frame at byte {at:,} "):

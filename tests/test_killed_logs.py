@@ -189,6 +189,17 @@ def test_a_killed_folder_missing_its_dataset_metadata_file_is_refused(checkpoint
         list(read_episodes(str(tmp_path)))
 
 
+def test_a_killed_folder_left_with_its_journal_alone_is_refused_not_dropped(journaled, tmp_path):
+    """Its dataset metadata file and its shard folder deleted: the journal (and manifest) still mark a log
+    directory whose recorder had started writing."""
+    log_dir, shard = _copy(journaled, tmp_path)
+    os.remove(os.path.join(log_dir, "metadata.riegeli"))
+    shutil.rmtree(shard)
+    assert log_dirs(str(tmp_path)) == [log_dir]
+    with pytest.raises(DamagedLogError, match=rf"^{re.escape(log_dir)}: metadata\.riegeli: missing"):
+        list(read_episodes(str(tmp_path)))
+
+
 def test_a_killed_folder_missing_a_shard_folder_is_refused_naming_its_files(checkpointed, tmp_path):
     log_dir, shard = _copy(checkpointed, tmp_path)
     shutil.rmtree(shard)
