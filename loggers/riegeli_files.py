@@ -74,7 +74,8 @@ def _content(f: BinaryIO, chunk_begin: int, length: int, check_blocks: bool | No
             header = f.read(_BLOCK_HEADER)
             if len(header) < _BLOCK_HEADER:
                 break
-            if (check_blocks or (pos == 0 and check_blocks is not None)) and riegeli_hash(header[8:]) != int.from_bytes(header[:8], "little"):
+            check = check_blocks or (pos == 0 and check_blocks is not None)
+            if check and riegeli_hash(header[8:]) != int.from_bytes(header[:8], "little"):
                 raise DamagedLogError(f"{where}: damaged block header at byte {pos:,} (checksum mismatch)"
                                       if pos else f"{where}: not a Riegeli file (no Riegeli block header at byte 0)")
             pos += _BLOCK_HEADER

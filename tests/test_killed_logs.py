@@ -11,7 +11,6 @@ tests/test_loggers.py kills real recorders.
 from __future__ import annotations
 
 import collections
-import glob
 import os
 import re
 import shutil

@@ -304,11 +304,12 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states from /proc (Linux)")
 def test_a_worker_dies_with_its_parent():
     """The initializer of record's workers, in a plain child of a plain child: SIGKILL the middle one."""
-    script = ("import importlib.util, subprocess, sys, time\n"
-              f"spec = importlib.util.spec_from_file_location('workers', {os.path.join(REPO, 'loggers', 'workers.py')!r})\n"
+    workers_py = os.path.join(REPO, "loggers", "workers.py")  # loaded alone: no package import, a fast start
+    script = ("import importlib.util, os, subprocess, sys, time\n"
+              f"spec = importlib.util.spec_from_file_location('workers', {workers_py!r})\n"
               "workers = importlib.util.module_from_spec(spec); spec.loader.exec_module(workers)\n"
               "if sys.argv[1] == 'parent':\n"
-              "    child = subprocess.Popen([sys.executable, '-c', sys.argv[2], 'child', str(__import__('os').getpid())])\n"
+              "    child = subprocess.Popen([sys.executable, '-c', sys.argv[2], 'child', str(os.getpid())])\n"
               "    print('child', child.pid, flush=True); time.sleep(60)\n"
               "else:\n"
               "    workers.die_with_parent(int(sys.argv[2])); time.sleep(60)\n")
