@@ -9,9 +9,10 @@ agent gave the response (environments with several acting agents). Steps of diff
 episodes with the same ``node_id`` are the same response in a shared prefix, so the tree is rebuilt from
 the flat episodes by ``rebuild_trees``.
 
-Expected reward of a node (per agent): the mean total reward of the branches below it, each child weighted
-equally (the Monte Carlo estimate of the node's value under the sampling policy), computed level by level
-from the leaves to the root with ``numpy`` (``expected_rewards``). A leaf's value is its path's return.
+Expected reward of a node (per agent): the mean total reward of the rollouts below it, each rollout (leaf)
+weighted equally, as MALT's reference trainer defines it (the mean over the rollouts below a response; so a child
+whose game ended early counts once, not as much as a sibling's whole subtree), computed level by level from the
+leaves to the root with ``numpy`` (``expected_rewards``). A leaf's value is its path's return.
 
 Pairs (per agent, among the children of each node and among the first responses): ``positive_negative``
 picks one child at or above and one below a threshold (default: the mid-point of the reward range; a value
@@ -165,22 +166,24 @@ class ResponseTree:
 def expected_rewards(tree: ResponseTree) -> np.ndarray:
     """float ``[N, A]``: each node's expected total reward per agent, leaves to root (see the module doc).
 
-    A leaf's value is its path's return; an inner node's is the mean of its children's values. Each depth
-    level is one vectorised ``np.add.at`` over all its nodes.
+    A leaf's value is its path's return; an inner node's is the mean of the returns of all the leaves below it.
+    Each depth level is one vectorised ``np.add.at`` over all its nodes (sums and counts of leaves move up).
+
+    >>> tree = ResponseTree("t", np.array([-1, 0, 0, 2]), np.array([0.0, -1.0, -2.0, -4.0]), ["a", "b", "c", "d"])
+    >>> expected_rewards(tree)[:, 0].tolist()    # the root: mean(-1, -6) over its 2 leaves
+    [-3.5, -1.0, -6.0, -6.0]
     """
-    values = tree.returns()
-    depth = tree.depth()
     leaf = tree.is_leaf()
+    returns = tree.returns()
+    sums = np.where(leaf[:, None], returns, 0.0)
+    counts = leaf.astype(np.float64)
+    depth = tree.depth()
     for level in range(int(depth.max(initial=0)), 0, -1):
         rows = np.nonzero(depth == level)[0]
-        parents = tree.parent[rows]
-        sums = np.zeros_like(values)
-        counts = np.zeros(tree.num_nodes)
-        np.add.at(sums, parents, values[rows])
-        np.add.at(counts, parents, 1.0)
-        inner = np.nonzero(counts > 0)[0]
-        values[inner] = sums[inner] / counts[inner, None]
-    assert not np.any(np.isnan(values[leaf]))
+        np.add.at(sums, tree.parent[rows], sums[rows])
+        np.add.at(counts, tree.parent[rows], counts[rows])
+    values = sums / counts[:, None]
+    assert not np.any(np.isnan(values))
     return values
 
 

@@ -292,7 +292,7 @@ def test_checkpoint_agents_decode_like_the_trained_module(tmp_path, tok, algorit
     assert agent.name == algorithm and agent.beta == (16.0 if algorithm == "ilql" else 0.0)
     assert (agent.heads is not None) == (algorithm == "ilql")
     direct = LanguageModelPolicy(model.lm, tok, heads=getattr(model, "heads", None), beta=agent.beta, greedy=True,
-                                 allowed_actions=official_guesses().words)
+                                 allowed_actions=official_guesses().words, adv_clip=agent.adv_clip)
     histories = game_histories(["crane", "tolls"])
     assert agent.act_batch(histories) == direct.act_batch(histories)
 

@@ -32,7 +32,7 @@ def test_defaults_are_the_authors_cql_settings():
 
 def test_q_regresses_onto_the_max_of_the_next_states_target_q():
     """Target heads: min(tq1, tq2) has its max 3 at token 7 (no dataset token's); V = 0.5 (ILQL's target would use
-    it). Q1 = 1 and Q2 = 2: the targets are r + 0.5 * 3 where a next action token follows, r after a terminal."""
+    it). Q1 = 1 and Q2 = 2: the targets are r + 0.5 * 3 where a next state follows, r after a terminal."""
     cql = model(gamma=0.5, cql_weight=0.0, awac_weight=0.0, v_weight=0.0)
     low = torch.full((VOCAB,), -2.0)
     tq1, tq2 = low.clone(), low.clone()
@@ -42,8 +42,9 @@ def test_q_regresses_onto_the_max_of_the_next_states_target_q():
                         (cql.heads.target_q2, tq2)):
         set_output(head, value)
     output = cql(hand_batch())
-    # action positions after the shift: 0, 1, 3, 4, 5 (row 0 cut at 6: its position 4 has no next action -> 0)
-    targets = torch.tensor([1.5, 0.5, 1.5, 0.0] + [1.5, 0.5, 1.5, 1.5, -1.0])
+    # action positions after the shift: 0, 1, 3, 4, 5 (row 0 cut at 6 inside an utterance: its position 4 bootstraps
+    # the last state it keeps, as every trainer here does; not 0)
+    targets = torch.tensor([1.5, 0.5, 1.5, 1.5] + [1.5, 0.5, 1.5, 1.5, -1.0])
     expected = ((1.0 - targets) ** 2).mean() + ((2.0 - targets) ** 2).mean()
     assert float(output.metrics["q_loss"]) == pytest.approx(float(expected), rel=1e-6)
     assert float(output.loss) == pytest.approx(float(expected), rel=1e-6)

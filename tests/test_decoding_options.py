@@ -42,7 +42,8 @@ def first_letter_probabilities(checkpoint: str, temperature: float) -> torch.Ten
     agent = load_policy(checkpoint, allowed_actions=WORDS, beta=BETA)
     loaded = load_agent_model(checkpoint)
     prompt = torch.tensor([agent.prompts(first_turns(1))[0]])
-    logits = next_token_logits(loaded.lm, loaded.heads, prompt, torch.ones_like(prompt), BETA)[0]
+    logits = next_token_logits(loaded.lm, loaded.heads, prompt, torch.ones_like(prompt), BETA,
+                               adv_clip=agent.adv_clip)[0]
     allowed = agent.constraint.allowed_mask(torch.zeros(1, dtype=torch.long))[0]
     return torch.softmax(logits.masked_fill(~allowed, float("-inf")) / temperature, dim=-1)
 
@@ -50,6 +51,8 @@ def first_letter_probabilities(checkpoint: str, temperature: float) -> torch.Ten
 def test_the_checkpoint_decodes_with_its_live_heads(checkpoint):
     assert load_policy(checkpoint).heads.decode_with == "live"
     assert load_agent_model(checkpoint).model.target_trunk is not None
+    # and with its config's advantage clip (ILQLConfig's default, the ILQL code's Wordle 0.0), unless the player says
+    assert load_policy(checkpoint).adv_clip == 0.0 and load_policy(checkpoint, adv_clip=None).adv_clip is None
 
 
 def test_greedy_takes_the_arg_max_whatever_the_seed(checkpoint):

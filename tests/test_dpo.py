@@ -188,3 +188,25 @@ def test_pairs_are_the_same_from_logs_and_from_the_built_dataset(tmp_path):
     from_tfds = tree_pairs(load_tree_episodes(built_dataset_dir(tmp_path)))
     from_logs = tree_pairs(load_tree_episodes(dummy))
     assert from_tfds == from_logs and len(from_logs) > 0
+
+
+def test_reselected_pairs_keep_strict_threshold(setup):
+    """``DPOConfig.strict_threshold`` reaches the re-selection: at a threshold some sibling's value equals exactly, the
+    strict rule gives other pairs than the reference trainer's (values at the threshold positive)."""
+    from rlds_lang.trees import expected_rewards, rebuild_trees
+    from trainers.algorithms.dpo.trainer import config_pairs
+
+    episodes = load_tree_episodes(setup["trees"])
+    values = sorted({float(v) for tree in rebuild_trees(episodes) for v in expected_rewards(tree)[:, 0]})
+
+    def chosen(pairs):
+        return [(p.chosen, p.rejected) for p in pairs]
+
+    differing = [t for t in values if chosen(tree_pairs(episodes, "positive_negative", (-6.0, 0.0), t, seed=0))
+                 != chosen(tree_pairs(episodes, "positive_negative", (-6.0, 0.0), t, seed=0, strict_threshold=True))]
+    assert differing, values
+    for strict in (False, True):
+        config = DPOConfig(dataset=str(setup["trees"]), init=str(setup["init"]), out=str(setup["root"] / "unused"),
+                           pair_method="positive_negative", pair_threshold=differing[0], strict_threshold=strict)
+        assert chosen(config_pairs(config)) == chosen(tree_pairs(episodes, "positive_negative", (-6.0, 0.0),
+                                                                 differing[0], seed=0, strict_threshold=strict))

@@ -33,7 +33,7 @@ def test_docstring_examples_run():
 
 
 def test_target_return_default_and_check():
-    assert DTConfig().target_return == -5.7  # the authors' Wordle target
+    assert DTConfig().target_return == -5.7  # the authors' Visual Dialogue target (they have no Wordle DT)
     with pytest.raises(ValueError, match="DTConfig.target_return"):
         DTConfig(target_return=float("nan"))
 
@@ -69,6 +69,29 @@ def test_the_prefix_is_only_at_bos_so_a_cached_continuation_is_unchanged():
     torch.testing.assert_close(rest, whole, rtol=1e-5, atol=1e-5)
     dt.lm.target_return = 3.0
     assert not torch.allclose(dt.lm(input_ids=ids).logits[0, -1], whole)
+
+
+def test_the_agent_plays_conditioned_on_its_target_return_with_its_sign():
+    """At play the prefix is ``W * target_return + b`` at ``[BOS]``, what training gives a row whose episode returned
+    ``target_return`` (a flipped sign at play would condition on the opposite return); ``set_target_return`` sets it
+    as given."""
+    from trainers.algorithms.registry import set_target_return
+    from trainers.core.checkpoint import LoadedModel
+
+    dt = model()
+    with torch.no_grad():
+        dt.lm.return_embedding.weight.normal_()
+        dt.lm.return_embedding.bias.normal_()
+    ids = torch.tensor([[TOKENIZER.bos_id, 9, 10]])
+    set_target_return(LoadedModel("dt", dt.config, dt, TOKENIZER, 0), -4.0)
+    assert dt.lm.target_return == -4.0
+    played = dt.lm(input_ids=ids).logits
+    torch.testing.assert_close(played, dt.lm(input_ids=ids, returns=torch.tensor([-4.0])).logits)
+    assert not torch.allclose(played, dt.lm(input_ids=ids, returns=torch.tensor([4.0])).logits)
+    with torch.no_grad():
+        embeddings = dt.lm.wrapped_lm.get_input_embeddings()(ids).clone()
+        embeddings[0, 0] += dt.lm.return_embedding.weight[:, 0] * -4.0 + dt.lm.return_embedding.bias
+        torch.testing.assert_close(played, dt.lm.wrapped_lm(inputs_embeds=embeddings).logits)
 
 
 def test_dt_conditioned_on_a_high_return_takes_the_rare_rewarded_action(tmp_path):

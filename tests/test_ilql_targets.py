@@ -5,13 +5,14 @@ target trunk is a Polyak copy of the value trunk, and agents decode with the Q h
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
 
 from rlds_lang.tokenizers import make_tokenizer
 from trainers.algorithms.ilql import losses as L
-from trainers.algorithms.ilql.ilql import LMRL_GYM_ILQL, ILQLConfig, ILQLModel
+from trainers.algorithms.ilql.ilql import LMRL_GYM_ILQL, ILQLConfig, ILQLModel, awac_weights
 from trainers.algorithms.ilql.mc import LMRL_GYM_MC, MCConfig, MCModel
 from trainers.core.decoding import next_token_logits
 from trainers.core.model import ModelConfig, trunk_hidden, value_trunk
@@ -21,10 +22,12 @@ TOKENIZER = make_tokenizer("wordle")
 
 
 def hand_batch() -> dict[str, torch.Tensor]:
-    """Two sequences of 8 tokens: action tokens at 1, 2, 4, 5 and 6 (the first sequence padded from 6 on, so it is
-    cut before its terminal token), reward -1 on tokens 2 and 6, token 6 terminal."""
+    """Two sequences of 8 tokens: action tokens at 1, 2, 4, 5 and 6 (``[EOA]`` at 2 and 6, ``[EOO]`` at 3; the first
+    sequence padded from 6 on, so it is cut inside its second utterance), reward -1 on tokens 2 and 6, token 6
+    terminal."""
     generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, TOKENIZER.vocab_size, (2, 8), generator=generator)
+    ids = torch.randint(6, TOKENIZER.vocab_size, (2, 8), generator=generator)
+    ids[:, [2, 6]], ids[:, 3] = TOKENIZER.eoa_id, TOKENIZER.eoo_id
     attention = torch.ones(2, 8, dtype=torch.long)
     attention[0, 6:] = 0
     action = torch.zeros(2, 8, dtype=torch.bool)
@@ -68,9 +71,10 @@ def test_both_q_heads_regress_onto_the_td_targets_and_get_gradients():
         set_output(head, value)
     output = ilql(hand_batch())
     # action positions after the shift: 0, 1, 3, 4, 5 (row 0 without 5, padding). Targets: 0 + 0.5 * 0.5,
-    # -1 + 0.5 * 0.5 (the next action is after an observation token), 0.25, 0.25, and -1 at the terminal; row 0's
-    # last action (4) has no next action in its cut sequence: 0
-    targets = torch.tensor([0.25, -0.75, 0.25, 0.0] + [0.25, -0.75, 0.25, 0.25, -1.0])
+    # -1 + 0.5 * 0.5 (the next state is the [EOO] after the observation), 0.25, 0.25, and -1 at the terminal; row 0's
+    # last action (4) is cut inside its utterance: it bootstraps V of the last state kept, 0.25 (the ILQL code's
+    # rl_data.py; never 0)
+    targets = torch.tensor([0.25, -0.75, 0.25, 0.25] + [0.25, -0.75, 0.25, 0.25, -1.0])
     expected = ((1.0 - targets) ** 2).mean() + ((2.0 - targets) ** 2).mean()
     assert float(output.metrics["q_loss"]) == pytest.approx(float(expected), rel=1e-6)
     output.loss.backward()
@@ -205,3 +209,17 @@ def test_diagnostics_read_the_q_the_agent_decodes_with(decode_with):
     loaded = LoadedModel("ilql", config, model, tokenizer, 0)
     values = utterance_values(loaded, ([""], []), ["crane"])
     assert values.tolist() == [-2.0 if decode_with == "live" else -4.0]
+
+
+def test_awac_weights_raise_the_likelihood_of_tokens_of_positive_advantage():
+    """``awac_beta = 2``: the BC term of every token is weighted by exp(2 (Q^target - V)) (the ILQL code's
+    ``exp_weights``): with the target heads at 1 and V at 0.5 that is e, never e^-1."""
+    plain = model(q_weight=0.0, v_weight=0.0, cql_weight=0.0)
+    weighted = model(q_weight=0.0, v_weight=0.0, cql_weight=0.0, awac_beta=2.0)
+    for ilql in (plain, weighted):
+        for head, value in ((ilql.heads.v, 0.5), (ilql.heads.target_q1, 1.0), (ilql.heads.target_q2, 3.0)):
+            set_output(head, value)
+    bc = float(plain(hand_batch()).metrics["awac_loss"])
+    assert float(weighted(hand_batch()).metrics["awac_loss"]) == pytest.approx(bc * math.e, rel=1e-5)
+    assert awac_weights(torch.tensor([0.5, -0.5]), 2.0).tolist() == pytest.approx([math.e, 1 / math.e])
+    assert awac_weights(torch.tensor([0.5]), 0.0) is None

@@ -13,6 +13,7 @@ import torch
 from rlds_lang.tokenizers import make_tokenizer
 from tests.test_trainers import config, metrics
 from tests.toy_data import build_dataset, rare_best_action, wordle_like
+from trainers.algorithms.ilql.losses import transitions
 from trainers.algorithms.ilql.mc import MCConfig, MCModel
 from trainers.algorithms.registry import (
     algorithm_by_name,
@@ -53,7 +54,9 @@ def test_targets_are_the_discounted_returns_to_go(wordle_dataset):
     model = MCModel(cfg, tokenizer)
     v = torch.zeros(batch["input_ids"].shape[0], batch["input_ids"].shape[1] - 1)
     mask = batch["action_mask"][:, 1:].bool()
-    q_targets, v_targets = model.regression_targets(batch, v, v, mask)
+    steps = transitions(batch, tokenizer.eoo_id, tokenizer.eoa_id)
+    q_targets, v_targets = model.regression_targets(batch, steps, torch.zeros_like(batch["rewards"]), v)
+    assert not model.bootstraps  # whole-episode returns: a cut sequence's last action keeps its target
     assert torch.equal(q_targets, v_targets)
     # recompute G_t = r_t + gamma * G_{next action token} along each sequence's action tokens
     rewards = batch["rewards"][:, 1:].double()

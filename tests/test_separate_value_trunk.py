@@ -104,7 +104,7 @@ def test_checkpoint_keeps_the_policy_as_lm_and_both_trunks_in_model_pt(tmp_path)
     assert all(torch.equal(a, b) for a, b in zip(loaded.model.state_dict().values(), model.state_dict().values()))
     agent = load_policy(path, allowed_actions=official_guesses().words, greedy=True)
     direct = LanguageModelPolicy(model.lm, tok, heads=model.heads, beta=16.0, greedy=True,
-                                 allowed_actions=official_guesses().words)
+                                 allowed_actions=official_guesses().words, adv_clip=cfg.adv_clip)
     histories = game_histories(["crane", "tolls"])
     assert agent.act_batch(histories) == direct.act_batch(histories)
 

@@ -31,10 +31,12 @@ def hand_tree() -> ResponseTree:
     return ResponseTree("t", np.array(PARENT), np.array(REWARD), list(ACTION))
 
 
-def test_expected_rewards_weigh_each_child_equally():
+def test_expected_rewards_weigh_each_rollout_equally():
+    """MALT's reference trainer: a node's expected reward is the mean over the rollouts (leaves) below it."""
     values = expected_rewards(hand_tree())[:, 0]
-    # leaves: n2 -1, n6 -2, n4 -2, n5 -3; n3 = mean(-2, -3); n0 = mean(-1, -2.5) (not the leaf mean -2); n1 = -2
-    np.testing.assert_allclose(values, [-1.75, -2.0, -1.0, -2.5, -2.0, -2.0, -3.0])
+    # leaves: n2 -1, n6 -2, n4 -2, n5 -3; n3 = mean(-2, -3); n0 = mean(-1, -2, -3) = -2 over its three leaves (the
+    # mean of its children, mean(-1, -2.5) = -1.75, would weigh n2's early end like n3's whole subtree); n1 = -2
+    np.testing.assert_allclose(values, [-2.0, -2.0, -1.0, -2.5, -2.0, -2.0, -3.0])
 
 
 def test_expected_rewards_per_agent_vector_rewards():
@@ -54,10 +56,14 @@ def test_positive_negative_selector():
     pairs = select_pairs(tree, values, "positive_negative", (-3.0, 0.0), seed=0)  # threshold -1.5
     assert list(zip(pairs.chosen, pairs.rejected)) == [(2, 3)]  # only n0's children straddle -1.5
     pairs = select_pairs(tree, values, "positive_negative", (-3.0, 0.0), seed=0, threshold=-2.2)
-    # root children (-1.75, -2) are both above -2.2: no pair there; n0's and n3's children straddle it
+    # root children (-2, -2) are both above -2.2: no pair there; n0's and n3's children straddle it
     assert sorted(zip(pairs.chosen.tolist(), pairs.rejected.tolist())) == [(2, 3), (5, 6)]
     positive, negative = pairs.flags(tree.num_nodes)
     assert positive[5] and negative[6] and not positive[6]
+    # at -1.9 the root children are both below (leaf means -2, -2): averaging children instead (n0 = -1.75) would
+    # pair n0 over n1 there
+    pairs = select_pairs(tree, values, "positive_negative", (-3.0, 0.0), seed=0, threshold=-1.9)
+    assert (0, 1) not in set(zip(pairs.chosen.tolist(), pairs.rejected.tolist()))
 
 
 def test_positive_negative_keeps_values_at_the_threshold_as_positive():
@@ -335,3 +341,24 @@ def test_positive_negative_uses_the_acting_agent_s_reward_range():
     assert len(select_pairs(tree, values, "positive_negative", (-6.0, 0.0), seed=0).chosen) == 0
     with pytest.raises(ValueError, match="agent 1 acts"):
         select_pairs(tree, values, "positive_negative", [(-6.0, 0.0)], seed=0)
+
+
+def test_positive_negative_takes_each_agent_s_own_threshold_from_the_team_config():
+    """A threshold per agent (``TeamMALTConfig.pair_threshold``): agent 0's -2.8 separates p1 (-2.5) from p2 (-3);
+    agent 1's -0.5 is above both its answers (-1, -5), so it gets no pair (at agent 0's -2.8 it would)."""
+    from trainers.algorithms.malt.team_rounds import TeamMALTConfig
+
+    class TwoAgents:
+        def agent_reward_ranges(self):
+            return [(-6.0, 0.0), (-6.0, 0.0)]
+
+    spec = TeamMALTConfig(pair_threshold=(-2.8, -0.5)).tree_spec(TwoAgents(), "malt")
+    assert spec.threshold == (-2.8, -0.5)
+    tree = _two_agent_tree()
+    pairs = select_pairs(tree, expected_rewards(tree), spec.pair_method, spec.reward_range, seed=0,
+                         threshold=spec.threshold, strict_threshold=spec.strict_threshold)
+    assert [(tree.actions[c], tree.actions[r], int(a)) for c, r, a in zip(pairs.chosen, pairs.rejected, pairs.agent)
+            ] == [("p1", "p2", 0)]
+    shared = select_pairs(tree, expected_rewards(tree), "positive_negative", spec.reward_range, seed=0, threshold=-2.8)
+    assert sorted(int(a) for a in shared.agent) == [0, 1]
+    assert TeamMALTConfig().tree_spec(TwoAgents(), "malt").threshold is None  # the reference trainer's mid-points

@@ -24,6 +24,8 @@ def test_docstring_examples_run():
 def test_defaults_and_checks():
     c = UtteranceILQLConfig()
     assert (c.tau, c.samples, c.gamma, c.alpha) == (0.9, 4, 0.99, 0.005)
+    # the authors' policy: a BC model on its own transformer, not trained (awac_weight 0.0)
+    assert (c.awac_weight, c.separate_value_trunk) == (0.0, True)
     with pytest.raises(ValueError, match="UtteranceILQLConfig.samples"):
         UtteranceILQLConfig(samples=0)
 
@@ -50,6 +52,7 @@ def two_utterance_batch() -> dict[str, torch.Tensor]:
 def test_utterance_q_and_v_losses_by_hand():
     torch.manual_seed(0)
     model = UtteranceILQLModel(UtteranceILQLConfig(dataset="unused", model=TINY, gamma=0.5), TOKENIZER)
+    policy = [p.detach().clone() for p in model.lm.policy.parameters()]
     heads = model.utterance_heads
     for head, value in ((heads.q1, 1.0), (heads.q2, 2.0), (heads.v, 0.5), (heads.target_q1, -3.0),
                         (heads.target_q2, -1.0)):
@@ -62,6 +65,10 @@ def test_utterance_q_and_v_losses_by_hand():
     # V at the three states whose utterance ends inside the sequence: target min(-3, -1) = -3 below V = 0.5,
     # weight 1 - tau = 0.1
     assert float(output.metrics["v_loss"]) == pytest.approx(0.1 * 3.5 ** 2, rel=1e-6)
+    # the policy is fixed: no BC term, no gradient into it
+    output.loss.backward()
+    assert float(output.metrics["awac_loss"]) == 0.0 and all(p.grad is None for p in model.lm.policy.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(policy, model.lm.policy.parameters()))
 
 
 class FixedSampler:
@@ -82,10 +89,36 @@ def test_the_agent_says_the_candidate_with_the_highest_q(monkeypatch):
     assert policy.act_batch([([""], []), ([""], [])], seeds=[0, 1]) == ["ab", "ab"]
 
 
+def test_candidates_are_scored_by_the_minimum_of_the_target_heads():
+    """The ILQL code reranks by ``target_qs``, the minimum of its target heads: the live heads, or the larger target
+    head, would score these candidates otherwise (their weights are drawn apart here)."""
+    from trainers.core.checkpoint import LoadedModel
+
+    torch.manual_seed(0)
+    model = UtteranceILQLModel(UtteranceILQLConfig(dataset="unused", model=TINY), TOKENIZER).eval()
+    with torch.no_grad():
+        for head in (model.utterance_heads.q1, model.utterance_heads.target_q1, model.utterance_heads.target_q2):
+            head[-1].weight.normal_()
+    policy = BestOfSamplesPolicy(LoadedModel("utterance_ilql", model.config, model, TOKENIZER, 0), samples=2)
+    histories, candidates = [([""], []), (["", "⬛⬛⬛⬛⬛"], ["crane"])], ["slate", "abide"]
+    rows = [TOKENIZER.encode_prompt(list(o), list(a)) + TOKENIZER.encode(c) + [TOKENIZER.eoa_id]
+            for (o, a), c in zip(histories, candidates)]
+    states = model.candidate_states(rows, TOKENIZER.pad_id)
+    heads = model.utterance_heads
+    with torch.no_grad():
+        first, second = heads.target_q1(states).squeeze(-1), heads.target_q2(states).squeeze(-1)
+    scored = policy.utterance_q(histories, candidates)
+    torch.testing.assert_close(scored, torch.minimum(first, second))
+    assert not torch.allclose(scored, torch.maximum(first, second))
+    assert not torch.allclose(scored, heads.live_q(states))
+
+
 def test_with_enough_candidates_it_says_the_rare_rewarded_action(tmp_path):
     from trainers.algorithms.registry import load_policy
 
-    loaded = train_on_rare_action("utterance_ilql", tmp_path, steps=300, alpha=0.1, samples=16)
+    # no BC checkpoint here: the policy is trained by BC in the same step (the option beside the authors' fixed one)
+    loaded = train_on_rare_action("utterance_ilql", tmp_path, steps=300, alpha=0.1, samples=16, awac_weight=1.0,
+                                  separate_value_trunk=False)
     checkpoint = tmp_path / "utterance_ilql" / "checkpoint"
     agent = load_policy(checkpoint, allowed_actions=["ab", "ba"])
     assert isinstance(agent, BestOfSamplesPolicy) and agent.samples == 16

@@ -105,12 +105,18 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     return LoadedModel(algorithm, config, model, tokenizer, checkpoint_step(path))
 
 
+#: ``load_policy``'s ``adv_clip`` default: the checkpoint's own.
+FROM_CHECKPOINT = "checkpoint"
+
+
 def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
                 beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0,
-                max_action_tokens: int = 16, target_return: float | None = None):
+                max_action_tokens: int = 16, target_return: float | None = None,
+                adv_clip: float | None | str = FROM_CHECKPOINT):
     """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``).
 
-    ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0).
+    ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0), and so does
+    ``adv_clip``, the cap on ``beta * (Q - V)`` (the config's ``adv_clip``; None: no cap).
     ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
     ``max_action_tokens``: longest free-text action (e.g. a Visual Dialogue question).
     ``target_return``: the return a return-conditioned agent (``dt``) plays for; None: its checkpoint's own.
@@ -137,7 +143,10 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
         return agent
     if beta is None:
         beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
-    policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, temperature=temperature,
+    if adv_clip == FROM_CHECKPOINT:
+        adv_clip = getattr(loaded.config, "adv_clip", None)
+    policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, adv_clip=adv_clip,
+                                 temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
                                  seed=seed, max_action_tokens=max_action_tokens)
     policy.info = {"checkpoint": repository_path(path), "algorithm": loaded.algorithm, "step": loaded.step}
@@ -160,16 +169,40 @@ def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
     head, *options = spec.split(",")
     name, sep, path = head.partition("=")
     if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"--agent {spec!r}: expected NAME=CHECKPOINT[,beta=16,greedy=true]")
+        raise argparse.ArgumentTypeError(f"--agent {spec!r}: expected NAME=CHECKPOINT[,beta=16,greedy=true,adv_clip=none]")
     parsed = {}
     for option in options:
         key, sep, value = option.partition("=")
-        if not sep or key not in ("beta", "greedy", "temperature", "target_return"):
+        if not sep or key not in AGENT_OPTIONS:
             raise argparse.ArgumentTypeError(f"--agent {spec!r}: unknown option {option!r} "
-                                             f"(known: beta=, greedy=, temperature=, target_return=)")
+                                             f"(known: {', '.join(k + '=' for k in AGENT_OPTIONS)})")
         parsed[key] = value
     return name, path, parsed
 
 
-__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "load_policy",
-           "set_target_return", "parse_agent"]
+#: the options of ``--agent NAME=PATH,key=value`` (``parse_agent``), each a ``load_policy`` argument.
+AGENT_OPTIONS = ("beta", "greedy", "temperature", "target_return", "adv_clip")
+
+
+def agent_options(options: dict[str, str]) -> dict[str, Any]:
+    """``load_policy``'s keyword arguments from ``parse_agent``'s options (``adv_clip=none``: no cap); the options
+    not given keep ``load_policy``'s defaults.
+
+    >>> agent_options({"beta": "4", "greedy": "true", "adv_clip": "none"})
+    {'beta': 4.0, 'greedy': True, 'adv_clip': None}
+    """
+    from trainers.core.config import parse_bool
+
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "greedy":
+            kwargs[key] = parse_bool(value)
+        elif key == "adv_clip" and value.lower() == "none":
+            kwargs[key] = None
+        else:
+            kwargs[key] = float(value)
+    return kwargs
+
+
+__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "FROM_CHECKPOINT", "load_policy",
+           "set_target_return", "parse_agent", "AGENT_OPTIONS", "agent_options"]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rlds_lang.paths import runs_dir
-from trainers.algorithms.registry import parse_agent
+from trainers.algorithms.registry import agent_options, parse_agent
 
 
 def cmd_record(args: argparse.Namespace) -> Path:
@@ -103,7 +103,6 @@ def cmd_eval(args: argparse.Namespace) -> list:
         return cmd_visdial_eval(args)
     from rlds_lang.wordle.policies import OptimalPolicy
     from trainers.algorithms.registry import load_policy
-    from trainers.core.config import parse_bool
     from trainers.evaluation.wordle import (
         EvalConfig,
         evaluate,
@@ -116,11 +115,7 @@ def cmd_eval(args: argparse.Namespace) -> list:
                         guesses=args.guesses, batch_games=args.batch_games)
     results = []
     for name, path, options in args.agent:
-        policy = load_policy(
-            path, allowed_actions=config.guesses, name=name,
-            beta=float(options["beta"]) if "beta" in options else None,
-            greedy=parse_bool(options.get("greedy", "false")), temperature=float(options.get("temperature", 1.0)),
-            target_return=float(options["target_return"]) if "target_return" in options else None)
+        policy = load_policy(path, allowed_actions=config.guesses, name=name, **agent_options(options))
         results.append(evaluate(policy, config, name=name, progress=args.progress))
     if args.optimal:
         optimal = OptimalPolicy(answers=config.answers, guesses=config.guesses, rule=config.rule)

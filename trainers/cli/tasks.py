@@ -109,8 +109,7 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """``eval --task reddit``: mean ± SE of each agent's replies (see the module docstring)."""
     import torch
 
-    from trainers.algorithms.registry import load_policy
-    from trainers.core.config import parse_bool
+    from trainers.algorithms.registry import agent_options, load_policy
 
     torch.set_num_threads(1)
     if args.reward == "upvotes_real":
@@ -128,11 +127,8 @@ def cmd_reddit_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     print(f"{args.episodes} episodes on the {args.split} split of {args.data}, reward {args.reward} "
           f"(scale {env.reward_scale:g}, shift {env.reward_shift:g}), seed {args.seed}")
     for name, path, options in args.agent:
-        policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
-                             temperature=float(options.get("temperature", 1.0)),
-                             greedy=parse_bool(options.get("greedy", "false")), max_action_tokens=args.max_tokens,
-                             seed=args.seed, target_return=float(options["target_return"])
-                             if "target_return" in options else None)
+        policy = load_policy(path, name=name, max_action_tokens=args.max_tokens, seed=args.seed,
+                             **agent_options(options))
         rewards = evaluate_agent(policy, env, args.episodes, args.seed)
         mean, se = mean_and_se(rewards)
         results[name] = {"mean": mean, "se": se, "episodes": len(rewards)}
@@ -201,8 +197,7 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """``eval --task visdial`` (see the module docstring)."""
     import torch
 
-    from trainers.algorithms.registry import load_policy
-    from trainers.core.config import parse_bool
+    from trainers.algorithms.registry import agent_options, load_policy
 
     torch.set_num_threads(1)
     if not args.agent:
@@ -223,12 +218,8 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             if path == SERVER_AGENT:
                 policy = BotQuestionPolicy(backend.question)
             else:
-                    policy = load_policy(path, name=name, beta=float(options["beta"]) if "beta" in options else None,
-                                     greedy=parse_bool(options.get("greedy", "false")),
-                                     temperature=float(options.get("temperature", 1.0)), seed=args.seed,
-                                     max_action_tokens=args.question_tokens,
-                                     target_return=float(options["target_return"]) if "target_return" in options
-                                     else None)
+                    policy = load_policy(path, name=name, seed=args.seed, max_action_tokens=args.question_tokens,
+                                         **agent_options(options))
             returns, yes_no, curves[name] = evaluate_questioner(policy, env, args.episodes, args.seed)
             mean, se = mean_and_se(returns)
             results[name] = {"mean": mean, "se": se, "episodes": len(returns), "yes_no_answers": yes_no}

@@ -4,7 +4,8 @@ and seeded sampling.
 ``next_token_logits`` is the rule in one function: the LM's (behaviour-cloned) logits, plus ILQL's
 ``beta * (Q - V)`` (``perturbed_logits``) from the value heads (``min`` of the Q heads ``ValueHeads.acting_q``
 names: the target ones by default, the live ones with ``decode_with="live"``; the V head) on the last hidden
-state when heads are given and ``beta != 0``. ``sample_tokens`` then divides by ``temperature`` (or takes the
+state when heads are given and ``beta != 0``, capped at ``adv_clip`` when one is given (the ILQL code's
+``adv_clip``: its Wordle setting plays ``logits + min(beta * (Q - V), 0)``). ``sample_tokens`` then divides by ``temperature`` (or takes the
 arg-max with ``greedy``), drawing with uniforms the caller supplies; ``stream_seed`` derives the seed of game ``s``
 at turn ``t`` from ``(s, t)`` alone, so a seeded game samples the same actions alone or in a batch.
 
@@ -57,12 +58,13 @@ def _last_logits_and_hidden(lm: nn.Module, want_hidden: bool, **inputs: Any) -> 
 
 def next_token_logits(lm: nn.Module, heads: ValueHeads | None, input_ids: torch.Tensor,
                       attention_mask: torch.Tensor, beta: float, position_ids: torch.Tensor | None = None,
-                      past_key_values: Any = None) -> torch.Tensor:
+                      past_key_values: Any = None, adv_clip: float | None = None) -> torch.Tensor:
     """The agent's logits for the token after the last position of each row: ``[batch, vocab]`` float32.
 
     The decoding rule in one place: the LM's logits (the BC policy), plus ``beta * (min(Q1, Q2) - V)`` of
     ``heads`` (their target or live Q heads, as ``heads.decode_with`` says: ``ValueHeads.acting_q``) on the LM's last hidden state when ``heads`` is given and ``beta != 0``
-    (``perturbed_logits``). ``attention_mask`` covers the cached past and
+    (``perturbed_logits``, the perturbation capped at ``adv_clip`` unless it is None). ``attention_mask`` covers the
+    cached past and
     ``input_ids``; ``position_ids`` default to ``positions_from_mask`` (exact under left padding).
     A ``transformers`` cache passed as ``past_key_values`` is extended in place with ``input_ids``.
 
@@ -81,7 +83,7 @@ def next_token_logits(lm: nn.Module, heads: ValueHeads | None, input_ids: torch.
         return logits
     q = heads.acting_q(hidden).float()
     v = heads.v(hidden).squeeze(-1).float()
-    return perturbed_logits(logits, q, v, beta)
+    return perturbed_logits(logits, q, v, beta, adv_clip)
 
 
 class PrefixConstraint:
@@ -208,15 +210,24 @@ def sample_tokens(logits: torch.Tensor, uniforms: torch.Tensor, temperature: flo
     return index.clamp(max=logits.shape[-1] - 1)
 
 
-def perturbed_logits(logits: torch.Tensor, q: torch.Tensor, v: torch.Tensor, beta: float) -> torch.Tensor:
-    """ILQL's decoding rule: the BC policy's logits plus ``beta * (Q(s, .) - V(s))`` for every token.
+def perturbed_logits(logits: torch.Tensor, q: torch.Tensor, v: torch.Tensor, beta: float,
+                     adv_clip: float | None = None) -> torch.Tensor:
+    """ILQL's decoding rule: the BC policy's logits plus ``beta * (Q(s, .) - V(s))`` for every token, that
+    perturbation capped at ``adv_clip`` when it is not None (the ILQL code clips ``adv_weight * (Q - V)`` from above,
+    ``src/models/iql_model.py:908-909``; its Wordle setting's ``adv_clip: 0.0`` only lowers the tokens whose advantage
+    is negative, ``config/wordle/eval_policy.yaml:57``).
 
     ``beta = 0`` samples the behaviour policy; larger ``beta`` follows the learned advantage more greedily.
 
-    >>> perturbed_logits(torch.tensor([0.0, 0.0]), torch.tensor([1.0, 3.0]), torch.tensor(1.0), 2.0)
-    tensor([0., 4.])
+    >>> perturbed_logits(torch.tensor([0.0, 0.0]), torch.tensor([1.0, 3.0]), torch.tensor(2.0), 2.0)
+    tensor([-2.,  2.])
+    >>> perturbed_logits(torch.tensor([0.0, 0.0]), torch.tensor([1.0, 3.0]), torch.tensor(2.0), 2.0, adv_clip=0.0)
+    tensor([-2.,  0.])
     """
-    return logits + beta * (q - v.unsqueeze(-1) if v.dim() == q.dim() - 1 else q - v)
+    advantage = beta * (q - v.unsqueeze(-1) if v.dim() == q.dim() - 1 else q - v)
+    if adv_clip is not None:
+        advantage = advantage.clamp(max=adv_clip)
+    return logits + advantage
 
 
 __all__ = ["PrefixConstraint", "next_token_logits", "perturbed_logits", "positions_from_mask", "sample_tokens",

@@ -24,6 +24,8 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from trainers.core.heads import DECODE_WITH, TwinQHeads, ValueHeads, mlp_head, polyak_update
+
 
 @dataclasses.dataclass
 class ModelConfig:
@@ -286,82 +288,6 @@ def plain_language_model(lm: nn.Module) -> nn.Module:
     return plain.to(embedding.weight.device)
 
 
-def mlp_head(hidden_size: int, out_size: int) -> nn.Sequential:
-    """The ILQL paper's head: ``Linear(h, 2h) -> ReLU -> Linear(2h, out)``.
-
-    >>> mlp_head(4, 3)(torch.zeros(2, 4)).shape
-    torch.Size([2, 3])
-    """
-    return nn.Sequential(nn.Linear(hidden_size, 2 * hidden_size), nn.ReLU(), nn.Linear(2 * hidden_size, out_size))
-
-
-#: which Q heads an agent decodes with (``ValueHeads.acting_q``): the lagged target heads or the trained ones.
-DECODE_WITH = ("target", "live")
-
-
-class ValueHeads(nn.Module):
-    """ILQL's heads on the transformer's last hidden states: twin ``Q`` heads over the vocabulary, a ``V``
-    head, and target copies of the ``Q`` heads that only move by Polyak averaging (``trainers.algorithms.ilql.ilql``).
-
-    ``decode_with`` says which pair ``acting_q`` (the decoding rule's ``Q``) takes the minimum of: ``"target"``
-    (the lagged copies) or ``"live"`` (the trained heads, as LMRL-Gym's agents decode).
-
-    >>> heads = ValueHeads(hidden_size=8, vocab_size=5)
-    >>> q1, q2, v = heads(torch.zeros(2, 3, 8))
-    >>> q1.shape, v.shape
-    (torch.Size([2, 3, 5]), torch.Size([2, 3]))
-    """
-
-    def __init__(self, hidden_size: int, vocab_size: int, decode_with: str = "target"):
-        super().__init__()
-        if decode_with not in DECODE_WITH:
-            raise ValueError(f"ValueHeads: decode_with={decode_with!r}, expected one of {DECODE_WITH}")
-        self.decode_with = decode_with
-        self.q1 = mlp_head(hidden_size, vocab_size)
-        self.q2 = mlp_head(hidden_size, vocab_size)
-        self.v = mlp_head(hidden_size, 1)
-        self.target_q1 = copy.deepcopy(self.q1).requires_grad_(False)
-        self.target_q2 = copy.deepcopy(self.q2).requires_grad_(False)
-
-    @torch.no_grad()
-    def start_at(self, value: float) -> "ValueHeads":
-        """Zeroes every head's output weights and sets its bias to ``value`` (the target heads too), so that Q
-        and V start as the constant ``value`` everywhere and the advantage ``Q - V`` as 0 (LMRL-Gym starts its
-        Wordle heads at -4.4, about its data's mean return). Returns ``self``.
-
-        >>> heads = ValueHeads(hidden_size=4, vocab_size=3).start_at(-4.0)
-        >>> [round(float(x), 1) for x in heads.target_q(torch.randn(1, 4))[0]]
-        [-4.0, -4.0, -4.0]
-        """
-        for head in (self.q1, self.q2, self.v, self.target_q1, self.target_q2):
-            head[-1].weight.zero_()
-            head[-1].bias.fill_(value)
-        return self
-
-    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(Q1, Q2, V)`` at every position: ``[batch, time, vocab]`` twice and ``[batch, time]``."""
-        return self.q1(hidden), self.q2(hidden), self.v(hidden).squeeze(-1)
-
-    @torch.no_grad()
-    def target_q(self, hidden: torch.Tensor) -> torch.Tensor:
-        """``min(target Q1, target Q2)`` at every position, without gradient: ``[batch, time, vocab]``."""
-        return torch.minimum(self.target_q1(hidden), self.target_q2(hidden))
-
-    @torch.no_grad()
-    def acting_q(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The ``Q`` the decoding rule perturbs the logits with: ``min(Q1, Q2)`` of the heads ``decode_with``
-        names, without gradient: ``[batch, time, vocab]``.
-
-        >>> heads = ValueHeads(hidden_size=4, vocab_size=3, decode_with="live").start_at(-4.0)
-        >>> _ = heads.q1[-1].bias.data.fill_(-1.0), heads.q2[-1].bias.data.fill_(-2.0)
-        >>> heads.acting_q(torch.zeros(1, 4)).tolist(), heads.target_q(torch.zeros(1, 4)).tolist()
-        ([[-2.0, -2.0, -2.0]], [[-4.0, -4.0, -4.0]])
-        """
-        if self.decode_with == "live":
-            return torch.minimum(self.q1(hidden), self.q2(hidden))
-        return self.target_q(hidden)
-
-
 def value_trunk(lm: nn.Module) -> nn.Module:
     """The transformer body whose last hidden states the value heads read: a ``PolicyValueLM``'s value trunk, or
     the body (``.transformer``) of a plain GPT-2 LM that shares it with the policy."""
@@ -391,5 +317,5 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
 
 
 __all__ = ["ModelConfig", "build_language_model", "language_model_for", "SPELLING_LENGTH", "SpelledEmbedding",
-           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "DECODE_WITH",
-           "ValueHeads", "value_trunk", "trunk_hidden", "action_targets"]
+           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "polyak_update",
+           "TwinQHeads", "DECODE_WITH", "ValueHeads", "value_trunk", "trunk_hidden", "action_targets"]

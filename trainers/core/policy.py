@@ -139,6 +139,7 @@ class LanguageModelPolicy:
       tokenizer: the ``CharTokenizer`` the LM was trained with.
       heads: ILQL value heads; with ``beta != 0`` the logits are perturbed by ``beta * (Q - V)``.
       beta: ILQL's advantage weight (0 samples the BC policy).
+      adv_clip: caps ``beta * (Q - V)`` from above (``trainers.core.decoding.perturbed_logits``); None: no cap.
       temperature: sampling temperature (> 0), applied after the perturbation.
       greedy: take the arg-max token instead of sampling.
       allowed_actions: if given, decoding is constrained to these actions (``PrefixConstraint``).
@@ -154,7 +155,7 @@ class LanguageModelPolicy:
     def __init__(self, lm: nn.Module, tokenizer: CharTokenizer, heads: ValueHeads | None = None, beta: float = 0.0,
                  temperature: float = 1.0, greedy: bool = False, allowed_actions: Sequence[str] | None = None,
                  max_action_tokens: int = 16, name: str = "lm", seed: int = 0, device: str | torch.device = "cpu",
-                 reuse_states: bool = True):
+                 reuse_states: bool = True, adv_clip: float | None = None):
         if not greedy and not temperature > 0:
             raise ValueError(f"LanguageModelPolicy: temperature must be > 0, got {temperature}")
         if not np.isfinite(beta):
@@ -168,6 +169,7 @@ class LanguageModelPolicy:
         self.heads = heads.to(self.device).eval() if heads is not None else None
         self.tokenizer = tokenizer
         self.beta = float(beta)
+        self.adv_clip = None if adv_clip is None else float(adv_clip)
         self.temperature = float(temperature)
         self.greedy = bool(greedy)
         self.max_action_tokens = int(max_action_tokens)
@@ -196,7 +198,8 @@ class LanguageModelPolicy:
 
     def params(self) -> dict[str, Any]:
         """JSON-ready decoding parameters (with the size and hash of the allowed action list)."""
-        params: dict[str, Any] = {"name": self.name, "beta": self.beta, "temperature": self.temperature,
+        params: dict[str, Any] = {"name": self.name, "beta": self.beta, "adv_clip": self.adv_clip,
+                                  "temperature": self.temperature,
                                   "greedy": self.greedy, "max_action_tokens": self.max_action_tokens,
                                   "value_heads": self.heads is not None,
                                   "num_parameters": sum(p.numel() for p in self.lm.parameters())}
@@ -259,7 +262,8 @@ class LanguageModelPolicy:
         input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
 
         cache = TurnStates.batch_cache([past for past, _ in splits], past_width)
-        logits = next_token_logits(self.lm, self.heads, input_ids, attention_mask, self.beta, past_key_values=cache)
+        logits = next_token_logits(self.lm, self.heads, input_ids, attention_mask, self.beta, past_key_values=cache,
+                                   adv_clip=self.adv_clip)
         nodes = torch.zeros(batch, dtype=torch.long, device=self.device)
         done = torch.zeros(batch, dtype=torch.bool, device=self.device)
         written = torch.zeros(batch, dtype=torch.long, device=self.device)
@@ -281,7 +285,7 @@ class LanguageModelPolicy:
                 break
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones(batch, 1)], dim=1)
             logits = next_token_logits(self.lm, self.heads, tokens.unsqueeze(1), attention_mask, self.beta,
-                                       past_key_values=cache)
+                                       past_key_values=cache, adv_clip=self.adv_clip)
         if self.turn_states is not None:
             # every written token of a row that stopped was fed back, so the cache holds all of them
             counts, stopped = written.tolist(), done.tolist()

@@ -42,6 +42,9 @@ class CQLConfig(ILQLConfig):
     #: decoding ``beta`` of ``logits + beta * (Q - V)``: 8, the ``adv_weight`` of the authors' evaluator of the CQL
     #: run (``config/vis_dial/train_cql.yaml``).
     beta: float = 8.0
+    #: no cap on ``beta * (Q - V)`` at play: the same evaluator's ``adv_clip: null``
+    #: (config/vis_dial/train_cql.yaml:78); ILQL's default 0.0 is its Wordle setting's, which has no CQL run.
+    adv_clip: float | None = None
 
 
 __all__ = ["CQLConfig"]

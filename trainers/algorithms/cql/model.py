@@ -21,20 +21,20 @@ import torch
 
 from trainers.algorithms.cql.losses import max_q_targets
 from trainers.algorithms.ilql.ilql import ILQLModel
+from trainers.algorithms.ilql.losses import Transitions
 
 
 class CQLModel(ILQLModel):
     """ILQL's model and loss terms with CQL's target for Q: the max over the next state's target Q."""
 
-    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
-                           mask: torch.Tensor, *, target_all: torch.Tensor | None = None,
+    def regression_targets(self, batch: dict[str, torch.Tensor], steps: Transitions, v_all: torch.Tensor,
+                           target_q: torch.Tensor, *, target_all: torch.Tensor | None = None,
                            logits: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Q regresses onto ``r_t + gamma * (1 - done_t) * max_a Q^target(s_{t+1}, a)``; V onto the target Q of
         the dataset token (with ``tau=0.5`` by default: its mean over the data's actions)."""
         if target_all is None:
             raise ValueError("CQLModel.regression_targets needs target_all, the target Q of every token")
-        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
-        return max_q_targets(rewards, target_all, dones, mask, self.config.gamma), target_q
+        return max_q_targets(steps, target_all, self.config.gamma), target_q
 
 
 __all__ = ["CQLModel"]

@@ -103,13 +103,15 @@ def _pair(table: dict[str, dict[str, Any]], chosen: str, rejected: str) -> Prefe
 def tree_pairs(episodes: Iterable[Mapping[str, Any]], pair_method: str | None = None,
                reward_range: Sequence[float] | Sequence[Sequence[float]] = (-6.0, 0.0),
                threshold: float | Sequence[float | None] | None = None,
-               interval_threshold_proportion: float = 0.1, seed: int = 0) -> list[PreferencePair]:
+               interval_threshold_proportion: float = 0.1, seed: int = 0,
+               strict_threshold: bool = False) -> list[PreferencePair]:
     """The preference pairs of response-tree episodes.
 
     ``pair_method=None`` uses the recorded flags (one positive and one negative child under a parent);
     ``positive_negative`` or ``interval`` re-selects pairs on the rebuilt trees (``rlds_lang.trees.select_pairs``,
     one generator seeded ``seed`` over all trees, in tree-id order; ``reward_range`` and ``threshold`` may give one
-    value per agent). Each pair says which agent it belongs to (``PreferencePair.agent``).
+    value per agent; ``strict_threshold`` leaves values exactly at the threshold out of ``positive_negative``). Each
+    pair says which agent it belongs to (``PreferencePair.agent``).
     """
     episodes = list(episodes)
     table = _node_table(episodes)
@@ -130,7 +132,8 @@ def tree_pairs(episodes: Iterable[Mapping[str, Any]], pair_method: str | None = 
     pairs = []
     for tree in rebuild_trees(episodes):
         selected = select_pairs(tree, expected_rewards(tree), pair_method, reward_range, seed=rng, threshold=threshold,
-                                interval_threshold_proportion=interval_threshold_proportion)
+                                interval_threshold_proportion=interval_threshold_proportion,
+                                strict_threshold=strict_threshold)
         pairs += [_pair(table, tree.ids[c], tree.ids[r]) for _, c, r in pair_histories(tree, selected)]
     return pairs
 

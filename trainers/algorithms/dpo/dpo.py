@@ -80,6 +80,9 @@ class DPOConfig(TrainConfig):
     reward_max: float = 0.0
     #: ``positive_negative``'s threshold (None: the mid-point of the reward range).
     pair_threshold: float | None = None
+    #: ``positive_negative`` leaves values exactly at the threshold out instead of counting them as positive (the
+    #: reference trainer's default, False; ``trainers.algorithms.malt.malt.MALTConfig.strict_threshold``).
+    strict_threshold: bool = False
     #: ``interval``'s minimum value gap as a share of the reward range.
     interval_threshold_proportion: float = 0.1
     #: AdamW learning rate (see the module docstring for why it exceeds the DPO paper's).

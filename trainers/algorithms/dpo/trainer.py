@@ -35,7 +35,7 @@ def config_pairs(config: DPOConfig) -> list[PreferencePair]:
         raise ValueError("DPOConfig.dataset is empty: give a response-tree log folder or a built tree dataset")
     episodes = load_tree_episodes(config.dataset, config.split)
     return tree_pairs(episodes, config.pair_method, (config.reward_min, config.reward_max), config.pair_threshold,
-                      config.interval_threshold_proportion, config.seed)
+                      config.interval_threshold_proportion, config.seed, strict_threshold=config.strict_threshold)
 
 
 #: ``TrainConfig`` fields DPO does not use, with the value they must keep (the error says why).

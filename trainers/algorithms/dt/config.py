@@ -34,8 +34,10 @@ class DTConfig(TrainConfig):
     #: output folder.
     out: str = default_run("dt")
     #: the return the agent is conditioned on when it plays (recorded in the checkpoint; ``load_policy``'s
-    #: ``target_return`` and ``--agent NAME=DIR,target_return=R`` override it). -5.7: the authors' Wordle target
-    #: (swept from -11 to 0); on other tasks give one in the range of the data's returns.
+    #: ``target_return`` and ``--agent NAME=DIR,target_return=R`` override it). -5.7: the authors' Visual Dialogue
+    #: target (``cond_r: -5.7``, config/vis_dial/train_dt.yaml:58; swept from -11 to 0 in
+    #: scripts/eval/vis_dial/batch_eval_policy.sh). They have no Wordle DT: on Wordle (returns -6 to 0) and Reddit give
+    #: one in the range of the data's returns (``docs/baselines.md`` sweeps -6 to -2).
     target_return: float = -5.7
 
     def __post_init__(self) -> None:

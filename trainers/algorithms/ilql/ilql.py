@@ -12,8 +12,8 @@ target copies move only by Polyak averaging. One training step minimises
   + awac_weight * -exp(awac_beta * (Q - V)) log pi(a_t | s_t)                              (BC / AWAC)
 
 averaged over the dataset's action tokens; ``s_{t+1}`` is the state before the next action token. At
-inference, actions are sampled from the BC logits perturbed by ``beta * (min_i Q_i - V)`` with the target or
-the live Q heads (``decode_with``; ``trainers.core.decoding``).
+inference, actions are sampled from the BC logits perturbed by ``min(beta * (min_i Q_i - V), adv_clip)`` with the
+target or the live Q heads (``decode_with``; ``trainers.core.decoding``; ``adv_clip=None``: no cap).
 
 Two target networks (``target_network``): ``"heads"`` (the default, with which the committed results were made)
 keeps target copies of the Q heads on the live trunk, so ``Q^target`` above is the target heads on the live
@@ -24,8 +24,8 @@ heads stay on the live trunk. (The ILQL authors keep a whole target transformer,
 ``separate_value_trunk``.)
 
 Where the defaults come from: ``tau=0.7``, ``gamma=0.99``, ``alpha=0.005`` (Polyak), ``cql_weight=1e-4``,
-``awac_weight=1``, ``awac_beta=0`` (plain BC weights), twin Q heads, and ``beta=16`` at inference are the
-ILQL authors' Wordle configuration (config/wordle/train_iql.yaml and eval_policy.yaml of
+``awac_weight=1``, ``awac_beta=0`` (plain BC weights), twin Q heads, and ``beta=16`` with ``adv_clip=0.0`` at
+inference are the ILQL authors' Wordle configuration (config/wordle/train_iql.yaml and eval_policy.yaml of
 Sea-Snell/Implicit-Language-Q-Learning). Differences, all to train on 2 CPU cores: the paper fine-tunes
 three pretrained GPT-2 small models (policy, value, target value); here one small randomly initialised
 transformer carries the LM head and the value heads (the authors' ``seperate_policy: false`` variant), and the
@@ -57,13 +57,13 @@ from torch import nn
 
 from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.losses import (
+    Transitions,
     bc_loss,
     cql_loss,
     expectile_loss,
-    next_action_values,
     polyak_update,
     q_loss,
-    td_targets,
+    transitions,
 )
 from trainers.core.config import TrainConfig
 from trainers.core.model import (
@@ -101,6 +101,14 @@ class ValueLearningConfig(TrainConfig):
     awac_beta: float = 0.0
     #: inference default: ``beta`` of the perturbed logits ``logits + beta * (Q - V)`` (recorded in the checkpoint).
     beta: float = 16.0
+    #: inference default: the cap on ``beta * (Q - V)`` (``trainers.core.decoding.perturbed_logits``; recorded in the
+    #: checkpoint). 0.0: the ILQL code's Wordle setting (``adv_clip: 0.0`` in config/wordle/eval_policy.yaml:57 and
+    #: train_iql.yaml:63), which only lowers tokens of negative advantage. None (no cap) in every other setting of the
+    #: references: the ILQL code's VisDial and Reddit ones (``adv_clip: null``, config/vis_dial/eval_policy.yaml:66,
+    #: config/toxicity/eval_policy.yaml:83; ``rlds-lang train ilql ... --adv_clip none``) and LMRL-Gym's Wordle
+    #: (``pi_beta_logits + beta * q_logits``, LLM_RL/algorithms/value_rl_base/gpt2/generation.py:116-117;
+    #: ``LMRL_GYM_ILQL``, ``trainers.algorithms.ilql.mc.LMRL_GYM_MC``).
+    adv_clip: float | None = 0.0
     #: put the value heads on a second transformer of the same size (``trainers.core.model.PolicyValueLM``; the
     #: authors' ``seperate_policy: true``) instead of on the policy's: the value losses then do not shape the
     #: policy's features, nor BC the values', at about twice the compute per step. Off: one shared trunk.
@@ -119,6 +127,16 @@ class ValueLearningConfig(TrainConfig):
         """Rejects a ``decode_with`` that is not one of ``DECODE_WITH``, naming the field."""
         if self.decode_with not in DECODE_WITH:
             raise ValueError(f"{type(self).__name__}.decode_with: {self.decode_with!r}, expected one of {DECODE_WITH}")
+
+
+def awac_weights(advantage: torch.Tensor, awac_beta: float) -> torch.Tensor | None:
+    """The AWAC weights of the BC term, ``exp(awac_beta * advantage)`` (the ILQL code's ``exp_weights``:
+    ``torch.exp(self.beta * (qs - vs))``, src/models/iql_model.py:329), or None at ``awac_beta = 0`` (plain BC).
+
+    >>> awac_weights(torch.tensor([1.0, -1.0]), 2.0).log().tolist()
+    [2.0, -2.0]
+    """
+    return torch.exp(awac_beta * advantage) if awac_beta else None
 
 
 #: ``ILQLConfig.target_network``'s choices.
@@ -156,20 +174,28 @@ LMRL_GYM_OPTIMIZER: dict[str, Any] = {"warmup_steps": 0, "grad_clip": 0.0, "weig
                                       "adam_beta1": 0.9, "adam_beta2": 0.95}
 #: ``ILQLConfig`` settings of LMRL-Gym's ILQL row (``llm_rl_scripts/wordle/ilql/train_ilql_gpt2.py``): its
 #: optimizer at lr 3e-5, a Polyak target of the value trunk (alpha 0.005, the default), decoding with the live
-#: heads, CQL weight 0.01 and heads starting at -4.4. Its value trunk is apart from the fixed BC policy it
+#: heads and without a cap on the advantage (``adv_clip`` None), CQL weight 0.01 and heads starting at -4.4. Its value trunk is apart from the fixed BC policy it
 #: perturbs (``separate_value_trunk`` with ``awac_weight=0``; ``trainers.experiments.lmrl_gym`` adds those).
 #: Its squared losses are half of ours (``q_loss`` and ``expectile_loss`` here have no factor 1/2), so the same
 #: ``cql_weight`` gives CQL half the relative weight it has there (0.02 would match it; the script's 0.01 is kept).
 LMRL_GYM_ILQL: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 3e-5, "target_network": "trunk", "decode_with": "live",
-                                 "cql_weight": 0.01, "head_init_value": -4.4}
+                                 "cql_weight": 0.01, "head_init_value": -4.4, "adv_clip": None}
 
 
 class ILQLModel(nn.Module):
     """The LM (behaviour policy) plus ILQL's value heads; ``forward(batch)`` is the ILQL loss."""
 
+    #: whether the targets read the policy's logits (psi's log pi_beta); ILQL's do not.
+    reads_policy = False
+    #: whether the targets bootstrap from the next state (then an action whose next state was cut away has no
+    #: target and leaves the value losses); MC's returns do not.
+    bootstraps = True
+
     def __init__(self, config: ILQLConfig, tokenizer):
         super().__init__()
         self.config = config
+        #: the tokenizer's ``[EOO]`` and ``[EOA]`` ids: where the next states are (``transitions``).
+        self.separators = (tokenizer.eoo_id, tokenizer.eoa_id)
         self.lm = language_model_for(config.model, tokenizer)
         if config.separate_value_trunk:
             self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
@@ -193,74 +219,85 @@ class ILQLModel(nn.Module):
 
     @torch.no_grad()
     def target_values(self, batch: dict[str, torch.Tensor], hidden: torch.Tensor) -> torch.Tensor:
-        """``min(target Q1, target Q2)`` at positions ``0..T-2``: the target heads on the target trunk's hidden
-        states, or on ``hidden`` (the live trunk's) without a target trunk. ``[batch, time - 1, vocab]``."""
+        """``min(target Q1, target Q2)`` at every position: the target heads on the target trunk's hidden states, or
+        on ``hidden`` (the live trunk's, ``[batch, time, n_embd]``) without a target trunk. ``[batch, time, vocab]``."""
         if self.target_trunk is not None:
-            hidden = trunk_hidden(self.target_trunk, batch["input_ids"], batch["attention_mask"])[:, :-1]
+            hidden = trunk_hidden(self.target_trunk, batch["input_ids"], batch["attention_mask"])
         return self.heads.target_q(hidden)
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The weighted sum of the TD, expectile, CQL and BC/AWAC terms on the batch's action tokens."""
         c = self.config
         actions, mask = action_targets(batch)
-        if not self.needs_policy_logits():  # a fixed policy: only the value trunk runs
-            logits, hidden = None, self.lm.value_hidden(batch["input_ids"], batch["attention_mask"])[:, :-1]
+        if self.policy_is_fixed():  # only the value trunk trains; the policy runs (without gradient) if read
+            hidden = self.lm.value_hidden(batch["input_ids"], batch["attention_mask"])
+            logits = self.fixed_policy_logits(batch) if self.reads_policy else None
         else:
             out = self.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                           output_hidden_states=True)
-            logits, hidden = out.logits[:, :-1], out.hidden_states[-1][:, :-1]
+            logits, hidden = out.logits[:, :-1], out.hidden_states[-1]
 
-        q1, q2, v = self.heads(hidden)
+        # the heads at every position: a next state can be the last one (a cut sequence's)
+        q1, q2, v_all = self.heads(hidden)
+        q1, q2, v = q1[:, :-1], q2[:, :-1], v_all[:, :-1]
         taken = actions.unsqueeze(-1)
         q1_taken, q2_taken = q1.gather(-1, taken).squeeze(-1), q2.gather(-1, taken).squeeze(-1)
         target_all = self.target_values(batch, hidden)
-        target_q = target_all.gather(-1, taken).squeeze(-1)
-        q_targets, v_targets = self.regression_targets(batch, v, target_q, mask, target_all=target_all, logits=logits)
+        target_q = target_all[:, :-1].gather(-1, taken).squeeze(-1)
+        steps = transitions(batch, *self.separators)
+        q_targets, v_targets = self.regression_targets(batch, steps, v_all, target_q, target_all=target_all,
+                                                       logits=logits)
+        valid = steps.valid(mask) if self.bootstraps else mask
 
         temperature = c.cql_temperature
         losses = {
-            "q_loss": self.q_regression_loss(q1_taken, q_targets, mask) + self.q_regression_loss(q2_taken, q_targets, mask),
-            "v_loss": expectile_loss(v_targets - v, c.tau, mask),
-            "cql_loss": cql_loss(q1, actions, mask, temperature) + cql_loss(q2, actions, mask, temperature),
+            "q_loss": self.q_regression_loss(q1_taken, q_targets, valid) + self.q_regression_loss(q2_taken, q_targets, valid),
+            "v_loss": expectile_loss(v_targets - v, c.tau, valid),
+            "cql_loss": cql_loss(q1, actions, valid, temperature) + cql_loss(q2, actions, valid, temperature),
         }
         advantage = (target_q - v).detach()
-        weights = torch.exp(c.awac_beta * advantage) if c.awac_beta else None
+        weights = awac_weights(advantage, c.awac_beta)
         losses["awac_loss"] = bc_loss(logits, actions, mask, weights) if logits is not None else q1.new_zeros(())
         total = (c.q_weight * losses["q_loss"] + c.v_weight * losses["v_loss"] + c.cql_weight * losses["cql_loss"]
                  + c.awac_weight * losses["awac_loss"])
         metrics = {k: val.detach() for k, val in losses.items()}
-        metrics.update(q_mean=masked_mean(q1_taken.detach(), mask), v_mean=masked_mean(v.detach(), mask),
-                       advantage_mean=masked_mean(advantage, mask))
+        metrics.update(q_mean=masked_mean(q1_taken.detach(), valid), v_mean=masked_mean(v.detach(), valid),
+                       advantage_mean=masked_mean(advantage, valid))
         return LossOutput(total, mask.sum(), metrics)
 
-    def needs_policy_logits(self) -> bool:
-        """Whether a training step runs the policy (LM head): not when the policy is fixed (``awac_weight=0``)
-        and the values have a trunk of their own; subclasses whose targets read the policy say True."""
-        return not (self.config.awac_weight == 0 and isinstance(self.lm, PolicyValueLM))
+    def policy_is_fixed(self) -> bool:
+        """Whether the policy is not trained (``awac_weight=0``) and has a transformer of its own apart from the
+        values' (``separate_value_trunk``): then a training step runs the value trunk with gradient and the policy,
+        when ``reads_policy``, without."""
+        return self.config.awac_weight == 0 and isinstance(self.lm, PolicyValueLM)
+
+    @torch.no_grad()
+    def fixed_policy_logits(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The fixed policy's logits at positions ``0..T-2``, without gradient: ``[batch, time - 1, vocab]``."""
+        return self.lm.policy(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
 
     def q_regression_loss(self, q_taken: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The loss of one Q head's dataset-action values against their targets: the mean squared error."""
         return q_loss(q_taken, targets, mask)
 
-    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
-                           mask: torch.Tensor, *, target_all: torch.Tensor | None = None,
+    def regression_targets(self, batch: dict[str, torch.Tensor], steps: Transitions, v_all: torch.Tensor,
+                           target_q: torch.Tensor, *, target_all: torch.Tensor | None = None,
                            logits: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(Q's targets, V's targets)`` on the action positions: ILQL's one-step TD targets
-        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q, the target Q of the dataset action for V.
+        """``(Q's targets, V's targets)`` at positions ``0..T-2``: ILQL's one-step TD targets
+        ``r_t + gamma * (1 - done_t) * V(s_{t+1})`` for Q (``steps``: the batch's ``Transitions``; ``v_all``: V at
+        every position), the target Q of the dataset action for V.
 
-        ``target_all`` (the target Q of every token, ``[batch, time - 1, vocab]``) and ``logits`` (the policy's,
-        or None when it did not run) are there for the agents whose targets read them (CQL's max, psi's
-        logsumexp and log-probability); ILQL's do not."""
-        rewards, dones = batch["rewards"][:, 1:].float(), batch["dones"][:, 1:].bool()
-        next_v, _ = next_action_values(v.detach(), mask)
-        return td_targets(rewards, next_v, dones, self.config.gamma), target_q
+        ``target_all`` (the target Q of every token at every position, ``[batch, time, vocab]``) and ``logits`` (the
+        policy's at ``0..T-2``, or None when it did not run) are there for the agents whose targets read them (CQL's
+        max, psi's logsumexp and log-probability); ILQL's do not."""
+        return steps.targets(steps.next_values(v_all.detach()), self.config.gamma), target_q
 
     def after_optimizer_step(self) -> None:
         """Moves the target Q heads (and the target trunk) towards the online ones by ``alpha`` (Polyak averaging)."""
-        polyak_update(self.heads.target_q1, self.heads.q1, self.config.alpha)
-        polyak_update(self.heads.target_q2, self.heads.q2, self.config.alpha)
+        self.heads.update_targets(self.config.alpha)
         if self.target_trunk is not None:
             polyak_update(self.target_trunk, value_trunk(self.lm), self.config.alpha)
 
 
-__all__ = ["ValueLearningConfig", "ILQLConfig", "TARGET_NETWORKS", "LMRL_GYM_OPTIMIZER", "LMRL_GYM_ILQL", "ILQLModel"]
+__all__ = ["ValueLearningConfig", "ILQLConfig", "awac_weights", "TARGET_NETWORKS", "LMRL_GYM_OPTIMIZER", "LMRL_GYM_ILQL",
+           "ILQLModel"]

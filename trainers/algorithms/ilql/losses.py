@@ -1,10 +1,16 @@
 """The pieces of per-token ILQL (Snell et al. 2022, arXiv 2206.11871) as small pure functions on tensors.
 
 Token-level MDP, as in the paper: the state before an agent token is everything before it, the action is
-that token; environment tokens (observations) are deterministic transitions between agent tokens. So
-for the action tokens of a sequence, in order, the "next state" of action token ``t`` is the state before
-the next action token of the same sequence, and its value is ``V`` there (zero when ``t`` ends a terminal
-episode or is the last action token of the sequence).
+that token; environment tokens (observations) are deterministic transitions between agent tokens. So the
+"next state" of action token ``t`` is the state the agent acts from next: the state before the next action
+token (``decision_points``: after an utterance's ``[EOA]``, the ``[EOO]`` that ends the next observation). One
+rule for every bootstrapping trainer (``transitions``), the ILQL code's (``DataPoint.from_obs`` and ``to_tensors``
+in src/data/rl_data.py, whose ``terminals`` flag only a terminal episode's last state, and ``get_q_loss`` in
+src/models/iql_model.py:355-362, which bootstraps ``V`` of every other next state): the target bootstraps that
+state's value unless ``t`` ended a terminal episode. An episode that ran out of time (``is_last`` without
+``is_terminal``) bootstraps the state after its last observation; a sequence cut at ``max_length`` bootstraps the
+last state it keeps, and an action whose next state was cut away leaves the value losses (the ILQL code drops it
+from its action indices, ``a[:len(s) - 1]`` in ``to_tensors``, src/data/rl_data.py:56).
 
 Everything here works on ``[batch, time]`` tensors aligned on the *action token* (position ``t`` holds
 ``Q(s_t, a_t)``, ``V(s_t)``, the reward of ``a_t`` and whether ``a_t`` ended the episode), with a mask of
@@ -21,9 +27,12 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
+from trainers.core.model import polyak_update
 from trainers.core.objective import masked_mean
 
 
@@ -119,17 +128,81 @@ def bc_loss(logits: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor,
     return masked_mean(nll, mask)
 
 
-@torch.no_grad()
-def polyak_update(target: torch.nn.Module, online: torch.nn.Module, alpha: float) -> None:
-    """Moves ``target``'s parameters towards ``online``'s: ``target <- (1 - alpha) * target + alpha * online``.
+def decision_points(input_ids: torch.Tensor, action_mask: torch.Tensor, attention_mask: torch.Tensor, eoo_id: int,
+                    eoa_id: int) -> torch.Tensor:
+    """``[batch, time]`` bool: the positions whose hidden state is a state the agent acts from, i.e. whose next
+    token is (or, past a cut or an episode's end, would be) an action token: every ``[EOO]`` (an observation's end;
+    an action follows it, or the episode ended there) and every action token but ``[EOA]`` (its utterance goes on).
 
-    >>> a, b = torch.nn.Linear(1, 1, bias=False), torch.nn.Linear(1, 1, bias=False)
-    >>> _ = torch.nn.init.zeros_(a.weight), torch.nn.init.ones_(b.weight)
-    >>> polyak_update(a, b, 0.25); a.weight.tolist()
-    [[0.25]]
+    >>> ids = torch.tensor([[1, 9, 3, 7, 8, 4, 9, 3, 2]])  # [BOS] o [EOO] a a [EOA] o [EOO] [EOS]
+    >>> action = torch.tensor([[0, 0, 0, 1, 1, 1, 0, 0, 0]]).bool()
+    >>> decision_points(ids, action, torch.ones(1, 9), eoo_id=3, eoa_id=4).nonzero()[:, 1].tolist()
+    [2, 3, 4, 7]
     """
-    for t, o in zip(target.parameters(), online.parameters(), strict=True):
-        t.lerp_(o, alpha)
+    real = attention_mask.bool()
+    utterance_goes_on = action_mask.bool() & (input_ids != eoa_id)
+    return real & ((input_ids == eoo_id) | utterance_goes_on)
 
 
-__all__ = ["expectile_loss", "next_action_values", "td_targets", "q_loss", "cql_loss", "bc_loss", "polyak_update"]
+@dataclasses.dataclass(frozen=True)
+class Transitions:
+    """The one-step transitions of a batch's action tokens: what every bootstrapping trainer's TD target is made of,
+    so that one rule (``transitions``) holds for all of them. Aligned on the outputs at positions ``0..T-2``
+    (position ``t`` is about token ``t + 1``, ``trainers.core.model.action_targets``), or, for the utterance-level
+    agents, on the tokens themselves (position ``t`` is token ``t``, an utterance's ``[EOA]``).
+
+    ``next_state[t]`` is the input position whose hidden state is the next state (index a ``[batch, T]`` tensor of
+    values at every position with it: ``next_values``); ``has_next`` says whether that state is inside the sequence.
+    """
+
+    #: the reward of the token.
+    rewards: torch.Tensor
+    #: bool: the token ended a terminal episode (nothing is bootstrapped after it).
+    dones: torch.Tensor
+    #: long: the position of the next state (clamped into the sequence where there is none).
+    next_state: torch.Tensor
+    #: bool: the next state is inside the (possibly cut) sequence.
+    has_next: torch.Tensor
+
+    def next_values(self, values: torch.Tensor) -> torch.Tensor:
+        """``values`` (``[batch, T]``, one per input position) at each transition's next state, 0 where it has none."""
+        gathered = values.gather(1, self.next_state)
+        return torch.where(self.has_next, gathered, torch.zeros_like(gathered))
+
+    def targets(self, next_values: torch.Tensor, gamma: float, rewards: torch.Tensor | None = None) -> torch.Tensor:
+        """``r_t + gamma * (1 - done_t) * next_values`` (``td_targets``), detached; ``rewards`` replaces the batch's
+        (psi's scaled reward plus log-probability)."""
+        return td_targets(self.rewards if rewards is None else rewards, next_values, self.dones, gamma)
+
+    def valid(self, mask: torch.Tensor) -> torch.Tensor:
+        """The positions of ``mask`` that have a target: terminal, or with their next state in the sequence."""
+        return mask & (self.dones | self.has_next)
+
+
+def transitions(batch: dict[str, torch.Tensor], eoo_id: int, eoa_id: int, outputs: bool = True) -> Transitions:
+    """The ``Transitions`` of a token batch (``transforms.token_mdp``'s fields): each action token's next state is the
+    first ``decision_points`` position at or after it (so a token inside an utterance moves to the state after it,
+    an utterance's ``[EOA]`` to the ``[EOO]`` that ends the next observation). ``outputs``: aligned on the outputs
+    at ``0..T-2`` (the token-level trainers); else on the tokens (the utterance-level ones).
+
+    >>> ids = torch.tensor([[1, 9, 3, 7, 4, 9, 3, 2]])  # [BOS] o [EOO] a [EOA] o [EOO] [EOS], ran out of time
+    >>> batch = {"input_ids": ids, "action_mask": torch.tensor([[0, 0, 0, 1, 1, 0, 0, 0]]),
+    ...          "attention_mask": torch.ones(1, 8), "rewards": torch.zeros(1, 8), "dones": torch.zeros(1, 8)}
+    >>> steps = transitions(batch, eoo_id=3, eoa_id=4)
+    >>> steps.next_state[0, 2:4].tolist(), steps.has_next[0, 2:4].tolist()   # 'a' -> its own state; [EOA] -> [EOO]
+    ([3, 6], [True, True])
+    """
+    decision = decision_points(batch["input_ids"], batch["action_mask"], batch["attention_mask"], eoo_id, eoa_id)
+    batch_size, time = decision.shape
+    positions = torch.arange(time, device=decision.device).expand(batch_size, time)
+    at = torch.where(decision, positions, torch.full_like(positions, time))
+    first_at_or_after = at.flip(1).cummin(1).values.flip(1)
+    rewards, dones = batch["rewards"].float(), batch["dones"].bool()
+    if outputs:  # the output at t is about the token at t + 1
+        first_at_or_after, rewards, dones = first_at_or_after[:, 1:], rewards[:, 1:], dones[:, 1:]
+    has_next = first_at_or_after < time
+    return Transitions(rewards, dones, first_at_or_after.clamp(max=time - 1), has_next)
+
+
+__all__ = ["expectile_loss", "next_action_values", "td_targets", "q_loss", "cql_loss", "bc_loss", "polyak_update",
+           "decision_points", "Transitions", "transitions"]

@@ -43,7 +43,7 @@ import torch
 
 from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.ilql import LMRL_GYM_OPTIMIZER, ILQLModel, ValueLearningConfig
-from trainers.algorithms.ilql.losses import polyak_update
+from trainers.algorithms.ilql.losses import Transitions
 
 
 @dataclasses.dataclass
@@ -55,30 +55,33 @@ class MCConfig(ValueLearningConfig):
 
 
 #: ``MCConfig`` settings of LMRL-Gym's MC-returns row (``llm_rl_scripts/wordle/mc/train_mc_returns_gpt2.py``): its
-#: optimizer (``trainers.algorithms.ilql.ilql.LMRL_GYM_OPTIMIZER``) at lr 1e-5, decoding with the live heads, CQL
-#: weight 0.01 and heads starting at -4.4.
+#: optimizer (``trainers.algorithms.ilql.ilql.LMRL_GYM_OPTIMIZER``) at lr 1e-5, decoding with the live heads without
+#: a cap on the advantage (``adv_clip`` None: LMRL-Gym's generation adds ``beta * Q`` unclipped), CQL weight 0.01 and
+#: heads starting at -4.4.
 LMRL_GYM_MC: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 1e-5, "decode_with": "live", "cql_weight": 0.01,
-                               "head_init_value": -4.4}
+                               "head_init_value": -4.4, "adv_clip": None}
 
 
 class MCModel(ILQLModel):
     """ILQL's model and loss with Monte-Carlo returns-to-go as the targets of Q and V."""
 
+    #: the returns-to-go are whole-episode sums: nothing is bootstrapped, every action token keeps its target.
+    bootstraps = False
+
     def target_network(self) -> str:
         """Always ``"heads"``: nothing bootstraps, so there is no target trunk to keep."""
         return "heads"
 
-    def regression_targets(self, batch: dict[str, torch.Tensor], v: torch.Tensor, target_q: torch.Tensor,
-                           mask: torch.Tensor, *, target_all: torch.Tensor | None = None,
+    def regression_targets(self, batch: dict[str, torch.Tensor], steps: Transitions, v_all: torch.Tensor,
+                           target_q: torch.Tensor, *, target_all: torch.Tensor | None = None,
                            logits: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Q and V both regress onto the discounted return-to-go of the dataset's action token."""
-        returns = batch["returns_to_go"][:, 1:].to(v.dtype)
+        returns = batch["returns_to_go"][:, 1:].to(v_all.dtype)
         return returns, returns
 
     def after_optimizer_step(self) -> None:
         """Copies the online Q heads into the ones the agents decode with (nothing bootstraps, nothing lags)."""
-        polyak_update(self.heads.target_q1, self.heads.q1, 1.0)
-        polyak_update(self.heads.target_q2, self.heads.q2, 1.0)
+        self.heads.update_targets(1.0)
 
 
 __all__ = ["MCConfig", "LMRL_GYM_MC", "MCModel"]

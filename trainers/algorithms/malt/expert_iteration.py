@@ -30,6 +30,17 @@ from rlds_lang.env import LanguageEnv, Policy
 ROUND_FILE = "round.json"
 
 
+def round_seeds(seed: int, r: int, n: int) -> list[int]:
+    """The start-state seeds of round ``r`` of a run seeded ``seed`` (``seed + (r + 1) * 10_000_000 + i``): every
+    round plays its own games, disjoint from the other rounds' (while a round plays fewer than 10,000,000). One rule for
+    the one-agent and the team loops (``trainers.algorithms.malt.malt``, ``trainers.algorithms.malt.team_rounds``).
+
+    >>> round_seeds(0, 1, 3)
+    [20000000, 20000001, 20000002]
+    """
+    return [seed + (r + 1) * 10_000_000 + i for i in range(n)]
+
+
 @dataclasses.dataclass
 class RoundManifest:
     """What one finished round did (``out/round_XX/round.json``).
@@ -187,5 +198,5 @@ def bc_manual_dir(round_dir: Path, folders: Sequence[str]) -> Path:
     return manual
 
 
-__all__ = ["ROUND_FILE", "RoundManifest", "Sampled", "bc_manual_dir", "compatible", "keep_mask", "path_returns",
-           "read_round_file", "record_once", "reusable_rounds", "sample_and_keep", "write_round_file"]
+__all__ = ["round_seeds", "ROUND_FILE", "RoundManifest", "Sampled", "bc_manual_dir", "compatible", "keep_mask",
+           "path_returns", "read_round_file", "record_once", "reusable_rounds", "sample_and_keep", "write_round_file"]

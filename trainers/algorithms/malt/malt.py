@@ -59,6 +59,7 @@ from trainers.algorithms.malt.expert_iteration import (
     bc_manual_dir,
     record_once,
     reusable_rounds,
+    round_seeds,
     sample_and_keep,
 )
 
@@ -170,11 +171,6 @@ def env_config(env: WordleEnv) -> dict[str, Any]:
             "answers_sha256": env.answers.sha256, "guesses_sha256": env.guesses.sha256}
 
 
-def round_seeds(config: MALTConfig, r: int, n: int) -> list[int]:
-    """The start-state seeds of round ``r``."""
-    return [config.seed + (r + 1) * 10_000_000 + i for i in range(n)]
-
-
 def _spec_dict(spec: TreeSpec) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(spec)))
 
@@ -187,8 +183,8 @@ def ei_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r: 
     from trainers.core.build import built_dataset_dir, tfds_build
 
     spec = config.tree_spec("ei")
-    sampled = sample_and_keep(env, policy, spec, round_seeds(config, r, config.ei_games), round_dir, f"ei-r{r:02d}",
-                              config.ei_min_return, config.ei_top_fraction)
+    sampled = sample_and_keep(env, policy, spec, round_seeds(config.seed, r, config.ei_games), round_dir,
+                              f"ei-r{r:02d}", config.ei_min_return, config.ei_top_fraction)
     reused = reusable_rounds(earlier, "ei", env_config(env), _spec_dict(spec)) if config.reuse_rollouts else []
     folders = [m.data["kept"] for m in reused] + [str(round_dir / "kept")]
     if int(sampled.keep.sum()) + sum(m.selected for m in reused) == 0:
@@ -221,7 +217,7 @@ def malt_round(config: MALTConfig, env: WordleEnv, policy: Any, current: Path, r
 
     spec = config.tree_spec("malt")
     trees_dir = record_once(round_dir / "trees", lambda d: record_trees(
-        env, policy, spec, config.trees, d, seeds=round_seeds(config, r, config.trees), run_name=f"malt-r{r:02d}"))
+        env, policy, spec, config.trees, d, seeds=round_seeds(config.seed, r, config.trees), run_name=f"malt-r{r:02d}"))
     episodes = list(read_episodes(trees_dir))
     trees = rebuild_trees(episodes)
     returns = [float(t.returns()[leaf, 0]) for t in trees for leaf in np.nonzero(t.is_leaf())[0]]
@@ -308,4 +304,4 @@ def rounds_table(manifests: list[RoundManifest]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MALTConfig", "ei_round", "env_config", "evaluate_round", "malt_round", "make_env", "round_seeds", "rounds_table", "run_malt"]
+__all__ = ["MALTConfig", "ei_round", "env_config", "evaluate_round", "malt_round", "make_env", "rounds_table", "run_malt"]

@@ -9,7 +9,7 @@ and runs ``config.rounds`` rounds in ``config.out/round_XX``, the first ``num_in
 * MALT round: ``trees`` response trees of the team (``branching`` responses at each of the decision points
   ``branch_from .. branch_depth - 1``, whichever agent acts there), a reward per agent at every node
   (``env.agent_rewards()``), each agent's expected reward at every node, and at each decision point one pair by
-  the acting agent's values, threshold (mid-point) and range (``env.agent_reward_ranges()``; MALT's reference
+  the acting agent's values, threshold (``pair_threshold``, by default its mid-point) and range (``env.agent_reward_ranges()``; MALT's reference
   trainer's ``positive_negative``, values at the threshold positive). Each group is trained by DPO on its agents'
   pairs only, against its round-start weights; a group without pairs passes its checkpoint on, with the reason.
 
@@ -31,7 +31,13 @@ import numpy as np
 from loggers import read_episodes
 from loggers.trees import TreeSpec, record_trees
 from rlds_lang.paths import default_run
-from trainers.algorithms.malt.expert_iteration import keep_mask, read_round_file, record_once, write_round_file
+from trainers.algorithms.malt.expert_iteration import (
+    keep_mask,
+    read_round_file,
+    record_once,
+    round_seeds,
+    write_round_file,
+)
 from trainers.algorithms.malt.team import agent_turns, fit_turns, parse_groups, team_policy
 
 
@@ -69,6 +75,9 @@ class TeamMALTConfig:
     branch_from: int = 0
     #: ``positive_negative`` (per-agent mid-point) or ``interval`` (share of the agent's range).
     pair_method: str = "positive_negative"
+    #: ``positive_negative``'s threshold per agent (``rlds_lang.trees.agent_threshold``: one value for all, one per
+    #: agent, None in a place for that agent's mid-point); None: every agent's mid-point, the reference trainer's.
+    pair_threshold: float | tuple[float | None, ...] | None = None
     #: ``positive_negative`` leaves values at the threshold out (default: positive, as the reference trainer).
     strict_threshold: bool = False
     #: ``interval``'s minimum gap as a share of the acting agent's reward range.
@@ -91,7 +100,7 @@ class TeamMALTConfig:
     def tree_spec(self, env: Any, kind: str) -> TreeSpec:
         """The trees of an ``ei`` round (plain games) or a ``malt`` round, with the agents' reward ranges."""
         common = dict(reward_range=tuple(env.agent_reward_ranges()), pair_method=self.pair_method,
-                      interval_threshold_proportion=self.interval_threshold_proportion,
+                      threshold=self.pair_threshold, interval_threshold_proportion=self.interval_threshold_proportion,
                       strict_threshold=self.strict_threshold)
         if kind == "ei":
             return TreeSpec(branching=1, **common)
@@ -127,11 +136,6 @@ class TeamRound:
         return None if fields is None else cls(**fields)
 
 
-def round_seeds(config: TeamMALTConfig, r: int, n: int) -> list[int]:
-    """The start-state seeds of round ``r``."""
-    return [config.seed + (r + 1) * 10_000_000 + i for i in range(n)]
-
-
 def team_return(episode: dict[str, Any]) -> float:
     """The team's (game) return of a recorded episode: the sum of its rewards."""
     return float(sum(float(s["reward"]) for s in episode["steps"] if not bool(s.get("is_last", False))))
@@ -144,7 +148,7 @@ def ei_team_round(config: TeamMALTConfig, env: Any, groups: list[tuple[int, ...]
     from trainers.algorithms.registry import load_agent_model
 
     team = team_policy(env, groups, checkpoints, config.temperature, name=f"ei-r{r:02d}")
-    seeds = round_seeds(config, r, config.ei_games)
+    seeds = round_seeds(config.seed, r, config.ei_games)
     samples = record_once(round_dir / "samples", lambda d: record_trees(
         env, team, config.tree_spec(env, "ei"), len(seeds), d, seeds=seeds, run_name=f"team-ei-r{r:02d}"))
     episodes = list(read_episodes(samples))
@@ -181,7 +185,7 @@ def malt_team_round(config: TeamMALTConfig, env: Any, groups: list[tuple[int, ..
     from trainers.algorithms.registry import load_agent_model
 
     team = team_policy(env, groups, checkpoints, config.temperature, name=f"malt-r{r:02d}")
-    seeds = round_seeds(config, r, config.trees)
+    seeds = round_seeds(config.seed, r, config.trees)
     trees_dir = record_once(round_dir / "trees", lambda d: record_trees(
         env, team, config.tree_spec(env, "malt"), len(seeds), d, seeds=seeds, run_name=f"team-malt-r{r:02d}"))
     episodes = list(read_episodes(trees_dir))
@@ -236,5 +240,5 @@ def run_team_malt(config: TeamMALTConfig, checkpoints: list[str], env: Any, prog
     return rounds
 
 
-__all__ = ["TeamMALTConfig", "TeamRound", "ei_team_round", "malt_team_round", "round_seeds", "run_team_malt",
+__all__ = ["TeamMALTConfig", "TeamRound", "ei_team_round", "malt_team_round", "run_team_malt",
            "team_return"]

@@ -27,15 +27,24 @@ class PsiConfig(ILQLConfig):
     """ψ-learning hyperparameters: ILQL's fields (``trainers.algorithms.ilql.ilql.ILQLConfig``) plus ``r_scale``.
 
     Kept from ILQL's, and the same in the authors' ψ configuration: ``gamma=0.99``, ``alpha=0.005``, twin Q
-    heads, ``awac_weight=1`` with ``awac_beta=0`` (the LM head is the BC policy ``pi_beta`` whose log-probability
-    enters the target), ``q_weight=1``, ``v_weight=1``. The learning rate stays ``TrainConfig``'s (theirs, 1e-5,
-    is for fine-tuning a pretrained GPT-2). ``pi_beta`` is the LM head trained alongside (their ``seperate_policy:
-    true`` is ``separate_value_trunk=True`` here); with ``awac_weight=0`` and ``model.checkpoint`` set to a BC
-    run's ``lm/`` it is that fixed BC model.
+    heads, ``awac_beta=0``, ``q_weight=1``, ``v_weight=1``. The learning rate stays ``TrainConfig``'s (theirs, 1e-5,
+    is for fine-tuning a pretrained GPT-2).
+
+    ``pi_beta``, whose log-probability enters the target, is the authors' fixed BC model: their ψ runs the policy
+    under ``no_grad`` (``detach_full_policy=True``, src/models/bcq_model.py:65), so their token loss never trains it,
+    on a transformer of its own (``seperate_policy: true``, config/vis_dial/train_psi.yaml), loaded from a checkpoint
+    (``load.checkpoint_path``, ``strict_load: false``). Here: ``separate_value_trunk=True`` with ``awac_weight=0``,
+    and ``model.checkpoint`` a BC run's ``lm/`` (both transformers start from it; without one ``pi_beta`` stays the
+    random initial LM, which only tests want). ``awac_weight > 0`` trains ``pi_beta`` by BC in the same step instead
+    (an option; not the authors').
     """
 
     #: output folder.
     out: str = default_run("psi")
+    #: ``pi_beta`` is fixed (the authors': see the class docstring); > 0 trains it by BC in the same step.
+    awac_weight: float = 0.0
+    #: ``pi_beta`` on a transformer of its own, apart from the values' (the authors' ``seperate_policy: true``).
+    separate_value_trunk: bool = True
     #: the reward is divided by this before it meets the log-probabilities (0.1: the authors' ``r_scale``).
     r_scale: float = 0.1
     #: V's expectile: 0.5 (the authors' ψ model inherits ``tau=0.5`` from their CQL model).
@@ -48,6 +57,9 @@ class PsiConfig(ILQLConfig):
     #: decoding ``beta`` of ``logits + beta * (Q - V)``: 8, the ``adv_weight`` of the authors' evaluator of the ψ
     #: run (``config/vis_dial/train_psi.yaml``).
     beta: float = 8.0
+    #: no cap on ``beta * (Q - V)`` at play: the same evaluator's ``adv_clip: null``
+    #: (config/vis_dial/train_psi.yaml:78); ILQL's default 0.0 is its Wordle setting's, which has no ψ run.
+    adv_clip: float | None = None
 
     def __post_init__(self) -> None:
         """Also rejects a non-positive ``r_scale``, naming the field."""

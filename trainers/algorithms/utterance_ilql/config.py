@@ -44,11 +44,17 @@ class UtteranceAgentConfig(TrainConfig):
 
 @dataclasses.dataclass
 class UtteranceILQLConfig(UtteranceAgentConfig):
-    """Utterance-level ILQL hyperparameters: ``UtteranceAgentConfig``'s plus V's expectile and the loss weights.
+    """Utterance-level ILQL hyperparameters: ``UtteranceAgentConfig``'s plus V's expectile, the loss weights and where
+    the policy is.
 
-    Twin Q heads whose ``min`` is the target and the BC term at weight 1 are ILQL's and the authors'; ``samples``
-    stays 4, the authors'. The learning rate stays ``TrainConfig``'s (the authors fine-tune a pretrained GPT-2;
-    ours trains a small model from random weights).
+    Twin Q heads whose ``min`` is the target are ILQL's and the authors' (``double_q: true``); ``samples`` stays 4,
+    the authors'. The policy is the authors': a BC model on a transformer of its own, loaded from a checkpoint and
+    not trained (``seperate_policy: true``, ``load.checkpoint_path`` a converted BC model, ``train.loss.awac_weight:
+    0.0``; config/vis_dial/train_utterance_iql.yaml). Give ``model.checkpoint`` a BC run's ``lm/`` (both transformers
+    start from it; without one the policy stays the random initial LM, which only tests want). Differences: their
+    target heads read a target copy of the whole value transformer (``seperate_target: true``), ours the live one,
+    as ILQL's default target network (``trainers.algorithms.ilql.ilql``); the learning rate stays
+    ``TrainConfig``'s (the authors fine-tune a pretrained GPT-2; ours trains a small model).
     """
 
     #: output folder.
@@ -59,8 +65,12 @@ class UtteranceILQLConfig(UtteranceAgentConfig):
     q_weight: float = 1.0
     #: weight of V's expectile loss.
     v_weight: float = 1.0
-    #: weight of the BC term that trains the LM the agent samples its candidates from.
-    awac_weight: float = 1.0
+    #: weight of the BC term that trains the policy the agent samples its candidates from: 0, the authors' (their
+    #: policy is a fixed BC model); > 0 trains it in the same step (with ``separate_value_trunk=False``, on the
+    #: transformer the heads read).
+    awac_weight: float = 0.0
+    #: the heads on a transformer of their own, apart from the policy's (the authors' ``seperate_policy: true``).
+    separate_value_trunk: bool = True
 
     def __post_init__(self) -> None:
         """Also rejects a ``tau`` outside (0, 1), naming the field."""

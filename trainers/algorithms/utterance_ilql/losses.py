@@ -6,9 +6,11 @@ just before its first token (the ``[EOO]`` that ends the observation). The episo
 sit on that ``[EOA]`` (``transforms.token_mdp``). So:
 
 * ``utterance_positions``: where each utterance ends (its ``[EOA]``) and where its state is read;
-* Q at an end regresses onto ``r_k + gamma * (1 - done_k) * V(s_{k+1})``, ``V`` at the next state position
-  (``trainers.algorithms.ilql.losses.next_action_values`` finds it); an utterance that is neither terminal nor
-  followed by another inside the sequence (cut, or the episode ran out of time) has no target and is left out;
+* Q at an end regresses onto ``r_k + gamma * (1 - done_k) * V(s_{k+1})``, ``V`` at the next state
+  (``trainers.algorithms.ilql.losses.transitions``, the bootstrapping rule of every trainer here: the ``[EOO]``
+  that ends the next observation, also after an episode that ran out of time; the ILQL code's utterance-level
+  indices, ``u_state_idxs`` in src/data/rl_data.py, end with that state too); an utterance whose next state was
+  cut away has no target and is left out;
 * V at a state position regresses by expectile onto the target Q of that utterance's end.
 
 Example::
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import torch
 
-from trainers.algorithms.ilql.losses import next_action_values, td_targets
+from trainers.algorithms.ilql.losses import Transitions, next_action_values
 
 
 def utterance_positions(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,20 +47,20 @@ def utterance_positions(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, t
     return ends, states
 
 
-def utterance_q_targets(rewards: torch.Tensor, dones: torch.Tensor, v: torch.Tensor, ends: torch.Tensor,
-                        states: torch.Tensor, gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(targets, valid)``: at each utterance end, ``r + gamma * (1 - done) * V(next state)`` (detached), and
-    whether it has one (terminal, or another utterance follows inside the sequence).
+def utterance_q_targets(steps: Transitions, v: torch.Tensor, ends: torch.Tensor,
+                        gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(targets, valid)``: at each utterance end, ``r + gamma * (1 - done) * V(next state)`` (detached; ``steps``
+    aligned on the tokens, ``transitions(..., outputs=False)``), and whether it has one (terminal, or its next state
+    inside the sequence).
 
-    >>> ends = torch.tensor([[False, True, False, True]]); states = torch.tensor([[True, False, True, False]])
-    >>> t, ok = utterance_q_targets(torch.tensor([[0.0, -1.0, 0.0, 0.0]]), torch.tensor([[False, False, False, True]]),
-    ...                             torch.tensor([[5.0, 0.0, 2.0, 0.0]]), ends, states, 0.5)
+    >>> steps = Transitions(torch.tensor([[0.0, -1.0, 0.0, 0.0]]), torch.tensor([[False, False, False, True]]),
+    ...                     torch.tensor([[0, 2, 2, 3]]), torch.tensor([[True, True, True, True]]))
+    >>> ends = torch.tensor([[False, True, False, True]])
+    >>> t, ok = utterance_q_targets(steps, torch.tensor([[5.0, 0.0, 2.0, 0.0]]), ends, 0.5)
     >>> t[ends].tolist(), ok[ends].tolist()
     ([0.0, 0.0], [True, True])
     """
-    next_v, has_next = next_action_values(v.detach(), states)
-    targets = td_targets(rewards, next_v, dones, gamma)
-    return targets, ends & (dones.bool() | has_next)
+    return steps.targets(steps.next_values(v.detach()), gamma), steps.valid(ends)
 
 
 def utterance_v_targets(target_q: torch.Tensor, ends: torch.Tensor,

@@ -3,7 +3,10 @@ utterance Q is highest.
 
 ``BestOfSamplesPolicy`` draws its candidates with a ``trainers.core.policy.LanguageModelPolicy`` on the trained LM
 (``beta = 0``: the behaviour policy, constrained to the allowed actions when given), then scores each candidate by
-running the LM over ``prompt + candidate + [EOA]`` and reading ``min(target Q1, target Q2)`` at the ``[EOA]``.
+running the LM over ``prompt + candidate + [EOA]`` and reading ``min(target Q1, target Q2)`` of the state the model's
+heads read there (``candidate_states``: utterance ILQL's hidden state at the ``[EOA]``, CHAI's running mean; the ILQL
+code reranks by the minimum of the target heads too: ``['target_qs']`` in ``rerank_raw``,
+src/models/utterance_iql_model.py:323, and ``scores = target_qs``, src/models/chai_model.py:346).
 Candidate ``i`` of a game seeded ``s`` is drawn from its own stream (``(s, i)``), so a seeded game plays the same
 alone or in a batch.
 
@@ -21,7 +24,6 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from trainers.algorithms.utterance_ilql.model import hidden_after
 from trainers.core.checkpoint import LoadedModel
 from trainers.core.policy import History, LanguageModelPolicy, observation_text
 
@@ -68,7 +70,7 @@ class BestOfSamplesPolicy:
         tokenizer = self.loaded.tokenizer
         rows = [tokenizer.encode_prompt([observation_text(o) for o in observations], list(actions))
                 + tokenizer.encode(text) + [tokenizer.eoa_id] for (observations, actions), text in zip(histories, candidates)]
-        return self.loaded.model.utterance_heads.target_q(hidden_after(self.loaded.lm, rows, tokenizer.pad_id))
+        return self.loaded.model.utterance_heads.target_q(self.loaded.model.candidate_states(rows, tokenizer.pad_id))
 
     def act_batch(self, histories: Sequence[History], seeds: Sequence[int] | None = None) -> list[str]:
         """The next action of several games: the highest-Q of each game's ``samples`` candidates (first on ties)."""

@@ -81,11 +81,12 @@ TRAINING: dict[str, Any] = {**SHARED, "tokenizer": "lmrl_gym_board",
 #: start from the finished BC row's transformer (``model.checkpoint``, set by ``_train``), our nearest to
 #: LMRL-Gym's pretrained GPT-2. From LMRL-Gym's Wordle training scripts (``llm_rl_scripts/wordle/{mc,ilql}/
 #: train_*_gpt2.py``): ``cql_weight`` 0.01 and the heads starting at -4.4 (zero output weights, bias -4.4); its
-#: ILQL's Polyak rate 0.005 is ``ILQLConfig``'s default. 8,000 steps, a quarter of BC's: the value trunk starts
+#: ILQL's Polyak rate 0.005 is ``ILQLConfig``'s default. No cap on the advantage at play (``adv_clip`` None):
+#: LMRL-Gym's agents add ``beta * Q`` to the policy's logits unclipped (value_rl_base/gpt2/generation.py:116-117). 8,000 steps, a quarter of BC's: the value trunk starts
 #: from BC's features and learns only Q and V (kept from the 16,000-step table, so that the longer BC is the one
 #: change between the two).
 ON_BC_POLICY: dict[str, Any] = {"separate_value_trunk": True, "awac_weight": 0.0, "cql_weight": 0.01,
-                                "head_init_value": -4.4, "steps": 8000}
+                                "head_init_value": -4.4, "steps": 8000, "adv_clip": None}
 #: the name of the ILQL row trained as before LMRL-Gym's scheme: lagged target heads on the live trunk, decoding
 #: with them, and this setting's optimizer (``TRAINING``: lr 1e-3, clipping 1, Adam beta2 0.999).
 ILQL_TARGET_HEADS = "ILQL (target heads, lr 1e-3)"
