@@ -7,7 +7,10 @@ hold the authors' guesser's scores; a client that talks to *our* server must rea
 or its stop rule compares our ``p_t`` with their ``p_0``. ``write_reward_caches`` writes them: row ``i`` is
 what our server's ``/fetch_reward_rank`` (``/fetch_reward``) returns for dialogue ``i``'s caption and true
 image with an empty history (``v0``), then with the dialogue's own first ``r`` rounds (the change made by
-round ``r``) -- the human dialogue, as the published caches were made.
+round ``r``) -- the human dialogue, as the published caches were made: the reference's
+``scripts/data/vis_dial/cache_dataset_reward.py`` posts the history of its ``Scene.from_json`` events, whose
+questions are the dataset's with a ``?`` appended (``question + '?'``, src/visdial/visdial_base.py:125), as
+``question_text`` does here.
 
 ``rlds-lang visdial serve --manual-dir D --guesser G --write-caches OUT`` writes them (and does not serve).
 
@@ -29,8 +32,19 @@ from rlds_lang.visdial.data import CACHE_ROW, FEATURES_FILE, Dialogue, FeatureSt
 from rlds_lang.visdial.rewards import REWARD_KINDS
 
 
+def question_text(question: str) -> str:
+    """A dataset question as the reference's cache procedure sends it: with a ``?`` appended, always (its
+    ``Scene.from_json``; the published questions carry none).
+
+    >>> question_text("is there a dog")
+    'is there a dog?'
+    """
+    return question + "?"
+
+
 def cache_row(backend: LocalBackend, dialogue: Dialogue, feature: np.ndarray, kind: str) -> list[float]:
-    """``[v0, d1 .. d10]`` of one dialogue: the backend's reward with no round, then after each of its rounds."""
+    """``[v0, d1 .. d10]`` of one dialogue: the backend's reward with no round, then after each of its rounds
+    (questions as ``question_text`` writes them)."""
     if dialogue.rounds != CACHE_ROW - 1:
         raise ValueError(f"dialogue {dialogue.index} of {dialogue.split} has {dialogue.rounds} rounds; a reward-cache "
                          f"row needs {CACHE_ROW - 1}")
@@ -38,7 +52,7 @@ def cache_row(backend: LocalBackend, dialogue: Dialogue, feature: np.ndarray, ki
     history: list[dict[str, str]] = []
     row = [float(backend.reward(scene, history, kind))]
     for question, answer in zip(dialogue.questions, dialogue.answers):
-        history += [turn("question", question), turn("answer", answer)]
+        history += [turn("question", question_text(question)), turn("answer", answer)]
         row.append(float(backend.reward(scene, history, kind)))
     return row
 
@@ -67,4 +81,4 @@ def write_reward_caches(backend: LocalBackend, manual_dir: str, out: str, splits
     return paths
 
 
-__all__ = ["cache_row", "write_reward_caches"]
+__all__ = ["question_text", "cache_row", "write_reward_caches"]
