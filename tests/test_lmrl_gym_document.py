@@ -38,8 +38,9 @@ def test_the_table_gives_each_rows_gain_over_bc_beside_the_published_gain():
     lines = render_table([bc, ilql, scripted], dataset_mean=-4.12, scripted_mean=-1.94).splitlines()
     assert lines[2].endswith("| -2.81 | 79.9 | — | — |")  # BC itself
     # per-game differences 2, 0.5, 3.5, 1: mean 1.75, SE = std(ddof=1) / 2 = 1.323 / 2
-    assert lines[3].endswith("| -2.04 | 97.7 | +1.750 ± 0.661 | +0.77 |")  # LMRL-Gym: -2.04 - (-2.81)
-    assert lines[4].endswith("| -1.94 | 100.0 | +2.000 ± 0.408 | +0.87 |")
+    # LMRL-Gym: its unrounded returns (load_results.py), -2.0354 - (-2.8142); the scripted bound its -1.935
+    assert lines[3].endswith("| -2.04 | 97.7 | +1.750 ± 0.661 | +0.78 |")
+    assert lines[4].endswith("| -1.94 | 100.0 | +2.000 ± 0.408 | +0.88 |")
 
 
 def test_gains_over_bc_are_compared_with_the_published_gains():
@@ -48,9 +49,12 @@ def test_gains_over_bc_are_compared_with_the_published_gains():
                "ILQL": _result("ILQL", [-5, -4, -6, -4]),  # +0.25 ± 0.25, published +0.77: 2.1 SE short
                "online %BC": _result("online %BC", [-4.5, -3.5, -5.5, -4.5])}  # +0.5, published +0.66, SE 0
     text = gains_over_bc(by_name)
-    assert "MC returns +1.000 ± 0.000 (LMRL-Gym +0.65); ILQL +0.250 ± 0.250 (LMRL-Gym +0.77)" in text
+    assert "MC returns +1.000 ± 0.000 (LMRL-Gym +0.65); ILQL +0.250 ± 0.250 (LMRL-Gym +0.78)" in text
     assert "1 of 3 rows that start from BC add at least the published gain" in text
-    assert "our BC itself is 2.190 below LMRL-Gym's BC (-5.000 against -2.81)" in text
+    assert "our BC itself is 2.186 below LMRL-Gym's BC (-5.000 against -2.8142)" in text
+    # a BC above LMRL-Gym's is said to be above (the page once said "-0.034 below" of -2.776 against -2.81)
+    by_name["BC"] = _result("BC", [-2.776] * 4)
+    assert "our BC itself is 0.038 above LMRL-Gym's BC (-2.776 against -2.8142)" in gains_over_bc(by_name)
 
 
 def test_the_online_rounds_table_names_the_best_and_the_last_round():
@@ -138,7 +142,7 @@ def test_each_decoding_says_whether_it_reproduces_the_published_ordering():
     assert "Closest: sampling at temperature 1 (2 of 4 comparisons met" in status  # MC's two comparisons
     from rlds_lang.wordle import lmrl_gym
 
-    expected = [abs(lmrl_gym.normalised_score(sum(r) / 4, -4.12, -2.0) - lmrl_gym.PUBLISHED_TABLE[n][1])
+    expected = [abs(lmrl_gym.normalised_score(sum(r) / 4, -4.12, -2.0) - lmrl_gym.published_normalised(n))
                 for n, r in ORDERED.items() if n != "scripted"]
     assert normalised_gap(ordered, -4.12, -2.0) == sum(expected) / len(expected)
 
@@ -149,3 +153,18 @@ def test_bc_is_compared_with_the_data_policy_as_sampled_at_temperature_1():
     sharp, sampled = _outcome("t0.3", {**ORDERED, "BC": [-3] * 4}), _outcome("sample", {**ORDERED, "BC": [-6] * 4})
     assert temperature_one([sharp, sampled])["BC"].win_rate == 0.0  # the temperature-1 table, not the first
     assert temperature_one([sharp]) is None
+
+
+def test_lmrl_gyms_columns_use_its_load_results_constants():
+    """LMRL-Gym's ``load_results.py`` normalises its unrounded returns with avg -4.121715 and max -1.935: that gives
+    its published scores to the printed digit, where the rounded -4.12 and -1.94 give BC 80.0, not 79.9."""
+    from rlds_lang.wordle import lmrl_gym
+
+    assert (lmrl_gym.LOAD_RESULTS_DATASET_MEAN, lmrl_gym.LOAD_RESULTS_SCRIPTED) == (-4.121715, -1.935)
+    assert lmrl_gym.LOAD_RESULTS_RETURNS["BC"] == -2.814208984375
+    for name, unrounded in lmrl_gym.LOAD_RESULTS_RETURNS.items():
+        raw, score = lmrl_gym.PUBLISHED_TABLE[name]
+        assert round(unrounded, 2) == raw and f"{lmrl_gym.published_normalised(name):.1f}" == f"{score:.1f}", name
+    assert f"{lmrl_gym.normalised_score(-2.81, -4.12, -1.94):.1f}" == "80.0"
+    table = render_table([_result("BC", [-4, -3, -5, -4])], dataset_mean=-4.12, scripted_mean=-1.94)
+    assert table.splitlines()[2].endswith("| -2.81 | 79.9 | — | — |")

@@ -55,6 +55,15 @@ PUBLISHED_TABLE: dict[str, tuple[float, float]] = {
     "BC": (-2.81, 79.9), "%BC (top 30%)": (-2.85, 79.1), "MC returns": (-2.16, 94.9), "ILQL": (-2.04, 97.7),
     "online PPO": (-2.63, 84.2), "online %BC": (-2.15, 95.2), "GPT-4 (prompted)": (-5.42, 15.4),
 }
+#: LMRL-Gym's unrounded mean returns of the rows its ``llm_rl_scripts/wordle/load_results.py`` normalises
+#: (lines 76-80), by our row names: the published table's raw column is these, rounded.
+LOAD_RESULTS_RETURNS: dict[str, float] = {"BC": -2.814208984375, "%BC (top 30%)": -2.849609375,
+                                          "online PPO": -2.62646484375, "ILQL": -2.035400390625,
+                                          "MC returns": -2.159912109375}
+#: the dataset mean and scripted return LMRL-Gym's ``load_results.py`` normalises with (lines 82-86:
+#: ``((R + 4.121715) / (4.121715 - 1.935)) * 50 + 50``): they, not the rounded ``PUBLISHED_DATASET`` and
+#: ``PUBLISHED_SCRIPTED``, give its published normalised scores (BC's 79.9 from -2.8142).
+LOAD_RESULTS_DATASET_MEAN, LOAD_RESULTS_SCRIPTED = -4.121715, -1.935
 #: %BC's kept fraction in LMRL-Gym (top 30% of the games by return).
 PCT_BC_FRACTION = 0.30
 #: seeds of the recipes: the evaluation split's games never share a seed with the training split's.
@@ -89,6 +98,30 @@ def recipe(split: str, episodes: int | None = None) -> Recipe:
     return Recipe(f"lmrl_gym_{split}", "random_mixture", f'{{"prob_smart": {1.0 - PROB_RANDOM_WORD:.2f}}}',
                   episodes=size if episodes is None else episodes, mode=MODE, rule=RULE, answers=WORDS, guesses=WORDS,
                   seed=seed)
+
+
+def published_return(name: str) -> float:
+    """LMRL-Gym's mean return of its row ``name``: ``load_results.py``'s unrounded value where it has one, else the
+    published table's (rounded to 0.01).
+
+    >>> published_return("BC"), published_return("GPT-4 (prompted)")
+    (-2.814208984375, -5.42)
+    """
+    return LOAD_RESULTS_RETURNS.get(name, PUBLISHED_TABLE[name][0])
+
+
+def published_normalised(name: str) -> float:
+    """LMRL-Gym's normalised score of its row ``name``, computed as its ``load_results.py`` computes it: the unrounded
+    return (``LOAD_RESULTS_RETURNS``) with its constants (``LOAD_RESULTS_DATASET_MEAN``, ``LOAD_RESULTS_SCRIPTED``).
+    A row ``load_results.py`` does not hold (online %BC, GPT-4) keeps the published score: its return is known only
+    to 0.01 (online %BC's -2.15 would give 95.1 against the published 95.2).
+
+    >>> round(published_normalised("BC"), 1), round(published_normalised("ILQL"), 1), published_normalised("online %BC")
+    (79.9, 97.7, 95.2)
+    """
+    if name not in LOAD_RESULTS_RETURNS:
+        return PUBLISHED_TABLE[name][1]
+    return normalised_score(LOAD_RESULTS_RETURNS[name], LOAD_RESULTS_DATASET_MEAN, LOAD_RESULTS_SCRIPTED)
 
 
 def normalised_score(mean_return: float, dataset_mean: float, scripted: float, minimum: float = MIN_RETURN) -> float:

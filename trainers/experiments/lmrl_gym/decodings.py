@@ -75,7 +75,7 @@ def play_rows(rows: Sequence[TrainedRow], decoding: Decoding, eval_config: Any, 
 
 def headline_decoding(outcomes: Sequence[DecodingOutcome], bc: str = "BC") -> DecodingOutcome:
     """The outcome whose ``bc`` row's mean return is closest to LMRL-Gym's published BC (the first of equals)."""
-    published = lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    published = lmrl_gym.published_return("BC")
     return min(outcomes, key=lambda o: abs(o.by_name[bc].mean_reward - published))
 
 

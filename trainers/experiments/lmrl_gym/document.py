@@ -64,9 +64,15 @@ def comparison_lines(by_name: dict, comparisons: tuple[tuple[str, str], ...] = C
 
 
 def _published_row(name: str) -> tuple[float, float] | None:
-    """LMRL-Gym's (mean return, normalised score) of our row ``name`` (the scripted bound is its 100), or None."""
+    """LMRL-Gym's (mean return, normalised score) of our row ``name``, or None: the return unrounded where its
+    ``load_results.py`` holds it, the score computed with that script's constants (``lmrl_gym.published_normalised``);
+    the scripted bound is its ``load_results.py`` maximum, 100."""
     published = PUBLISHED_NAME.get(name, name.removesuffix(SAVE_BEST.format(name="")))
-    return lmrl_gym.PUBLISHED_TABLE.get(published) if published else (lmrl_gym.PUBLISHED_SCRIPTED, 100.0)
+    if not published:
+        return (lmrl_gym.LOAD_RESULTS_SCRIPTED, 100.0)
+    if published not in lmrl_gym.PUBLISHED_TABLE:
+        return None
+    return lmrl_gym.published_return(published), lmrl_gym.published_normalised(published)
 
 
 def _gain_over_bc(result: Any, bc: Any) -> tuple[float, float, float | None]:
@@ -75,10 +81,10 @@ def _gain_over_bc(result: Any, bc: Any) -> tuple[float, float, float | None]:
     from trainers.evaluation.stats import paired_difference
 
     diff, se = paired_difference(result, bc)
-    theirs = _published_row(result.name)
-    if theirs is None or theirs == lmrl_gym.PUBLISHED_TABLE["BC"]:  # BC chosen another way has no published gain
+    theirs, published_bc = _published_row(result.name), _published_row("BC")
+    if theirs is None or theirs == published_bc:  # BC chosen another way has no published gain
         return diff, se, None
-    return diff, se, theirs[0] - lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    return diff, se, theirs[0] - published_bc[0]
 
 
 def render_table(results: list, dataset_mean: float, scripted_mean: float) -> str:
@@ -178,16 +184,17 @@ def gains_over_bc(by_name: dict) -> str:
     methods add from where they start."""
     from trainers.evaluation.stats import separation
 
-    bc, published_bc = by_name["BC"], lmrl_gym.PUBLISHED_TABLE["BC"][0]
+    bc, published_bc = by_name["BC"], lmrl_gym.published_return("BC")
     parts, reached = [], 0
     for name in FROM_BC:
         diff, se, published = _gain_over_bc(by_name[name], bc)
         reached += separation(diff, se, reference=published) != -1
         parts.append(f"{name} {diff:+.3f} ± {se:.3f} (LMRL-Gym {published:+.2f})")
+    gap = bc.mean_reward - published_bc
+    side = "above" if gap > 0 else "below" if gap < 0 else "level with"
     return (f"Gains over BC in raw return, ours (paired) beside LMRL-Gym's: {'; '.join(parts)}. {reached} of "
             f"{len(FROM_BC)} rows that start from BC add at least the published gain to it (within 2 SE); our BC "
-            f"itself is {published_bc - bc.mean_reward:.3f} below LMRL-Gym's BC ({bc.mean_reward:.3f} against "
-            f"{published_bc:.2f}).")
+            f"itself is {abs(gap):.3f} {side} LMRL-Gym's BC ({bc.mean_reward:.3f} against {published_bc:.4f}).")
 
 
 def _committed_betas(rows: tuple[Experiment, ...]) -> str:
@@ -303,7 +310,7 @@ def render_document(headline: DecodingOutcome, outcomes: list[DecodingOutcome], 
 reward −1 per guess that is not the win, 6 guesses); data: `wordle_synthetic/lmrl_gym`. Every row is played under
 {len(outcomes)} decodings ({", ".join(o.decoding.title for o in outcomes)}) on the same {args.games} seeded games
 (seed {args.eval_seed}). **The headline table is {headline.decoding.title}, chosen because its BC row comes closest to
-LMRL-Gym's BC** ({bc:.3f} on those {chosen_on.games} games against {lmrl_gym.PUBLISHED_TABLE["BC"][0]:.2f}); it is
+LMRL-Gym's BC** ({bc:.3f} on those {chosen_on.games} games against {lmrl_gym.published_return("BC"):.4f}); it is
 played again on {headline.games:,} games (LMRL-Gym evaluates on {lmrl_gym.PUBLISHED_EVAL_GAMES:,}).
 
 {decoding_status(outcomes, data)}
@@ -316,8 +323,10 @@ played again on {headline.games:,} games (LMRL-Gym evaluates on {lmrl_gym.PUBLIS
 
 Normalised score (LMRL-Gym's formula): 50 + 50·(R − avg)/(max − avg) at or above the dataset's mean return,
 50·(R − min)/(avg − min) below it, with min = −6, avg = our dataset's mean return ({data["mean_return"]:.3f}) and
-max = our scripted policy's mean return ({scripted_mean:.3f}); LMRL-Gym's columns use its own avg (−4.12) and
-max (−1.94). A row marked *(save_best)* plays its run's checkpoint of lowest held-out loss (LMRL-Gym's `save_best`);
+max = our scripted policy's mean return ({scripted_mean:.3f}); LMRL-Gym's columns are computed as its
+`load_results.py` computes them: its unrounded mean returns (BC {lmrl_gym.published_return("BC"):.4f}) with its avg
+({lmrl_gym.LOAD_RESULTS_DATASET_MEAN:g}) and max ({lmrl_gym.LOAD_RESULTS_SCRIPTED:g}); rows that script does not hold
+keep their published score. A row marked *(save_best)* plays its run's checkpoint of lowest held-out loss (LMRL-Gym's `save_best`);
 {ILQL_TARGET_HEADS} is ILQL with the earlier target scheme (lagged target heads on the live trunk, decoding with
 them) and this setting's optimizer.
 
