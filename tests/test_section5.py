@@ -4,6 +4,7 @@ import json
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from trainers.cli.former import canonical_argv
@@ -54,9 +55,10 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys, monkeypa
     assert data["optimal_first"] == "raise"  # the optimal policy's first guess on the official lists
     assert set(ranks) == {e.name for e in ROWS}
     for name, r in ranks.items():
-        assert 0.0 <= r["initial"] <= 1.0 and 0 < r["initial_pairs"] <= 8 and 0 < r["branch_pairs"] <= 8
-        assert (f"| {name} | {ROW_TAU[name]} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['q_first']:.2f} | "
-                f"{r['q_others']:.2f} | {r['predicted']:.3f} ") in document
+        assert 0.0 <= r["initial"] <= 1.0 and r["initial_pairs"] == r["branch_pairs"] == 8  # drawn, as theirs
+        assert (f"| {name} | {ROW_TAU[name]} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['initial_target']:.3f} "
+                f"| {r['q_first']:.2f} | {r['q_others']:.2f} | {r['predicted']:.3f} ") in document
+        assert len(r["initial_positions"]) == 6 and r["initial_positions"][0] == r["initial"]
         assert 0.0 <= r["predicted"] <= 1.0
     side = "below" if data["after_optimal_first"] < data["after_other_first"] else "above"
     assert f"So the data's own values rank `raise` {side} the other first guesses" in document
@@ -66,7 +68,7 @@ def test_results_setting_section5_writes_the_document(tmp_path, capsys, monkeypa
 
 def _ranks(ilql: float, mc: float) -> dict:
     common = {"initial_pairs": 10, "branch": 0.5, "branch_pairs": 10, "predicted": 0.5, "q_first_predicted": -4.0,
-              "branch_predicted": 1.0, "q_first": -5.0, "q_others": -4.0}
+              "branch_predicted": 1.0, "q_first": -5.0, "q_others": -4.0, "initial_target": 0.4, "branch_target": 0.6}
     return {"MC returns": {"initial": mc, **common}, "ILQL (tau 0.7)": {"initial": ilql - 0.1, **common},
             "ILQL (tau 0.9)": {"initial": ilql, **common}, "ILQL (tau 0.95)": {"initial": ilql - 0.2, **common}}
 
@@ -75,7 +77,7 @@ def _ranks(ilql: float, mc: float) -> dict:
 def test_the_verdict_is_computed_from_the_best_ilql_row(ilql, word):
     data = {"games": 100, "optimal_first": "raise", "share": {"optimal": 0.1, "adversarial": 0.45, "suboptimal": 0.45},
             "mean": {"optimal": -2.5, "adversarial": -6.0, "suboptimal": -4.3}, "after_optimal_first": -5.4,
-            "after_other_first": -4.3, "optimal_4_turns": 0.47}
+            "after_other_first": -4.3, "optimal_branched": 0.97}
     document = render(data, _ranks(ilql, 0.05), {name: 1.0 for name in _ranks(0, 0)}, 100, "cmd")
     verdict = document.split("\n\n")[1]
     assert verdict.startswith(word) and f"(ILQL (tau 0.9)) reaches {ilql:.3f}" in verdict and "MC returns 0.050" in verdict
@@ -91,7 +93,7 @@ def _game(episode_id, policy, texts, moves, rewards, parent="", turn=-1):
 def test_the_tabular_solution_values_states_by_their_expectile_and_the_data_by_its_mean():
     prefix = (["", "o1a", "o1b"], ["raise", "m1"], [-1.0, -1.0])
     games = [_game("o1", "optimal", [*prefix[0], "o1c", "o1d"], [*prefix[1], "m2", "m3"], [*prefix[2], -1.0, 0.0]),
-             *[_game(f"b{i}", "wrong_takeover", [*prefix[0], f"b{i}c", f"b{i}d", f"b{i}e", f"b{i}f"],
+             *[_game(f"b{i}", "repeat_takeover", [*prefix[0], f"b{i}c", f"b{i}d", f"b{i}e", f"b{i}f"],
                      [*prefix[1], f"w{i}", "x", "y", "z"], [-1.0] * 6, parent="o1", turn=2) for i in range(3)],
              _game("o2", "optimal", ["", "o2a"], ["raise"], [0.0]),
              _game("s1", "random_mixture", ["", "s1a", "s1b", "s1c", "s1d", "s1e", "s1f"],
@@ -99,8 +101,19 @@ def test_the_tabular_solution_values_states_by_their_expectile_and_the_data_by_i
              _game("s2", "random_mixture", ["", "s2a", "s2b", "s2c"], ["abbey", "f", "g"], [-1.0, -1.0, -1.0])]
     # the data's own values: o1's third state is worth mean(-1, -4, -4, -4) = -3.25, so raise is worth
     # (4 * (-2 - 3.25) + 0) / 5 = -4.2 (the mean return of the games that open with it), below abbey's -3
-    mean = tabular_prediction(games, 0.5)
-    assert mean["q_first"] == pytest.approx(-4.2) and mean["initial"] == 0.5 and mean["branch"] == 1.0
+    draws = section5.Draws.of(games, 400)
+    xylyl = np.mean([worse == "xylyl" for _, _, worse in draws.pairs["initial"]])  # the draws raise ranks above
+    assert 0.4 < xylyl < 0.6  # the two suboptimal first guesses are drawn alike
+    mean = tabular_prediction(games, 0.5, draws)
+    assert mean["q_first"] == pytest.approx(-4.2) and mean["initial"] == xylyl and mean["branch"] == 1.0
     assert tabular_q(games, 0.5)[("",)]["abbey"] == -3.0
-    high = tabular_prediction(games, 0.99)  # near the max there: about -1.09, so raise is worth about -2.47
+    high = tabular_prediction(games, 0.99, draws)  # near the max there: about -1.09, so raise is worth about -2.47
     assert -2.6 < high["q_first"] < -2.4 and high["initial"] == 1.0 and high["branch"] == 1.0
+
+
+def test_a_build_of_an_earlier_recipe_is_refused():
+    games = [_game("o1", "optimal", ["", "a", "b", "c"], ["raise", "m1", "m2"], [-1.0, -1.0, 0.0]),
+             _game("b0", "wrong_takeover", ["", "a", "b", "x"], ["raise", "m1", "w"], [-1.0] * 3, parent="o1", turn=2)]
+    with pytest.raises(ValueError, match="earlier recipe; delete it"):
+        section5.check_recipe(games)
+    section5.check_recipe(games[:1])

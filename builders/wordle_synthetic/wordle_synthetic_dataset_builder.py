@@ -94,9 +94,10 @@ CONFIGS = [
     _config("branch_adversarial", "The branch recipe in the ILQL section-5 MDP (adversarial_resample, ilql rule): "
             "optimal games, one per official answer as the initial answer, plus at every turn a WrongPolicy branch.",
             recipes=(Recipe("branch_adversarial", "optimal", branch_policy="wrong", **_ADV),), branching=True),
-    _config("ilql_adversarial", "The ILQL paper's Section-5 adversarial data (adversarial_resample, ilql rule): "
-            "optimal games; from each that lasted at least 4 turns, 10 branches where WrongPolicy takes over after "
-            "its first two moves; and 5 RandomMixturePolicy(prob_smart=0.5) games per optimal game "
+    _config("ilql_adversarial", "The ILQL paper's Section-5 adversarial data (adversarial_resample, ilql rule) as "
+            "the authors' config/wordle/generate_adversarial_data.yaml builds it: 2,000 optimal games; from each that "
+            "lasted at least 3 guesses, 5 branches where RepeatPolicy(first_n=2) takes over after its first two "
+            "moves; and 5 RandomMixturePolicy(prob_smart=0.5) games per optimal game "
             "(rlds_lang.wordle.ilql_adversarial).",
             recipes=ilql_adversarial.recipes(), branching=True),
     _config("lmrl_gym", "LMRL-Gym's Wordle setting (431-word list, ilql rule, adversarial_resample): its "

@@ -66,11 +66,12 @@ class BranchAdversarialTest(_Base):
 
 
 class IlqlAdversarialTest(_Base):
-    """The ILQL paper's Section-5 mixture: optimal games of 4+ turns branched 10 times at turn 2, suboptimal games."""
+    """The ILQL paper's Section-5 mixture as the authors' config builds it: optimal games of 3+ guesses branched 5
+    times at turn 2 by ``RepeatPolicy(first_n=2)``, suboptimal games."""
 
     __test__ = True
     BUILDER_CONFIG_NAMES_TO_TEST = ["ilql_adversarial"]
-    SPLITS = {"train": 26}  # 3 optimal games (3, 4 and 4 turns) + 10 branches of each 4-turn one + 3 suboptimal
+    SPLITS = {"train": 21}  # 3 optimal games (3, 4 and 4 guesses: all 3+) + 5 branches of each + 3 suboptimal
 
     def _download_and_prepare_as_dataset(self, builder):
         super()._download_and_prepare_as_dataset(builder)
@@ -78,16 +79,19 @@ class IlqlAdversarialTest(_Base):
         for episode in builder.as_dataset(split="train"):
             steps = list(episode["steps"].as_numpy_iterator())
             kinds.setdefault((episode["policy"].numpy().decode(), int(episode["branch_turn"])), []).append(
-                (episode["parent_episode_id"].numpy(), [s["action"] for s in steps]))
+                (episode["parent_episode_id"].numpy(), [s["action"] for s in steps],
+                 float(sum(s["reward"] for s in steps))))
         self.assertEqual(sorted((k, len(v)) for k, v in kinds.items()),
-                         [(("optimal", -1), 3), (("random_mixture", -1), 3), (("wrong_takeover", 2), 20)])
+                         [(("optimal", -1), 3), (("random_mixture", -1), 3), (("repeat_takeover", 2), 15)])
         by_parent = {}
-        for parent, actions in kinds[("wrong_takeover", 2)]:
+        for parent, actions, episode_return in kinds[("repeat_takeover", 2)]:
             by_parent.setdefault(parent, []).append(actions)
-        self.assertEqual(sorted(len(v) for v in by_parent.values()), [10, 10])
+            self.assertEqual(episode_return, -6.0)  # a repeated guess is never consistent: it cannot win
+        self.assertEqual(sorted(len(v) for v in by_parent.values()), [5, 5, 5])
         for copies in by_parent.values():
             self.assertEqual(len({tuple(a[:2]) for a in copies}), 1)  # the optimal game's first two moves
-            self.assertGreater(len({a[2] for a in copies}), 1)  # then each copy its own wrong word
+            for actions in copies:  # then one of those two, again and again (first_n=2)
+                self.assertTrue(set(a for a in actions[2:] if a) <= set(actions[:2]), actions)
 
 
 class LmrlGymTest(_Base):

@@ -241,15 +241,27 @@ class OptimalPolicy(_WordlePolicy):
 
 
 class RepeatPolicy(_WordlePolicy):
-    """A bad policy: a random first word, then always one of its own previous guesses (at random)."""
+    """A bad policy: a random first word, then always one of the game's previous guesses (at random), or of its first
+    ``first_n`` guesses when ``first_n`` is given (the ILQL code's ``RepeatPolicy(first_n)``, src/wordle/policy.py:86-99:
+    ``random.choice(action_history[:first_n])``; its Section-5 data takes over an optimal game with ``first_n=2``)."""
 
     name = "repeat"
+
+    def __init__(self, first_n: int | None = None, **lists: Any):
+        super().__init__(**lists)
+        if first_n is not None and first_n < 1:
+            raise ValueError(f"RepeatPolicy: first_n must be >= 1 or None, got {first_n}")
+        self.first_n = first_n
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "first_n": self.first_n}
 
     def act(self, observations: Sequence[Observation], actions: Sequence[str]) -> str:
         feedback_history(observations, actions)  # validates the inputs
         if not actions:
             return self._random_guess()
-        return str(actions[int(self._rng.integers(len(actions)))])
+        pool = actions if self.first_n is None else actions[:self.first_n]
+        return str(pool[int(self._rng.integers(len(pool)))])
 
 
 class RandomMixturePolicy(_WordlePolicy):

@@ -7,11 +7,13 @@ games are adversarial takeovers that score -6, so that guess's average return is
 (``rlds_lang.wordle.ilql_adversarial`` rebuilds the data; ``wordle_synthetic/ilql_adversarial`` records it).
 
 This module builds that dataset, trains the rows of ``ROWS`` on it (resumable, ``--train-only`` as in the
-lmrl_gym setting) and measures with ``trainers.evaluation.diagnostics``, as the authors' ``Action_Ranking_Evaluator_Adversarial``
-does, the fraction of pairs where ``Q`` values the optimal policy's move above the other:
+lmrl_gym setting) and measures the authors' ranking (``trainers.evaluation.q_rank``: their
+``Action_Ranking_Evaluator_Adversarial`` of ``scripts/eval/wordle/eval_q_rank.py``): on pairs drawn as it draws
+them, the fraction where ``Q`` of the optimal policy's move is strictly above the other's, at the whole word (its
+end token) and at each of its letters:
 
-* at the initial state: its first guess against each suboptimal game's first guess (``first_move_ranking``);
-* at the branch states: its third guess against each adversarial branch's (``branch_pairs``).
+* at the initial state: the optimal games' first guess against the suboptimal games' first guesses;
+* at the branch states: the optimal game's third guess against the adversarial takeovers' there.
 
 It also reads off the data what a single-step learner should learn: the mean return after the optimal first
 guess and after the suboptimal ones. The document (``docs/section5.md``) states the measured fractions beside
@@ -38,6 +40,7 @@ from trainers.experiments.common import (
     experiment_config,
     training_minutes,
 )
+from trainers.experiments.section5_ranking import TESTS, Draws, expectile, tabular_prediction, tabular_q
 
 #: training of every row: the shared model and optimisation, with undiscounted returns (the authors' ranking
 #: evaluator, ``config/wordle/eval_q_rank.yaml``, sets ``gamma: 1.0``) so that a value is the game's return.
@@ -95,24 +98,15 @@ class Game:
         return getattr(self, key)
 
 
-@dataclasses.dataclass
-class Pairs:
-    """The Section-5 pairs of some games, found once and read by every row (``trainers.evaluation.diagnostics``):
-    the optimal first guess against each suboptimal game's (``first_move_pairs``), and at each branch state the
-    parent's move against the branch's (``branch_pairs``)."""
-
-    better_first: str
-    worse_first: list[str]
-    histories: list[tuple[list[Any], list[str]]]
-    good: list[str]
-    bad: list[str]
-
-    @classmethod
-    def of(cls, games: Sequence[Game]) -> "Pairs":
-        """The pairs of ``games``."""
-        from trainers.evaluation.diagnostics import branch_pairs, first_move_pairs
-
-        return cls(*first_move_pairs(games), *branch_pairs(games))
+def check_recipe(games: Sequence[Game]) -> None:
+    """Refuses games recorded by an earlier recipe of ``wordle_synthetic/ilql_adversarial`` (a dataset built before
+    it followed the authors' config is found and reused by ``tfds_build``): every branch must be
+    ``ilql_adversarial.BRANCH_POLICY``'s takeover."""
+    expected = f"{ilql_adversarial.BRANCH_POLICY}_takeover"
+    other = sorted({g.policy for g in games if g.branch_turn >= 0} - {expected})
+    if other:
+        raise ValueError(f"the built wordle_synthetic/ilql_adversarial holds branches of {other}, not {expected!r}: it "
+                         f"was built by an earlier recipe; delete it (or give another --data-dir) to rebuild it")
 
 
 def read_games(dataset: str) -> list[Game]:
@@ -139,83 +133,12 @@ def data_figures(games: Sequence[Game]) -> dict[str, Any]:
             "share": {k: len(v) / len(games) for k, v in kinds.items()},
             "mean": {k: float(np.mean(v)) for k, v in kinds.items()},
             "after_optimal_first": float(np.mean(after[True])), "after_other_first": float(np.mean(after[False])),
-            "optimal_4_turns": float(np.mean([len(g.steps) - 1 >= ilql_adversarial.MIN_TURNS
-                                              for g in games if g.kind == "optimal"]))}
+            "optimal_branched": float(np.mean([len(g.steps) - 1 >= ilql_adversarial.MIN_TURNS
+                                               for g in games if g.kind == "optimal"]))}
 
 
 def _first_move(game: Game) -> str:
     return as_text(game.steps[0]["action"], "action")
-
-
-def expectile(values: Sequence[float], tau: float, iterations: int = 200) -> float:
-    """The ``tau``-expectile of ``values`` (``tau`` 0.5: their mean), the fixed point of the weighted mean with
-    weight ``tau`` above it and ``1 - tau`` below.
-
-    >>> round(expectile([-1.0] + [-4.0] * 10, 0.9), 3)
-    -2.579
-    """
-    x = np.asarray(values, dtype=float)
-    v = float(x.mean())
-    for _ in range(iterations):
-        w = np.where(x > v, tau, 1.0 - tau)
-        v = float((w * x).sum() / w.sum())
-    return v
-
-
-def tabular_q(games: Sequence[Game], tau: float) -> dict[tuple, dict[str, float]]:
-    """The exact tabular solution of implicit Q-learning on the games (``tau`` 0.5: the data's own values, what
-    MC returns and SARSA learn): ``{state: {move: Q}}``, a state being the game's history (observation texts
-    and moves) before a move. ``Q(s, a)`` is the mean over the games that made move ``a`` in ``s`` of its reward
-    plus ``V`` of the state they reached; ``V(s)`` the ``tau``-expectile of ``Q(s, a)`` over the games' moves in
-    ``s`` (undiscounted, ``V`` 0 at the end)."""
-    paths = []
-    for game in games:
-        moves = game.steps[:-1]  # the last RLDS step holds the final observation, no move
-        actions = [as_text(step["action"], "action") for step in moves]
-        paths.append([(_state(([s["observation"] for s in moves[:k + 1]], actions[:k])), actions[k],
-                       float(step["reward"])) for k, step in enumerate(moves)])
-    q: dict[tuple, dict[str, float]] = {}
-    depth = max((len(p) for p in paths), default=0)
-    v: dict[tuple, float] = {}
-    for k in reversed(range(depth)):  # deepest states first: V of every next state is known
-        targets: dict[tuple, dict[str, list[float]]] = {}
-        for path in paths:
-            if k < len(path):
-                state, move, reward = path[k]
-                after = v.get(path[k + 1][0], 0.0) if k + 1 < len(path) else 0.0
-                targets.setdefault(state, {}).setdefault(move, []).append(reward + after)
-        for state, moves in targets.items():
-            q[state] = {move: float(np.mean(values)) for move, values in moves.items()}
-            v[state] = expectile([q[state][move] for move, values in moves.items() for _ in values], tau)
-    return q
-
-
-def tabular_prediction(games: Sequence[Game], tau: float, pairs: Pairs | None = None) -> dict[str, float]:
-    """The two Section-5 fractions that ``tabular_q`` gives, on every pair (``first_move_pairs``,
-    ``branch_pairs``), and its Q of the optimal first guess: what a learner of that expectile can reach on these
-    games when it tells every state apart. There a suboptimal first guess is worth its one game's return; a learned
-    Q values these rarely seen guesses by what it generalises from all of them instead (in ``docs/section5.md``
-    above their mean at tau 0.9 and 0.95). ``pairs``: those of ``games`` if already found."""
-    pairs = pairs or Pairs.of(games)
-    q = tabular_q(games, tau)
-    start = q[_state(([games[0].steps[0]["observation"]], []))]  # every game starts in the same state
-    branch = [q[_state(h)][g] > q[_state(h)][b] for h, g, b in zip(pairs.histories, pairs.good, pairs.bad)]
-    better = pairs.better_first
-    return {"q_first": start[better],
-            "initial": float(np.mean([start[better] > start[w] for w in pairs.worse_first])),
-            "branch": float(np.mean(branch)) if branch else float("nan")}
-
-
-def _state(history: tuple[Sequence[Mapping[str, Any]], Sequence[str]]) -> tuple:
-    """The state a game is in before a move, as ``tabular_q`` keys it: the texts of its observations so far
-    interleaved with its moves, from a ``branch_pairs``-style history (observations, the moves between them)."""
-    observations, moves = history
-    key: tuple = ()
-    for k, observation in enumerate(observations):
-        key += (as_text(observation["text"], "observation.text"),)
-        if k < len(moves):
-            key += (moves[k],)
-    return key
 
 
 def _return(steps: Sequence[Mapping[str, Any]]) -> float:
@@ -223,21 +146,24 @@ def _return(steps: Sequence[Mapping[str, Any]]) -> float:
     return float(sum(float(s["reward"]) for s in steps))
 
 
-def rank(run: Path, games: Sequence[Game], pairs: Pairs, most: int, seed: int = 0) -> dict[str, float]:
-    """The two Section-5 fractions of the row trained in ``run`` on the ``pairs`` of ``games``, on at most
-    ``most`` pairs each (sampled with ``seed``)."""
+def rank(run: Path, draws: Draws) -> dict[str, float]:
+    """The authors' ranking of the row trained in ``run`` on ``draws`` (``trainers.evaluation.q_rank.q_rank``): per
+    test, the fraction at the whole word for the trained Q (``initial``, ``branch``) and the target Q
+    (``initial_target``, ``branch_target``), the fractions at every position (``..._positions``), the number of
+    pairs, and the mean Q of the optimal and of the other first guesses drawn."""
     from trainers.algorithms.registry import load_agent_model
-    from trainers.evaluation.diagnostics import ranking_fraction, utterance_values
+    from trainers.evaluation.q_rank import q_rank
 
     loaded = load_agent_model(run / "checkpoint")
-    rng = np.random.default_rng(seed)
-    worse = [pairs.worse_first[i] for i in rng.permutation(len(pairs.worse_first))[:most]]
-    first = utterance_values(loaded, ([games[0].steps[0]["observation"]], []), [pairs.better_first, *worse])
-    keep = rng.permutation(len(pairs.good))[:most]
-    return {"initial": float(np.mean(first[0] > first[1:])), "initial_pairs": len(worse),
-            "q_first": float(first[0]), "q_others": float(np.mean(first[1:])),
-            "branch": ranking_fraction(loaded, [pairs.histories[i] for i in keep], [pairs.good[i] for i in keep],
-                                       [pairs.bad[i] for i in keep]), "branch_pairs": len(keep)}
+    out: dict[str, Any] = {}
+    for test in TESTS:
+        measured = q_rank(loaded, draws.states[test], draws.pairs[test])
+        out.update({test: measured["live"][0], f"{test}_target": measured["target"][0], f"{test}_pairs":
+                    measured["draws"], f"{test}_positions": measured["live"], f"{test}_target_positions":
+                    measured["target"]})
+        if test == "initial":
+            out.update(q_first=measured["better_q"], q_others=measured["worse_q"])
+    return out
 
 
 def plot_first_move(ranks: Mapping[str, Mapping[str, float]], data: Mapping[str, Any], path: Path) -> Path:
@@ -294,9 +220,10 @@ def render(data: Mapping[str, Any], ranks: Mapping[str, Mapping[str, float]], mi
     kinds = "\n".join(f"| {kind} | {data['share'][kind]:.3f} | {ilql_adversarial.PUBLISHED_SHARES[kind]} | "
                       f"{data['mean'][kind]:.3f} | {ilql_adversarial.PUBLISHED_MEANS[kind]} |"
                       for kind in ("optimal", "adversarial", "suboptimal"))
-    rows = "\n".join(f"| {name} | {ROW_TAU[name]} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['q_first']:.2f} | "
-                     f"{r['q_others']:.2f} | {r['predicted']:.3f} ({r['q_first_predicted']:.2f}) | {r['branch']:.3f} "
-                     f"({r['branch_pairs']}) | {r['branch_predicted']:.3f} | {minutes[name]:.0f} |"
+    rows = "\n".join(f"| {name} | {ROW_TAU[name]} | {r['initial']:.3f} ({r['initial_pairs']}) | "
+                     f"{r['initial_target']:.3f} | {r['q_first']:.2f} | {r['q_others']:.2f} | {r['predicted']:.3f} "
+                     f"({r['q_first_predicted']:.2f}) | {r['branch']:.3f} ({r['branch_pairs']}) | "
+                     f"{r['branch_target']:.3f} | {r['branch_predicted']:.3f} | {minutes[name]:.0f} |"
                      for name, r in ranks.items())
     return f"""# The ILQL paper's Section-5 ranking test, on its adversarial Wordle data
 
@@ -308,11 +235,11 @@ def render(data: Mapping[str, Any], ranks: Mapping[str, Mapping[str, float]], mi
 
 `wordle_synthetic/ilql_adversarial` (`rlds_lang/wordle/ilql_adversarial.py`): {data['games']:,} games in the ILQL
 paper's Section-5 MDP (`adversarial_resample`, `ilql` colouring, official lists), built as the authors'
-`generate_adversarial_data.py` builds it (its counts inferred from the paper's shares: its config is not public).
-Per optimal game:
-{ilql_adversarial.N_ADVERSARIAL} branches from the state after its first {ilql_adversarial.BRANCH_TURN} moves, where `WrongPolicy` takes over,
-when it lasted {ilql_adversarial.MIN_TURNS} turns or more ({data['optimal_4_turns']:.0%} of them here);
-and {ilql_adversarial.N_SUBOPTIMAL} games of `RandomMixturePolicy(prob_smart=0.5)`.
+`config/wordle/generate_adversarial_data.yaml` and `generate_adversarial_data.py` build it (the module lists the
+differences). Per optimal game: {ilql_adversarial.N_ADVERSARIAL} branches from the state after its first
+{ilql_adversarial.BRANCH_TURN} moves, where `RepeatPolicy(first_n=2)` takes over, when it lasted
+{ilql_adversarial.MIN_TURNS} guesses or more ({data['optimal_branched']:.0%} of them here); and
+{ilql_adversarial.N_SUBOPTIMAL} games of `RandomMixturePolicy(prob_smart=0.5)`.
 
 | kind | share | paper | mean return | paper |
 | --- | --- | --- | --- | --- |
@@ -325,20 +252,22 @@ although continuing optimally after it returns {data['mean']['optimal']:.3f}.
 
 ## The tests
 
-The fraction of pairs (their number in brackets) where the row's `Q` of the whole word (its end-of-action token,
-`trainers.evaluation.diagnostics.utterance_values`) values the optimal policy's move above the other policy's: at the initial
-state its first guess against the suboptimal games' first guesses, at the branch states its third guess against
-the adversarial takeover's. {steps:,} steps each, `trainers.experiments.section5.TRAINING` (the shared 4-layer model, undiscounted
-returns).
+The authors' ranking (`trainers.evaluation.q_rank`, their `Action_Ranking_Evaluator_Adversarial`): pairs drawn
+as it draws them (a state uniformly among the distinct ones, then a move of each policy uniformly among the games'
+moves there, with replacement; their number in brackets), and the fraction where the row's `Q` of the whole word
+(its end-of-action token; the minimum of the twin heads, trained or target) is strictly above for the optimal
+policy's move: at the initial state its first guess against the suboptimal games' first guesses, at the branch
+states its third guess against the adversarial takeover's. The fractions at each letter are in the page's JSON.
+{steps:,} steps each, `trainers.experiments.section5.TRAINING` (the shared 4-layer model, undiscounted returns).
 
-| row | expectile of V | initial state | its Q of `{data['optimal_first']}` | its Q of the others (mean) | tabular (its Q of `{data['optimal_first']}`) | branch states | tabular | training minutes |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| row | expectile of V | initial state | (target Q) | its Q of `{data['optimal_first']}` | its Q of the others (mean) | tabular (its Q of `{data['optimal_first']}`) | branch states | (target Q) | tabular | training minutes |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 {rows}
 
 "Tabular" is the same fraction for the exact tabular solution of the row's objective on these games
 (`trainers.experiments.section5.tabular_q`: a state is the game's history, `Q(s, a)` the mean of the reward plus `V` of the
-next state over the games that made that move, `V(s)` the row's expectile of `Q` over the games' moves), on every
-pair: what the row can reach when it tells every state apart. There each suboptimal first guess is worth its one
+next state over the games that made that move, `V(s)` the row's expectile of `Q` over the games' moves), on the
+same pairs: what the row can reach when it tells every state apart. There each suboptimal first guess is worth its one
 game's return; a learned Q values these rarely seen guesses by what it generalises from all of them instead
 (their games' mean return is {data['mean']['suboptimal']:.2f}).
 """
@@ -356,11 +285,12 @@ def run_section5(args: argparse.Namespace) -> Path | None:
     if args.train_only:
         return None
     games = read_games(dataset)
-    pairs = Pairs.of(games)
+    check_recipe(games)
+    draws = Draws.of(games, args.section5_pairs)
     ranks = {}
     for name, (run, _) in trained.items():
-        predicted = tabular_prediction(games, ROW_TAU[name], pairs)
-        ranks[name] = {**rank(run, games, pairs, args.section5_pairs), "predicted": predicted["initial"],
+        predicted = tabular_prediction(games, ROW_TAU[name], draws)
+        ranks[name] = {**rank(run, draws), "predicted": predicted["initial"],
                        "q_first_predicted": predicted["q_first"], "branch_predicted": predicted["branch"]}
     out = Path(args.out or DOC)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -387,8 +317,9 @@ def _command(args: argparse.Namespace, steps: int) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """This setting's own options of ``rlds-lang results section5``."""
     parser.add_argument("--section5-pairs", type=int, default=1000,
-                        help="section5: pairs of moves per ranking test (sampled with a fixed seed)")
+                        help="section5: pairs of moves drawn per ranking test, as the authors' evaluator draws them "
+                             "(a fixed seed; theirs: 64 x 128 = 8,192)")
 
 
-__all__ = ["DOC", "Game", "Pairs", "ROWS", "ROW_TAU", "expectile", "plot_first_move", "tabular_prediction", "tabular_q", "TARGET_FRACTION", "TRAINING", "add_arguments", "data_figures", "rank", "read_games",
+__all__ = ["DOC", "Game", "Draws", "TESTS", "check_recipe", "ROWS", "ROW_TAU", "expectile", "plot_first_move", "tabular_prediction", "tabular_q", "TARGET_FRACTION", "TRAINING", "add_arguments", "data_figures", "rank", "read_games",
            "render", "run_section5", "train_row"]

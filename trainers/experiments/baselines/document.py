@@ -132,8 +132,9 @@ def render_ranks(outcome: SettingOutcome) -> str:
         else:
             rows.append(f"| {name} | {r['initial']:.3f} ({r['initial_pairs']}) | {r['branch']:.3f} "
                         f"({r['branch_pairs']}) |")
-    return ("The fraction of pairs where the row's Q of the whole word values the optimal policy's move above the "
-            "other's (`trainers.experiments.section5.rank`, as on [section5.md](section5.md)): at the initial "
+    return ("The fraction of pairs, drawn as the ILQL authors' ranking evaluator draws them, where the row's Q of the "
+            "whole word (the minimum of its trained twin heads) is strictly above for the optimal policy's move "
+            "(`trainers.experiments.section5.rank`, as on [section5.md](section5.md)): at the initial "
             "state its first guess against the suboptimal games' first guesses, at the branch states its third "
             "guess against the adversarial takeover's. The paper's ILQL is near 1 at the initial state, "
             "single-step methods near 0.\n\n" + "\n".join(rows) + "\n")

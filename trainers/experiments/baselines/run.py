@@ -141,16 +141,17 @@ def rankings(setting: Setting, trained: dict[str, TrainedRun], dataset: str, arg
              ) -> dict[str, Any]:
     """On the Section-5 data: each value row's two Section-5 fractions (``trainers.experiments.section5.rank``),
     or why it is not measured; elsewhere nothing."""
-    from trainers.experiments.section5 import Pairs, rank, read_games
+    from trainers.experiments.section5 import Draws, check_recipe, rank, read_games
 
     if setting.key != "section5":
         return {}
     games = read_games(dataset)
-    pairs = Pairs.of(games)
+    check_recipe(games)
+    draws = Draws.of(games, args.section5_pairs)
     ranks: dict[str, Any] = {}
     for name, t in trained.items():
         if t.experiment.algorithm in TOKEN_VALUE:
-            ranks[name] = rank(t.run, games, pairs, args.section5_pairs)
+            ranks[name] = rank(t.run, draws)
         elif t.experiment.algorithm != "bc" and t.experiment.algorithm != "dt":
             ranks[name] = "not measured: utterance-level Q"
     return ranks
