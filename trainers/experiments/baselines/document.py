@@ -65,6 +65,30 @@ def left_out(outcomes: Sequence[SettingOutcome]) -> str:
             "runs every setting (what each costs: the guide [The ILQL code's other baselines](guides/baselines.md)).")
 
 
+def scale_note(outcome: SettingOutcome, args: argparse.Namespace) -> str:
+    """The scale LMRL-Gym's Wordle ran at here, beside LMRL-Gym's own: training games, the transformer, each row's
+    optimizer steps and batch (so the games a row saw), and the evaluation games; computed from the run.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from trainers.experiments.baselines.outcome import TrainedRun
+    >>> from trainers.experiments.common import Experiment
+    >>> run = TrainedRun(Experiment("BC", "bc"), None, 500, 1.0)
+    >>> print(scale_note(NS(setting=LMRL_GYM, trained={"BC": run}), NS(small=20000, games=1000)))  # doctest: +ELLIPSIS
+    **Scale of this run** (LMRL-Gym's in brackets): 20,000 training games (1,000,000); ...
+    """
+    from rlds_lang.wordle import lmrl_gym
+
+    training = outcome.setting.training
+    model = training["model"]
+    games = lmrl_gym.TRAIN_GAMES if args.small is None else min(args.small, lmrl_gym.TRAIN_GAMES)
+    steps = ", ".join(f"{name} {t.steps:,}" for name, t in outcome.trained.items())
+    return (f"**Scale of this run** (LMRL-Gym's in brackets): {games:,} training games "
+            f"({lmrl_gym.TRAIN_GAMES:,}); a {model['n_layer']}-layer, {model['n_embd']}-wide transformer from random "
+            f"weights, the rows that start from BC (*What was trained*) from BC's trained one (GPT-2 small, 124M "
+            f"parameters, pretrained); optimizer steps at batch {training['batch_size']}: {steps} (LMRL-Gym's ILQL: 10 epochs at "
+            f"batch 128); {args.games:,} evaluation games ({lmrl_gym.PUBLISHED_EVAL_GAMES:,}).\n")
+
+
 def page_status(outcomes: Sequence[SettingOutcome]) -> str:
     """The page's first paragraph: ``target_status`` of LMRL-Gym's Wordle when this page ran it; otherwise that
     the targets were not measured, and why."""
@@ -162,7 +186,9 @@ def render_setting(outcome: SettingOutcome, args: argparse.Namespace) -> str:
     betas = (render_beta_choices(outcome.betas, held_out) if outcome.betas
              else "Not chosen in this run (`--beta-games 0`): each value row played its committed β.\n")
     note = floor_note(outcome)
-    parts = [f"## {outcome.setting.title}\n", f"{outcome.results[0].games} seeded games (seed {args.eval_seed}).\n",
+    scale = [scale_note(outcome, args)] if outcome.setting.key == LMRL_GYM.key else []
+    parts = [f"## {outcome.setting.title}\n", *scale,
+             f"{outcome.results[0].games} seeded games (seed {args.eval_seed}).\n",
              render_table(outcome), "", *([note] if note else []), "### Paired differences to BC\n", "\n".join(lines),
              "\n### The Decision Transformer's target returns\n", render_sweep(outcome),
              "### β of the token-level value rows, chosen on held-out games\n", betas]
@@ -197,6 +223,6 @@ made: the guide [The ILQL code's other baselines](guides/baselines.md).{chr(10) 
 {chr(10).join(render_setting(o, args) for o in outcomes)}"""
 
 
-__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "page_status", "tried",
+__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "scale_note", "page_status", "tried",
            "render_table", "floor_note", "render_sweep", "render_ranks", "render_trained", "render_setting",
            "render_page"]
