@@ -123,7 +123,10 @@ def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
     rows = {"BC": _result("BC", lost), "CQL": _result("CQL", lost[:-1] + [-3.0]), "%BC": _result("%BC", BETTER * 25)}
     note = floor_note(_Outcome(rows))
     assert note.startswith("2 of 3 rows win fewer than 1% of their games (BC, CQL)")  # CQL wins 1 of 200
-    assert SECTION5.hard_game and SECTION5.hard_game in note
+    assert SECTION5.hard_game and SECTION5.hard_game in note and "winnable" in SECTION5.hard_game
+    # with their guesses recorded, the note gives each rare row's share of answer-list guesses, computed
+    rows["BC"] = dataclasses.replace(rows["BC"], actions=[["raise", "xylyl"]] * 199 + [["abbey", "zzzzz"]])
+    assert "Share of their guesses on the answer list: BC 50%." in floor_note(_Outcome(rows))
     rows["CQL"] = _result("CQL", lost[:-2] + [-3.0, -2.0])  # 1% of its games: no longer "fewer than 1%"
     assert floor_note(_Outcome(rows)) == ""
 

@@ -46,9 +46,10 @@ from trainers.experiments.section5_ranking import TESTS, Draws, expectile, tabul
 #: evaluator, ``config/wordle/eval_q_rank.yaml``, sets ``gamma: 1.0``) so that a value is the game's return.
 TRAINING: dict[str, Any] = {**SHARED, "steps": 2000, "checkpoint_every": 250, "gamma": 1.0}
 #: the rows: the single-step baseline (Q and V regress onto the data's returns) and ILQL at the authors' Wordle
-#: expectile (``config/wordle/train_iql.yaml``: tau 0.7) and at higher ones: on these games the exact tabular
-#: solution (``tabular_q``) values the optimal first guess at -5.05 with tau 0.7, -4.23 with 0.9 and -3.74 with
-#: 0.95, against the suboptimal games' mean of -4.24. Only Q is ranked; the policy the rows train plays no part.
+#: expectile (``config/wordle/train_iql.yaml``: tau 0.7) and at higher ones: on the games of the earlier recipe
+#: (10 WrongPolicy takeovers per optimal game of 4+ guesses) the exact tabular solution (``tabular_q``) valued the
+#: optimal first guess at -5.05 with tau 0.7, -4.23 with 0.9 and -3.74 with 0.95, against the suboptimal games' mean
+#: of -4.24 (the page states it for the data it ran on). Only Q is ranked; the policy the rows train plays no part.
 ROWS: tuple[Experiment, ...] = (
     Experiment("MC returns", "mc"),
     Experiment("ILQL (tau 0.7)", "ilql", {"tau": 0.7, "alpha": 0.05}),
@@ -57,9 +58,9 @@ ROWS: tuple[Experiment, ...] = (
 )
 #: ILQL's Polyak rate here is 0.05, not ``ILQLConfig``'s 0.005 (the authors'): a value moves back one action
 #: token per bootstrapping round, and a round takes about 1/alpha steps for the target heads to follow, so 2,000
-#: steps at 0.005 carry the returns back about 10 of a game's up to 36 action tokens. Measured: with 0.005 the
-#: tau 0.95 row valued the optimal first guess at -1.97 (two turns' rewards) where the data return -5.36 after
-#: it; at 0.05 they reach about 100 tokens back.
+#: steps at 0.005 carry the returns back about 10 of a game's up to 36 action tokens. Measured on the earlier
+#: recipe's games: with 0.005 the tau 0.95 row valued the optimal first guess at -1.97 (two turns' rewards) where
+#: the data return -5.36 after it; at 0.05 they reach about 100 tokens back.
 #: the row at the ILQL authors' Wordle expectile.
 AUTHORS_ROW = "ILQL (tau 0.7)"
 #: the expectile each row's V takes of the data's values: MC returns regress onto the returns (their mean).

@@ -128,12 +128,28 @@ def floor_note(outcome: SettingOutcome) -> str:
     """A paragraph when at least half the rows win fewer than ``RARE_WIN_RATE`` of their games (their returns then
     sit near a lost game's and the table separates little), naming them and saying why (``Setting.hard_game``);
     otherwise ``""``."""
-    rare = [r.name for r in outcome.results if r.win_rate < RARE_WIN_RATE]
+    from rlds_lang.wordle.words import resolve_word_list
+
+    rare = [r for r in outcome.results if r.win_rate < RARE_WIN_RATE]
     if not rare or 2 * len(rare) < len(outcome.results):
         return ""
+    answers = set(resolve_word_list(outcome.setting.eval_config(1, 0).answers).words)
+    shares = [f"{r.name} {answer_share(r, answers):.0%}" for r in rare if any(r.actions)]
+    said = f" Share of their guesses on the answer list: {', '.join(shares)}." if shares else ""
     return (f"{len(rare)} of {len(outcome.results)} rows win fewer than {RARE_WIN_RATE:.0%} of their games "
-            f"({', '.join(rare)}): their returns sit near a lost game's and differ little. "
-            f"{outcome.setting.hard_game}".rstrip() + "\n")
+            f"({', '.join(r.name for r in rare)}): their returns sit near a lost game's and differ little. "
+            f"{outcome.setting.hard_game}{said}".rstrip() + "\n")
+
+
+def answer_share(result: Any, answers: set[str]) -> float:
+    """The share of a result's guesses (``EvalResult.actions``, every game's) that are words of ``answers``.
+
+    >>> from types import SimpleNamespace as NS
+    >>> answer_share(NS(actions=[["raise", "xylyl"], ["abbey"]]), {"raise", "abbey"})
+    0.6666666666666666
+    """
+    guesses = [guess for game in result.actions for guess in game]
+    return sum(guess in answers for guess in guesses) / len(guesses) if guesses else float("nan")
 
 
 def render_sweep(outcome: SettingOutcome) -> str:
@@ -223,6 +239,6 @@ made: the guide [The ILQL code's other baselines](guides/baselines.md).{chr(10) 
 {chr(10).join(render_setting(o, args) for o in outcomes)}"""
 
 
-__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "scale_note", "page_status", "tried",
+__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "scale_note", "answer_share", "page_status", "tried",
            "render_table", "floor_note", "render_sweep", "render_ranks", "render_trained", "render_setting",
            "render_page"]

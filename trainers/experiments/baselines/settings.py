@@ -99,9 +99,11 @@ SECTION5 = Setting(
      Experiment("utterance ILQL", "utterance_ilql"),
      Experiment("CHAI", "chai")),
     from_bc=("psi", "utterance ILQL", "CHAI"), top_advantage_row="CQL",
-    hard_game=("In this MDP the hidden word is redrawn after every guess from the answers still consistent with the "
-               "feedback (`adversarial_resample`), so only guesses that narrow those answers down to one can win; the "
-               "Section-5 ranking below is what the setting measures."))
+    hard_game=("The game itself is winnable: the hidden word is redrawn after every guess among the answers still "
+               "consistent with the feedback (`adversarial_resample`), so a policy that always says a consistent "
+               "answer wins nearly every game and the data's suboptimal policy (`RandomMixturePolicy(prob_smart=0.5)`)"
+               " most, while a word the feedback has ruled out, or one off the answer list, never wins: rows that "
+               "almost never win are saying such words."))
 
 SETTINGS = (LMRL_GYM, SECTION5)
 
