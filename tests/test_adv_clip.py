@@ -64,3 +64,26 @@ def test_an_agent_option_sets_the_clip():
     name, path, options = parse_agent("ilql=runs/x,beta=4,adv_clip=none")
     assert (name, path) == ("ilql", "runs/x") and agent_options(options) == {"beta": 4.0, "adv_clip": None}
     assert agent_options({"adv_clip": "0"}) == {"adv_clip": 0.0}
+
+
+def test_a_checkpoint_plays_with_its_recorded_clip_and_one_saved_before_the_clip_uncapped(tmp_path):
+    """The clip is read from the checkpoint's config.json: a checkpoint saved before configs had ``adv_clip`` was
+    played uncapped when its results were made, and still is (not with today's default, 0)."""
+    import json
+
+    from rlds_lang.tokenizers import make_tokenizer
+    from trainers.algorithms.registry import load_policy
+    from trainers.core.checkpoint import save_checkpoint
+    from trainers.core.model import ModelConfig
+
+    tiny = ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32)
+    tok = make_tokenizer("wordle")
+    config = ILQLConfig(dataset="unused", model=tiny)
+    from trainers.algorithms.ilql.ilql import ILQLModel
+
+    path = save_checkpoint(tmp_path / "ilql", "ilql", config, ILQLModel(config, tok), tok, {"step": 1})
+    assert load_policy(path).adv_clip == 0.0 and load_policy(path, adv_clip=2.0).adv_clip == 2.0
+    stored = json.loads((path / "config.json").read_text())
+    del stored["config"]["adv_clip"]
+    (path / "config.json").write_text(json.dumps(stored))
+    assert load_policy(path).adv_clip is None

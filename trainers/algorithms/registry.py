@@ -116,7 +116,8 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``).
 
     ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0), and so does
-    ``adv_clip``, the cap on ``beta * (Q - V)`` (the config's ``adv_clip``; None: no cap).
+    ``adv_clip``, the cap on ``beta * (Q - V)`` (the config's ``adv_clip``; None: no cap). A checkpoint saved
+    before configs had ``adv_clip`` was played uncapped, and is again (None, not today's default).
     ``allowed_actions``: a word list (name, ``WordList`` or sequence of words) to constrain decoding to.
     ``max_action_tokens``: longest free-text action (e.g. a Visual Dialogue question).
     ``target_return``: the return a return-conditioned agent (``dt``) plays for; None: its checkpoint's own.
@@ -144,7 +145,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     if beta is None:
         beta = float(getattr(loaded.config, "beta", 0.0)) if loaded.heads is not None else 0.0
     if adv_clip == FROM_CHECKPOINT:
-        adv_clip = getattr(loaded.config, "adv_clip", None)
+        adv_clip = read_checkpoint_config(path)[1].get("adv_clip")  # absent: saved before the cap existed
     policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, adv_clip=adv_clip,
                                  temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
