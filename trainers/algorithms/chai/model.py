@@ -155,7 +155,8 @@ class ChaiModel(nn.Module):
         the LM after each prompt, and their log-probabilities."""
         c = self.config
         sampled = sample_utterances(self.lm, self.tokenizer, prompts, c.target_samples, c.max_utterance_tokens)
-        prompt_lengths = torch.tensor([len(p) for p in prompts], device=prompt_sums.device).repeat_interleave(c.target_samples)
+        prompt_lengths = torch.tensor([len(p) for p in prompts], device=prompt_sums.device)
+        prompt_lengths = prompt_lengths.repeat_interleave(c.target_samples)
         sums = prompt_sums.repeat_interleave(c.target_samples, dim=0) + sampled.sums
         states = sums / (prompt_lengths + sampled.lengths).unsqueeze(-1).to(sums.dtype)
         return (states.view(len(prompts), c.target_samples, -1),
@@ -181,7 +182,8 @@ class ChaiModel(nn.Module):
         if prompts:
             sampled, log_probs = self.sample_states(prompts, hidden.cumsum(1)[rows, cols])
         else:
-            sampled, log_probs = states.new_zeros(0, c.target_samples, states.shape[-1]), states.new_zeros(0, c.target_samples)
+            sampled = states.new_zeros(0, c.target_samples, states.shape[-1])
+            log_probs = states.new_zeros(0, c.target_samples)
         with torch.no_grad():
             best = best_of_samples(self.utterance_heads.target_q(sampled)) if prompts else states.new_zeros(0)
         targets, valid = utterance_q_targets(steps, place_at(best.to(states.dtype), sample_at), ends, c.gamma)
@@ -194,7 +196,8 @@ class ChaiModel(nn.Module):
         own_state = torch.where(starts, positions, torch.full_like(positions, -1)).cummax(1).values
         end_rows, end_cols = ends.nonzero(as_tuple=True)
         own = slot[end_rows, own_state[end_rows, end_cols]]
-        random_states = 2 * torch.rand(len(own), c.target_samples, states.shape[-1], dtype=states.dtype, device=device) - 1
+        random_states = 2 * torch.rand(len(own), c.target_samples, states.shape[-1], dtype=states.dtype,
+                                       device=device) - 1
         random_log_prob = -math.log(2 * states.shape[-1])
         cql = states.new_zeros(())
         if len(own):
@@ -206,7 +209,7 @@ class ChaiModel(nn.Module):
         total = losses["q_loss"] + c.cql_weight * losses["cql_loss"]
         metrics = {k: v.detach() for k, v in losses.items()}
         metrics.update(q_mean=masked_mean(q1.detach(), valid),
-                       next_value_mean=best.mean().detach() if len(best) else states.new_zeros(()))
+                       sampled_value_mean=best.mean().detach() if len(best) else states.new_zeros(()))
         return LossOutput(total, mask.sum(), metrics)
 
     @torch.no_grad()
