@@ -151,3 +151,24 @@ def test_a_page_without_a_setting_names_it_and_says_the_targets_were_not_measure
             "utterance ILQL": _result("utterance ILQL", BETTER)}
     both = [_Outcome(rows, setting=LMRL_GYM), section5]
     assert left_out(both) == "" and page_status(both).startswith("**All targets met**")
+
+
+def test_the_lmrl_gym_half_can_run_at_its_own_scale():
+    """--lmrl-gym-small and --lmrl-gym-steps set LMRL-Gym's Wordle apart (a reduced half beside a full Section-5 one);
+    the page's command spells them out and its top states the scale."""
+    from types import SimpleNamespace as NS
+
+    from trainers.cli.main import build_parser
+    from trainers.experiments.baselines.document import command_line, scale_note
+    from trainers.experiments.baselines.outcome import TrainedRun
+    from trainers.experiments.baselines.settings import LMRL_GYM, setting_scale
+    from trainers.experiments.common import Experiment
+
+    args = build_parser().parse_args(["results", "baselines", "--steps", "2000", "--lmrl-gym-small", "20000",
+                                      "--lmrl-gym-steps", "1000"])
+    assert setting_scale(LMRL_GYM, args) == (20000, 1000) and setting_scale(SECTION5, args) == (None, 2000)
+    assert "--lmrl-gym-small 20000 --lmrl-gym-steps 1000" in command_line(args)
+    note = scale_note(NS(setting=LMRL_GYM, trained={"BC": TrainedRun(Experiment("BC", "bc"), None, 1000, 1.0)}),
+                      args)
+    assert note.startswith("**Scale of this run** (LMRL-Gym's in brackets): 20,000 training games (1,000,000)")
+    assert "optimizer steps at batch 64: BC 1,000" in note and "2,000 evaluation games (4,096)" in note

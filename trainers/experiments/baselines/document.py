@@ -9,7 +9,7 @@ import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from trainers.core import provenance
-from trainers.experiments.baselines.settings import LMRL_GYM, SETTINGS, TARGETS
+from trainers.experiments.baselines.settings import LMRL_GYM, SETTINGS, TARGETS, setting_scale
 from trainers.experiments.beta_choice import render_beta_choices, tuning_config
 from trainers.experiments.lmrl_gym.document import comparison_lines
 
@@ -26,7 +26,8 @@ def command_line(args: argparse.Namespace) -> str:
         ("--small", args.small), ("--steps", args.steps), ("--games", args.games), ("--eval-seed", args.eval_seed),
         ("--decodings", decodings), ("--beta-games", args.beta_games), ("--beta-grid", args.beta_grid),
         ("--dt-targets", args.dt_targets), ("--section5-pairs", args.section5_pairs),
-        ("--top-advantage-episodes", args.top_advantage_episodes)))
+        ("--top-advantage-episodes", args.top_advantage_episodes), ("--lmrl-gym-small", args.lmrl_gym_small),
+        ("--lmrl-gym-steps", args.lmrl_gym_steps)))
 
 
 def dt_trend(sweep: Sequence[tuple[float, Any]]) -> tuple[str, int]:
@@ -73,14 +74,16 @@ def scale_note(outcome: SettingOutcome, args: argparse.Namespace) -> str:
     >>> from trainers.experiments.baselines.outcome import TrainedRun
     >>> from trainers.experiments.common import Experiment
     >>> run = TrainedRun(Experiment("BC", "bc"), None, 500, 1.0)
-    >>> print(scale_note(NS(setting=LMRL_GYM, trained={"BC": run}), NS(small=20000, games=1000)))  # doctest: +ELLIPSIS
+    >>> args = NS(small=None, steps=None, lmrl_gym_small=20000, lmrl_gym_steps=500, games=1000)
+    >>> print(scale_note(NS(setting=LMRL_GYM, trained={"BC": run}), args))  # doctest: +ELLIPSIS
     **Scale of this run** (LMRL-Gym's in brackets): 20,000 training games (1,000,000); ...
     """
     from rlds_lang.wordle import lmrl_gym
 
     training = outcome.setting.training
     model = training["model"]
-    games = lmrl_gym.TRAIN_GAMES if args.small is None else min(args.small, lmrl_gym.TRAIN_GAMES)
+    small = setting_scale(outcome.setting, args)[0]
+    games = lmrl_gym.TRAIN_GAMES if small is None else min(small, lmrl_gym.TRAIN_GAMES)
     steps = ", ".join(f"{name} {t.steps:,}" for name, t in outcome.trained.items())
     return (f"**Scale of this run** (LMRL-Gym's in brackets): {games:,} training games "
             f"({lmrl_gym.TRAIN_GAMES:,}); a {model['n_layer']}-layer, {model['n_embd']}-wide transformer from random "

@@ -24,6 +24,7 @@ from trainers.experiments.baselines.settings import (
     SETTINGS,
     TOKEN_VALUE,
     Setting,
+    setting_scale,
     settings_named,
 )
 from trainers.experiments.beta_choice import add_beta_choice_arguments, choose_beta, parse_grid, tuning_config
@@ -59,6 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="baselines: the target returns the Decision Transformer is played for (comma-separated)")
     parser.add_argument("--top-advantage-episodes", type=int, default=1000,
                         help="baselines: episodes of the train split the top-advantage table scores")
+    parser.add_argument("--lmrl-gym-small", type=int, default=None,
+                        help="baselines: cap each split of LMRL-Gym's Wordle at this many games (default: --small), "
+                             "so that its half runs at a reduced scale beside a full Section-5 half")
+    parser.add_argument("--lmrl-gym-steps", type=int, default=None,
+                        help="baselines: optimizer steps of every LMRL-Gym row (default: --steps, else the committed "
+                             "ones); the page states the scale it ran at")
 
 
 def build(setting: Setting, args: argparse.Namespace) -> str:
@@ -66,9 +73,10 @@ def build(setting: Setting, args: argparse.Namespace) -> str:
     from trainers.core.build import tfds_build
     from trainers.experiments.lmrl_gym.run import build_dataset
 
+    small, _ = setting_scale(setting, args)
     if setting.key == "lmrl_gym":
-        return build_dataset(args.data_dir, args.small, args.build_workers)
-    return tfds_build("wordle_synthetic", "ilql_adversarial", args.data_dir, small=args.small)
+        return build_dataset(args.data_dir, small, args.build_workers)
+    return tfds_build("wordle_synthetic", "ilql_adversarial", args.data_dir, small=small)
 
 
 def bc_lm(runs_root: Path, steps: int) -> Path:
@@ -199,7 +207,8 @@ def run_baselines(args: argparse.Namespace) -> Path | None:
     for setting in settings:
         dataset = build(setting, args)
         runs_root = Path(args.runs) / setting.key
-        trained = {e.name: train_row(setting, e, dataset, runs_root, args.steps) for e in setting.rows
+        steps = setting_scale(setting, args)[1]
+        trained = {e.name: train_row(setting, e, dataset, runs_root, steps) for e in setting.rows
                    if not args.train_only or e.name in args.train_only}
         if not args.train_only:
             outcomes.append(play(setting, trained, dataset, args, decoding))

@@ -116,8 +116,26 @@ def settings_named(keys: list[str] | tuple[str, ...]) -> tuple[Setting, ...]:
     if unknown or not keys:
         raise ValueError(f"--settings {unknown or '(none)'}: settings are {list(known)}")
     return tuple(s for s in SETTINGS if s.key in keys)
+
+
+def setting_scale(setting: Setting, args: Any) -> tuple[int | None, int | None]:
+    """``(games per split cap, optimizer steps)`` of ``setting`` in this run: ``--lmrl-gym-small`` and
+    ``--lmrl-gym-steps`` for LMRL-Gym's Wordle when given, else ``--small`` and ``--steps`` (None: the full build,
+    the committed steps).
+
+    >>> from types import SimpleNamespace as NS
+    >>> setting_scale(LMRL_GYM, NS(small=None, steps=2000, lmrl_gym_small=20000, lmrl_gym_steps=None))
+    (20000, 2000)
+    """
+    small, steps = args.small, args.steps
+    if setting.key == LMRL_GYM.key:
+        small = args.lmrl_gym_small if args.lmrl_gym_small is not None else small
+        steps = args.lmrl_gym_steps if args.lmrl_gym_steps is not None else steps
+    return small, steps
+
+
 #: the page's targets (LMRL-Gym Wordle): each row beats BC by more than 2 paired SE.
 TARGETS = (("CQL", "BC"), ("psi", "BC"), ("utterance ILQL", "BC"))
 
 __all__ = ["TOKEN_VALUE", "UTTERANCE_VALUE", "BASELINE_BETA", "DT_TARGETS", "FROM_BC_STEPS", "Setting", "LMRL_GYM",
-           "SECTION5", "SETTINGS", "TARGETS", "settings_named"]
+           "SECTION5", "SETTINGS", "TARGETS", "settings_named", "setting_scale"]
