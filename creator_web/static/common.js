@@ -1,8 +1,16 @@
-// Shared by every page: the session (kept per browser tab), the JSON API helper, Wordle board and transcript
-// drawing, numbers as shown, and errors said on the page (never only in the console).
+// Shared by every page: the session (kept per browser tab), signing out, the JSON API helper, Wordle board and
+// transcript drawing, numbers as shown, and errors said on the page (never only in the console).
 // A session has a public id and a secret token; the token goes only in the X-Session-Token header.
+// A session the server ended (signed out, in this tab or another holding it; expired) is said so by the page's
+// message, which from then on leads on to signing in again; what is typed in the page's boxes is kept in the tab
+// and comes back in its box once the same annotator signs in again (see keepDrafts).
 "use strict";
 const KEY = "creator_web.session";
+// What the start page says once (why the last session ended), and the text typed in the boxes of a page whose
+// session ended ({annotator, page, boxes: {id: text}}).
+const NOTICE = "creator_web.notice", DRAFTS = "creator_web.drafts";
+// Set when this tab's session ended while the page was open: {session, why}.
+let ended = null;
 // The only pages the start page sends a person on to (never a URL taken from the address bar as it is).
 const PAGES = ["/play", "/judge", "/review"];
 
@@ -27,11 +35,10 @@ async function api(method, path, body) {
     if (Array.isArray(detail)) detail = detail.map(d => `${(d.loc || []).join(".")}: ${d.msg}`).join("; ");
     const lost = (response.status === 404 && String(detail).startsWith("unknown session")) ||
                  (response.status === 401 && String(detail).startsWith("X-Session-Token"));
-    if (lost && session && path !== "/api/sessions") {
-      sessionStorage.removeItem(KEY);  // the server no longer knows this tab's session: start a new one
-      location.href = "/?next=" + encodeURIComponent(location.pathname);
-    }
-    const error = new Error(detail || response.statusText);
+    let text = detail || response.statusText;
+    if (lost && session && path !== "/api/sessions") text = sessionEnded(session, String(detail));
+    else if (response.status === 429) text = withWait(String(text), response.headers.get("Retry-After"));
+    const error = new Error(text);
     error.status = response.status;
     throw error;
   }
@@ -40,6 +47,88 @@ async function api(method, path, body) {
 
 function currentSession() {
   try { return JSON.parse(sessionStorage.getItem(KEY)); } catch (e) { return null; }
+}
+
+// The server ended this tab's session (`detail`: its 401 or 404): the tab forgets it, and the reason comes back in
+// words ("This session expired after 4 hours without a request.").
+function sessionEnded(session, detail) {
+  sessionStorage.removeItem(KEY);
+  const why = inWords(detail.replace(/^X-Session-Token: /, "").replace(/: open a (new )?session( first)?$/, ""));
+  ended = {session, why: why.charAt(0).toUpperCase() + why.slice(1) + "."};
+  showSession(null, "session ended");
+  return ended.why;
+}
+
+// The session bar and the Sign out button: `session`'s, or `text` and no button when there is none.
+function showSession(session, text) {
+  const bar = document.getElementById("session-bar"), button = document.getElementById("sign-out");
+  if (bar) bar.textContent = session ? `annotator ${session.annotator} · ${session.task} · ${describeConfig(session)}`
+                                     : text;
+  if (!button) return;
+  button.hidden = !session;
+  button.onclick = session ? () => signOut(session) : null;
+}
+
+// Ends `session` on the server and goes to the start page, which says so and what became of the game in
+// progress (it stays unfinished in its log: readers skip it, so no dataset or Review list shows it).
+async function signOut(session) {
+  let out;
+  try { out = await api("POST", `/api/sessions/${session.session_id}/close`); }
+  catch (e) { say(e.message, true); return; }  // one that had ended already says so, and leads on
+  sessionStorage.removeItem(KEY);
+  const game = out.unfinished_game;
+  ended = {session, why: `You were signed out (annotator ${session.annotator} · ${session.task}).` + (game ?
+    ` Game ${game} stays unfinished in its log: it cannot be resumed, and no dataset or Review list shows it.` : "")};
+  location.href = "/";
+}
+
+// Leaving a page whose session ended keeps what is typed in its boxes (for the same annotator's next session in
+// this tab) and the reason, which the start page says.
+function keepDrafts() {
+  if (!ended) return;
+  const boxes = {}, annotator = ended.session.annotator;
+  const typed = "main textarea[id], main input[id]:not([type]), main input[id][type=text]";
+  for (const box of document.querySelectorAll(typed)) {
+    if (box.value) boxes[box.id] = box.value;
+  }
+  const kept = Object.keys(boxes).length > 0;
+  if (kept) sessionStorage.setItem(DRAFTS, JSON.stringify({annotator, page: location.pathname, boxes}));
+  const back = ` Sign in again as ${annotator}: what you had typed comes back in its box.`;
+  sessionStorage.setItem(NOTICE, ended.why + (kept ? back : ""));
+}
+window.addEventListener("pagehide", keepDrafts);
+
+// Puts the text kept by keepDrafts back in its boxes, on its page, for the annotator who typed it (it is dropped
+// when another annotator signs in in this tab: their text is not theirs to see).
+function restoreDrafts(session) {
+  let drafts = null;
+  try { drafts = JSON.parse(sessionStorage.getItem(DRAFTS)); } catch (e) { /* unreadable: nothing to restore */ }
+  if (!drafts || (drafts.annotator === session.annotator && drafts.page !== location.pathname)) return;
+  sessionStorage.removeItem(DRAFTS);
+  if (drafts.annotator !== session.annotator) return;
+  for (const [id, text] of Object.entries(drafts.boxes || {})) {
+    const box = document.getElementById(id);
+    if (box) box.value = box.value ? `${text}\n${box.value}` : text;
+  }
+}
+
+// Seconds as a person reads them: "45 seconds", "15 minutes", "1 hour 30 minutes" (rounded up: nobody is told to
+// come back too early); a string gets each "<n> s" in it so written.
+function inWords(value) {
+  if (typeof value === "string") return value.replace(/\b(\d+(?:\.\d+)?) s\b/g, (_, n) => inWords(Number(n)));
+  const count = (n, unit) => `${n} ${unit}${n === 1 ? "" : "s"}`;
+  const seconds = Math.ceil(value), minutes = Math.ceil(seconds / 60);
+  if (seconds < 60) return count(seconds, "second");
+  if (minutes < 60) return count(minutes, "minute");
+  return count(Math.floor(minutes / 60), "hour") + (minutes % 60 ? " " + count(minutes % 60, "minute") : "");
+}
+
+// A refusal's `text` with the wait its Retry-After header asks for, in words and as a time of day.
+function withWait(text, retryAfter) {
+  const wait = Number(retryAfter);
+  if (!(wait > 0)) return inWords(text);
+  const at = new Date(Date.now() + wait * 1000).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
+  return `${inWords(text)}. Try again in ${inWords(wait)} (after ${at}).`;
 }
 
 // The session config keys a URL may set, per task (anything else in the URL is not config).
@@ -58,12 +147,20 @@ function linkKeys() {
   return ["annotator", "task", ...new Set(Object.values(URL_CONFIG).flat())];
 }
 
+// The start page with the values `value(key)` gives for linkKeys() filled in, leading back to this page.
+function startLink(value) {
+  const kept = new URLSearchParams({next: location.pathname});
+  for (const key of linkKeys()) {
+    const v = value(key);
+    if (v !== undefined && v !== null && v !== "") kept.set(key, v);
+  }
+  return "/?" + kept.toString();
+}
+
 // A link whose session the server refused: says why on the page, and leads on to the start page with the link's
 // values filled in ("New game" goes there too), instead of a blank page.
 function refusedLink(error, params) {
-  const kept = new URLSearchParams({next: location.pathname});
-  for (const key of linkKeys()) if (params.get(key)) kept.set(key, params.get(key));
-  const way = "/?" + kept.toString();
+  const way = startLink(key => params.get(key));
   say(`This link's session was refused: ${error.message}. `, true);
   const link = document.createElement("a");
   link.href = way;
@@ -72,8 +169,7 @@ function refusedLink(error, params) {
   document.getElementById("message").appendChild(link);
   const newGame = document.getElementById("new-game");
   if (newGame) newGame.addEventListener("click", () => { location.href = way; });
-  const bar = document.getElementById("session-bar");
-  if (bar) bar.textContent = "no session";
+  showSession(null, "no session");
   error.shown = true;  // said on the page already
   return error;
 }
@@ -92,15 +188,14 @@ async function ensureSession() {
     sessionStorage.setItem(KEY, JSON.stringify(session));
     history.replaceState(null, "", location.pathname);
   }
-  const bar = document.getElementById("session-bar");
-  if (bar) bar.textContent = session ? `annotator ${session.annotator} · ${session.task} · ${describeConfig(session)}`
-                                     : "no session";
+  showSession(session, "no session");
   if (!session) {
     location.href = "/?next=" + encodeURIComponent(location.pathname);
     const error = new Error("no session");
     error.shown = true;  // the start page is on its way
     throw error;
   }
+  restoreDrafts(session);
   return session;
 }
 
@@ -200,8 +295,16 @@ function drawSteps(element, view, upto) {
   drawBoard(element, upto === undefined ? rows : rows.slice(0, upto), null, 6);
 }
 
+// Says `text` in the page's message; once the session has ended, every message leads on to signing in again.
 function say(text, isError) {
   const message = document.getElementById("message");
   message.textContent = text;
   message.className = isError ? "error" : "";
+  if (!ended) return;
+  const link = document.createElement("a");
+  link.id = "sign-in-again";
+  link.href = startLink(key => key === "annotator" ? ended.session.annotator : key === "task" ? ended.session.task
+                                                                              : ended.session.config[key]);
+  link.textContent = "Sign in again";
+  message.append(" ", link);
 }

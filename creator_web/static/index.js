@@ -1,11 +1,15 @@
 // The start page: opens a session (annotator, task, rule; a secret when the server lists its annotators) and
 // goes on to the page asked for in ?next=, which must be one of the tool's own pages. A link whose session was
-// refused leads here with its values (?annotator=&task=&<config keys>) filled in, to be fixed, never sent as they are.
+// refused leads here with its values (?annotator=&task=&<config keys>) filled in, to be fixed, never sent as they are;
+// so does "Sign in again" on a page whose session ended, and the page says why it ended (and whether what was typed
+// is kept). A sign-in refused for a while says for how long.
 "use strict";
 (() => {
   // The submit handler is attached at once: an Enter pressed while the task list loads must not fall through to
   // the browser's own GET submission of the form (it waits for the list instead).
   const select = document.getElementById("task"), annotator = document.getElementById("annotator");
+  const linked = new URLSearchParams(location.search).get("annotator");
+  if (linked) annotator.value = linked;  // at once: a name typed while the lists load is not overwritten
   const loaded = Promise.all([api("GET", "/api/tasks"), api("GET", "/api/server")]).then(([tasks, server]) => {
     for (const name of Object.keys(tasks)) select.add(new Option(name, name));
     fillFromLink(tasks);
@@ -16,10 +20,9 @@
       annotator.closest(".form-row").hidden = true;
     }
   });
-  // The values of a refused link, back in the form (a select only takes a value it offers).
+  // The task and config values of a refused link, back in the form (a select only takes a value it offers).
   function fillFromLink(tasks) {
     const params = new URLSearchParams(location.search);
-    if (params.get("annotator")) annotator.value = params.get("annotator");
     const task = params.get("task");
     if (task && !(task in tasks)) say(`Task ${task} is not offered here: choose one of ${Object.keys(tasks).join(", ")}.`, true);
     if (task in tasks) select.value = task;
@@ -34,8 +37,9 @@
     for (const part of document.querySelectorAll("[data-task]")) part.hidden = part.dataset.task !== select.value;
   }
   select.addEventListener("change", showTask);
-  const s = currentSession();
-  document.getElementById("session-bar").textContent = s ? `annotator ${s.annotator} · ${s.task}` : "no session";
+  showSession(currentSession(), "no session");
+  const notice = sessionStorage.getItem(NOTICE);  // why the last session ended: said once
+  if (notice) { sessionStorage.removeItem(NOTICE); say(notice); }
   document.getElementById("start").addEventListener("submit", async event => {
     event.preventDefault();
     try {
