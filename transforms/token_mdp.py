@@ -20,9 +20,10 @@ with per-token fields:
 
 Sequences longer than ``max_length`` keep their first ``max_length`` tokens and set ``truncated``;
 ``returns_to_go``, ``dones`` and ``episode_return`` still describe the whole episode (a cut does not
-change what the agent's actions earned). Everything is vectorised: each episode's steps are read as one
-batch, then ``EPISODES_PER_CALL`` episodes at a time are tokenised in one ``tf_encode`` call per text
-field and laid out with offset arithmetic and one scatter per field (no per-token or per-step work).
+change what the agent's actions earned). Each episode's steps are read as one batch, then
+``EPISODES_PER_CALL`` episodes at a time are laid out by ``transforms.token_layout.layout`` (plain numpy,
+vectorised, in one ``tf.numpy_function`` call): the same code lays out the episodes that
+``transforms.data_source`` reads without TensorFlow, so both readers give the same tensors.
 
 Example::
 
@@ -43,69 +44,23 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any, Mapping
 
 import numpy as np
 import tensorflow as tf
 
-from rlds_lang.char_tokenizer import CharTokenizer, ragged_positions
 from transforms.selection import filter_top_p
 from transforms.specs import collect
+from transforms.token_layout import (EPISODE_KEYS, TOKEN_KEYS, StepsBatch, TokenMDPConfig, layout, step_field,
+                                     step_fields)
 
-#: Per-token fields of a sequence, in output order.
-TOKEN_KEYS = ("input_ids", "action_mask", "turn_index", "turn_end", "rewards", "dones", "returns_to_go")
-#: Per-episode (scalar) fields of a sequence.
-EPISODE_KEYS = ("length", "truncated", "episode_return", "episode_id")
-#: Role codes of tokens while the layout is assembled.
-_ENV, _ACTION, _END_OF_ACTION = 0, 1, 2
-#: Above this exponent range (``n_action_tokens * -ln(gamma)``) the cumsum formula's ``gamma**k`` could
-#: underflow float64 (e**-708), so returns-to-go fall back to the exact recurrence.
-_MAX_LOG_RANGE = 600.0
 #: Episodes laid out per call of the vectorised layout (amortises per-call overhead; order is kept).
 EPISODES_PER_CALL = 64
-
-
-@dataclasses.dataclass(frozen=True)
-class TokenMDPConfig:
-    """How episodes become token sequences (see the module docstring for the layout and fields).
-
-    >>> TokenMDPConfig(max_length=64, gamma=0.99).max_length
-    64
-    """
-
-    #: tokens per sequence after truncation (the first ``max_length`` are kept).
-    max_length: int = 128
-    #: ``/``-path of the observation text inside a step; ``"observation"`` when it is plain text.
-    observation_key: str = "observation/text"
-    #: ``/``-path of the action text inside a step.
-    action_key: str = "action"
-    #: ``/``-path of the environment reward inside a step.
-    reward_key: str = "reward"
-    #: added to the reward of every action token (e.g. a per-character cost).
-    token_reward: float = 0.0
-    #: discount per action token for ``returns_to_go`` (environment tokens are not counted).
-    gamma: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.max_length < 1:
-            raise ValueError(f"TokenMDPConfig.max_length must be >= 1, got {self.max_length}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"TokenMDPConfig.gamma must be in [0, 1], got {self.gamma}")
-        if not math.isfinite(self.token_reward):
-            raise ValueError(f"TokenMDPConfig.token_reward must be finite, got {self.token_reward}")
-
-
-def _field_spec(spec: Any, path: str, what: str) -> Any:
-    """The spec at ``/``-path ``path`` of a step spec; a missing field raises ``KeyError`` naming it."""
-    value = spec
-    for part in path.split("/"):
-        if not isinstance(value, Mapping) or part not in value:
-            fields = sorted(value) if isinstance(value, Mapping) else f"none ({path!r} stops at a {value.dtype.name} tensor)"
-            raise KeyError(f"token_mdp: {what}={path!r}: no field {part!r} in the steps; fields there: {fields}")
-        value = value[part]
-    return value
+#: What ``_sequences_of_batch`` reads back from ``layout``: the token fields, their row splits, the episode fields.
+_LAID_OUT = TOKEN_KEYS + ("splits", "length", "truncated", "episode_return")
+_TF_DTYPES = {"input_ids": tf.int32, "action_mask": tf.bool, "turn_index": tf.int32, "turn_end": tf.bool,
+              "rewards": tf.float32, "dones": tf.bool, "returns_to_go": tf.float32, "splits": tf.int64,
+              "length": tf.int32, "truncated": tf.bool, "episode_return": tf.float32}
 
 
 def _check_steps_spec(episodes: tf.data.Dataset, config: TokenMDPConfig) -> None:
@@ -113,160 +68,47 @@ def _check_steps_spec(episodes: tf.data.Dataset, config: TokenMDPConfig) -> None
     if not isinstance(episodes.element_spec, Mapping) or "steps" not in episodes.element_spec:
         raise KeyError(f"token_mdp: episodes need a 'steps' dataset; got {episodes.element_spec}")
     steps = episodes.element_spec["steps"].element_spec
-    for what, path, kind in (("observation_key", config.observation_key, "text"),
-                             ("action_key", config.action_key, "text"),
-                             ("reward_key", config.reward_key, "number"),
-                             ("is_last", "is_last", "flag"), ("is_terminal", "is_terminal", "flag")):
-        spec = _field_spec(steps, path, what)
+    for what, path, kind in step_fields(config):
+        spec = step_field(steps, path, what)
         if not isinstance(spec, tf.TensorSpec) or spec.shape.rank != 0:
             raise ValueError(f"token_mdp: step field {path!r} ({what}) must be a scalar {kind}, got {spec}")
         if (kind == "text") != (spec.dtype == tf.string):
             raise ValueError(f"token_mdp: step field {path!r} ({what}) must be {kind}, got dtype {spec.dtype.name}")
 
 
-def _field(steps: Mapping[str, Any], path: str) -> tf.Tensor:
-    for part in path.split("/"):
-        steps = steps[part]
-    return steps
-
-
-def _returns_to_go(rewards: tf.Tensor, gamma: float) -> tf.Tensor:
-    """Discounted returns-to-go along the last axis: ``G_k = sum_{j >= k} gamma^(j-k) r_j``, float64, vectorised.
-
-    Rows are independent sequences (zero padding at their ends changes nothing). ``gamma == 1`` is an
-    exact reverse cumulative sum; otherwise ``cumsum(r * gamma^j) / gamma^k``, or the exact reverse
-    recurrence (``tf.scan`` over positions, all rows at once) when ``gamma^n`` could underflow float64.
-
-    >>> _returns_to_go(tf.constant([[1.0, 1.0, 1.0], [2.0, 0.0, 0.0]], tf.float64), 0.5).numpy().tolist()
-    [[1.75, 1.5, 1.0], [2.0, 0.0, 0.0]]
-    """
-    if gamma == 1.0:
-        return tf.cumsum(rewards, axis=-1, reverse=True)
-    if gamma == 0.0:
-        return rewards
-    log_gamma = math.log(gamma)
-    width = tf.shape(rewards)[-1]
-
-    def closed_form() -> tf.Tensor:
-        scale = tf.exp(tf.cast(tf.range(width), tf.float64) * log_gamma)
-        return tf.cumsum(rewards * scale, axis=-1, reverse=True) / scale
-
-    def recurrence() -> tf.Tensor:
-        by_position = tf.transpose(rewards)
-        returns = tf.scan(lambda following, r: r + gamma * following, by_position,
-                          initializer=tf.zeros_like(by_position[0]), reverse=True)
-        return tf.transpose(returns)
-
-    return tf.cond(tf.cast(width, tf.float64) * -log_gamma < _MAX_LOG_RANGE, closed_form, recurrence)
-
-
 def _episode_steps(episode: Mapping[str, Any], config: TokenMDPConfig) -> dict[str, tf.Tensor]:
     """The fields the layout needs, for all steps of one episode at once (``[S]`` each) and its id."""
     steps = collect(episode["steps"])
-    return {"observation": _field(steps, config.observation_key), "action": _field(steps, config.action_key),
-            "reward": tf.cast(_field(steps, config.reward_key), tf.float64),
+    return {"observation": step_field(steps, config.observation_key), "action": step_field(steps, config.action_key),
+            "reward": tf.cast(step_field(steps, config.reward_key), tf.float64),
             "is_last": tf.cast(steps["is_last"], tf.bool), "is_terminal": tf.cast(steps["is_terminal"], tf.bool),
             "episode_id": tf.convert_to_tensor(episode.get("episode_id", ""), tf.string)}
 
 
-def _encode_observations(batch: Mapping[str, tf.RaggedTensor], tokenizer: Any, local_step: tf.Tensor) -> tf.RaggedTensor:
-    """Every step's observation ids: ``tokenizer.tf_encode``, or, for a tokenizer that writes an observation
-    with the action before it (``tf_encode_observations``, e.g. ``rlds_lang.wordle.board_tokenizer``), that."""
-    texts = batch["observation"].flat_values
-    with_previous = getattr(tokenizer, "tf_encode_observations", None)
-    if with_previous is None:
-        return tokenizer.tf_encode(texts)
-    previous = tf.where(local_step > 0, tf.roll(batch["action"].flat_values, 1, 0), "")  # a_{i-1}, "" at i = 0
-    return with_previous(texts, previous)
+def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: Any, config: TokenMDPConfig) -> dict[str, Any]:
+    """Token sequences of a batch of episodes (``[E, (S)]`` ragged steps): ragged ``[E, (L)]`` token fields and
+    ``[E]`` episode fields, laid out by ``transforms.token_layout.layout`` in one ``tf.numpy_function`` call."""
 
+    def run(observation, action, reward, is_last, is_terminal, step_splits, episode_id):
+        steps = StepsBatch(observation, action, reward, is_last, is_terminal, step_splits, episode_id)
+        out = layout(steps, tokenizer, config)
+        return tuple(out[key] for key in _LAID_OUT)
 
-def _sequences_of_batch(batch: Mapping[str, tf.RaggedTensor], tokenizer: CharTokenizer,
-                        config: TokenMDPConfig) -> dict[str, Any]:
-    """Token sequences of a batch of episodes (``[E, (S)]`` ragged steps): ragged ``[E, (L)]`` token fields
-    and ``[E]`` episode fields.
-
-    Everything is flat vectors and offsets: each token's position in the batch's concatenated sequences
-    is computed from the lengths of the texts, and every field is written with one scatter.
-    """
-    step_splits = batch["observation"].row_splits                        # [E + 1] first step of each episode
-    step_episode, local_step = ragged_positions(batch["observation"])    # [N] episode / index within it
-    n_episodes = batch["observation"].nrows()
-    has_action = tf.logical_not(batch["is_last"].flat_values)
-    step_rewards = tf.where(has_action, batch["reward"].flat_values, 0.0)
-    same_episode_next = tf.concat([step_episode[1:] == step_episode[:-1], [False]], 0)
-    following_terminal = same_episode_next & tf.concat([batch["is_terminal"].flat_values[1:], [False]], 0)
-    observations = _encode_observations(batch, tokenizer, local_step)      # [N, (ids)]
-    actions = tokenizer.tf_encode(tf.where(has_action, batch["action"].flat_values, ""))
-
-    # Step i's tokens are o_i [EOO] a_i [EOA] (no action part on an is_last step); each episode's steps
-    # follow its BOS and are followed by its EOS.
-    n_obs, n_act, n_eoa = observations.row_lengths(), actions.row_lengths(), tf.cast(has_action, tf.int64)
-    step_tokens = n_obs + 1 + n_act + n_eoa
-    body_splits = tf.gather(tf.concat([[0], tf.cumsum(step_tokens)], 0), step_splits)
-    splits = body_splits + 2 * tf.range(n_episodes + 1, dtype=tf.int64)   # [E + 1] episode offsets
-    step_start = tf.cumsum(step_tokens, exclusive=True) + 2 * step_episode + 1
-    obs_step, obs_offset = ragged_positions(observations)
-    act_step, act_offset = ragged_positions(actions)
-    action_steps = tf.where(has_action)[:, 0]
-    eoo_at = step_start + n_obs
-    parts = [  # (positions, token ids, role, step): role 0 environment, 1 action, 2 end of action; step -1 = none
-        (splits[:-1], tokenizer.bos_id, _ENV, -1),
-        (tf.gather(step_start, obs_step) + obs_offset, observations.values, _ENV, obs_step),
-        (eoo_at, tokenizer.eoo_id, _ENV, tf.range(tf.size(step_start, out_type=tf.int64))),
-        (tf.gather(eoo_at + 1, act_step) + act_offset, actions.values, _ACTION, act_step),
-        (tf.gather(eoo_at + 1 + n_act, action_steps), tokenizer.eoa_id, _END_OF_ACTION, action_steps),
-        (splits[1:] - 1, tokenizer.eos_id, _ENV, -1),
-    ]
-    positions = tf.concat([p for p, _, _, _ in parts], 0)[:, None]
-    total = tf.reshape(splits[-1], [1])  # static shape [1]: the scatters below have a known rank
-
-    def scatter(values: list[Any], dtype: tf.DType) -> tf.Tensor:
-        full = [tf.broadcast_to(tf.cast(v, dtype), tf.shape(p)) for v, (p, _, _, _) in zip(values, parts)]
-        return tf.scatter_nd(positions, tf.concat(full, 0), total)
-
-    input_ids = scatter([ids for _, ids, _, _ in parts], tf.int32)
-    roles = scatter([role for _, _, role, _ in parts], tf.int32)
-    token_step = scatter([step for _, _, _, step in parts], tf.int64)
-    step_of_token = tf.maximum(token_step, 0)
-    action_mask = roles != _ENV
-    turn_end = roles == _END_OF_ACTION
-    rewards = (tf.where(turn_end, tf.gather(step_rewards, step_of_token), 0.0)
-               + tf.where(action_mask, tf.constant(config.token_reward, tf.float64), 0.0))
-
-    # Returns-to-go along each episode's action tokens: a dense [E, most action tokens] block.
-    full_lengths = splits[1:] - splits[:-1]
-    token_episode = tf.repeat(tf.range(n_episodes), full_lengths)
-    action_at = tf.where(action_mask)[:, 0]
-    action_episode = tf.gather(token_episode, action_at)
-    action_splits = tf.concat([[0], tf.cumsum(tf.math.bincount(action_episode, minlength=n_episodes,
-                                                               dtype=tf.int64))], 0)
-    action_index = tf.stack([action_episode, tf.range(tf.size(action_at, out_type=tf.int64))
-                             - tf.gather(action_splits, action_episode)], 1)
-    most_actions = tf.reduce_max(tf.concat([action_splits[1:] - action_splits[:-1], [0]], 0))
-    block = tf.scatter_nd(action_index, tf.gather(rewards, action_at), tf.stack([n_episodes, most_actions]))
-    returns_to_go = tf.scatter_nd(action_at[:, None], tf.gather_nd(_returns_to_go(block, config.gamma), action_index),
-                                  total)
-
-    tokens = {"input_ids": input_ids, "action_mask": action_mask,
-              "turn_index": tf.cast(tf.where(token_step >= 0, tf.gather(local_step, step_of_token), -1), tf.int32),
-              "turn_end": turn_end, "rewards": tf.cast(rewards, tf.float32),
-              "dones": turn_end & tf.gather(following_terminal, step_of_token),
-              "returns_to_go": tf.cast(returns_to_go, tf.float32)}
-    # Truncation: keep each episode's first max_length tokens.
-    lengths = tf.minimum(full_lengths, config.max_length)
-    kept = tf.where(tf.range(total[0]) - tf.gather(splits, token_episode) < config.max_length)[:, 0]
-    kept_splits = tf.concat([[0], tf.cumsum(lengths)], 0)
-    out: dict[str, Any] = {
-        key: tf.RaggedTensor.from_row_splits(tf.gather(tokens[key], kept), kept_splits, validate=False)
-        for key in TOKEN_KEYS}
-    out["length"] = tf.cast(lengths, tf.int32)
-    out["truncated"] = full_lengths > config.max_length
-    out["episode_return"] = tf.cast(tf.math.unsorted_segment_sum(step_rewards, step_episode, n_episodes), tf.float32)
+    inputs = [batch["observation"].flat_values, batch["action"].flat_values, batch["reward"].flat_values,
+              batch["is_last"].flat_values, batch["is_terminal"].flat_values, batch["observation"].row_splits,
+              batch["episode_id"]]
+    results = tf.numpy_function(run, inputs, [_TF_DTYPES[key] for key in _LAID_OUT], stateful=False)
+    laid_out = dict(zip(_LAID_OUT, results))
+    for key in _LAID_OUT:
+        laid_out[key].set_shape([None])
+    out: dict[str, Any] = {key: tf.RaggedTensor.from_row_splits(laid_out[key], laid_out["splits"], validate=False)
+                           for key in TOKEN_KEYS}
+    out.update({key: laid_out[key] for key in EPISODE_KEYS if key != "episode_id"})
     out["episode_id"] = batch["episode_id"]
     return out
 
 
-def token_mdp(episodes: tf.data.Dataset, tokenizer: CharTokenizer,
+def token_mdp(episodes: tf.data.Dataset, tokenizer: Any,
               config: TokenMDPConfig = TokenMDPConfig()) -> tf.data.Dataset:
     """One token sequence per episode (variable length ``L <= max_length``), fields as in the module docstring.
 
@@ -348,7 +190,7 @@ def pad_batches(sequences: tf.data.Dataset, batch_size: int, max_length: int, pa
         tf.autograph.experimental.do_not_convert(pad), num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def token_batches(episodes: tf.data.Dataset, tokenizer: CharTokenizer, config: TokenMDPConfig, batch_size: int,
+def token_batches(episodes: tf.data.Dataset, tokenizer: Any, config: TokenMDPConfig, batch_size: int,
                   top_p: float | None = None, shuffle_buffer: int = 0, seed: int = 0, repeat: bool = False,
                   drop_remainder: bool = False, cache: bool = False) -> tf.data.Dataset:
     """The whole pipeline from RLDS episodes to padded token batches, for ``TensorBatches``.

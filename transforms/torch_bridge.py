@@ -1,4 +1,5 @@
-"""The PyTorch bridge: ``tf.data`` datasets and numpy batches handed to PyTorch.
+"""The PyTorch bridge: ``tf.data`` datasets and numpy batches handed to PyTorch (TensorFlow imported on use:
+``to_torch``, ``trim_padding`` and ``collate_token_mdp`` serve the data-source reader, which runs without it).
 
 ``TurnDataset`` yields Python values (``str`` decoded from UTF-8, ``float``, ``bool``) of the per-turn view, so
 trainers tokenise with any tokenizer; with a multi-worker ``DataLoader`` each worker reads a disjoint shard.
@@ -23,13 +24,13 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-import tensorflow as tf
 import torch.utils.data
 
-from transforms.loading import to_turns
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    import tensorflow as tf
 
 
 def _decode(value: Any) -> Any:
@@ -68,6 +69,8 @@ class TurnDataset(torch.utils.data.IterableDataset):
         self._turns = turns
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        from transforms.loading import to_turns
+
         info = torch.utils.data.get_worker_info()
         if self._turns is not None:
             turns = self._turns
@@ -108,7 +111,9 @@ class ResumableBatches:
 
     def __init__(self, batches: tf.data.Dataset, restore: str | os.PathLike | None = None,
                  then: Callable[[Any], Any] | None = None, skip: int = 0):
-        self._then = then
+        import tensorflow as tf
+
+        self._then, self._nest = then, tf.nest
         options = tf.data.Options()
         # token_mdp reads each episode's nested steps with get_single_element, which tf.data calls stateful
         # (it would refuse to save the iterator) although it is a pure function of its input; no op of our
@@ -125,7 +130,7 @@ class ResumableBatches:
         return self
 
     def __next__(self) -> Any:
-        batch = to_torch(tf.nest.map_structure(lambda tensor: tensor.numpy(), next(self._iterator)))
+        batch = to_torch(self._nest.map_structure(lambda tensor: tensor.numpy(), next(self._iterator)))
         return batch if self._then is None else self._then(batch)
 
     def save(self, folder: str | os.PathLike) -> None:
@@ -193,6 +198,8 @@ class TensorBatches(torch.utils.data.IterableDataset):
         self._batches = batches
 
     def __iter__(self) -> Iterator[Any]:
+        import tensorflow as tf
+
         info = torch.utils.data.get_worker_info()
         batches = self._batches
         if info is not None and info.num_workers > 1:
