@@ -210,7 +210,7 @@ def test_training_time_is_carried_by_the_checkpoint_across_calls(wordle_dataset,
 def test_filtered_bc_keeps_its_episode_returns_for_a_resume(wordle_dataset, tmp_path):
     """%BC's first pass over the episodes (an hour on 1M games) is done once per run: the resumed run reads
     the stored returns, and keeps to the same episodes (it would fail loudly otherwise)."""
-    from trainers.core.loop import RETURNS_CACHE
+    from trainers.core.data import RETURNS_CACHE
 
     straight = config("bc", wordle_dataset, tmp_path / "straight", steps=4, top_p=0.5)
     train("bc", straight, progress=False)

@@ -12,8 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from typing import Any, Mapping
 
@@ -21,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from transforms.returns import add_episode_return
+from transforms.top_p import cached_returns, top_p_mask
 
 RETURN_KEY = "episode_return"
 
@@ -49,32 +48,7 @@ def cached_episode_returns(episodes: tf.data.Dataset, path: str | os.PathLike, k
     pass, which checks every kept episode's return against these.
     """
     key = {**key, "gamma": gamma, "use_discount": use_discount, "reward_key": reward_key}
-    text = json.dumps(key, sort_keys=True, default=str)
-    if os.path.exists(path):
-        with np.load(path) as stored:
-            if str(stored["key"]) == text:
-                return stored["returns"]
-    returns = episode_returns(episodes, gamma, use_discount, reward_key)
-    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
-    tmp = f"{os.fspath(path)}.{os.getpid()}.tmp.npz"  # processes of one run may write it at once
-    np.savez(tmp, returns=returns, key=np.array(text))
-    os.replace(tmp, path)
-    return returns
-
-
-def top_p_mask(returns: np.ndarray, p: float) -> np.ndarray:
-    """Which episodes are among the best ``ceil(p * n)`` by return; ties go to the earlier episode.
-
-    >>> top_p_mask(np.array([1.0, 3.0, 3.0, 2.0]), 0.5).tolist()
-    [False, True, True, False]
-    """
-    if not 0.0 < p <= 1.0:
-        raise ValueError(f"p must be in (0, 1], got {p}")
-    keep = np.zeros(len(returns), bool)
-    count = math.ceil(p * len(returns))
-    order = np.lexsort((np.arange(len(returns)), -np.asarray(returns, np.float64)))
-    keep[order[:count]] = True
-    return keep
+    return cached_returns(path, key, lambda: episode_returns(episodes, gamma, use_discount, reward_key))
 
 
 def filter_top_p(episodes: tf.data.Dataset, p: float, gamma: float = 1.0, use_discount: bool = False,

@@ -271,6 +271,9 @@ def _add_build_parser(sub: Any) -> None:
     build.add_argument("--manual-dir", "--manual_dir", dest="manual_dir", default=None,
                        help="the folder of recorded logs or downloaded files the config reads")
     build.add_argument("--small", type=int, default=None, help="cap every recipe at this many episodes (smoke runs)")
+    build.add_argument("--file-format", "--file_format", dest="file_format", choices=["tfrecord", "array_record"],
+                       default=None, help="how the episodes are stored: tfrecord (TFDS's default, read with tf.data) or "
+                                          "array_record (read by `rlds-lang train` without TensorFlow)")
     build.set_defaults(func=cmd_build)
 
 
@@ -278,7 +281,8 @@ def cmd_build(args: argparse.Namespace) -> str:
     """Builds ``args.name``/``args.config`` into ``args.data_dir`` and returns the built version's folder."""
     from trainers.core.build import tfds_build
 
-    return tfds_build(args.name, args.config, args.data_dir, manual_dir=args.manual_dir, small=args.small)
+    return tfds_build(args.name, args.config, args.data_dir, manual_dir=args.manual_dir, small=args.small,
+                      file_format=args.file_format)
 
 
 def _add_web_parser(sub) -> None:

@@ -8,6 +8,7 @@ Example::
     from trainers.core.build import tfds_build
 
     folder = tfds_build("wordle_synthetic", "branch", "/tmp/tfds", small=50)   # the built version's folder
+    folder = tfds_build("wordle_synthetic", "branch", "/tmp/tfds_ar", small=50, file_format="array_record")
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from transforms.array_record import file_format as file_format_of
+
 #: the module whose import registers every builder with TFDS (``builders/``, installed as ``rlds_lang_datasets``).
 DATASETS_MODULE = "rlds_lang_datasets"
+#: the file formats ``tfds_build`` writes (None: TFDS's default, ``tfrecord``).
+FILE_FORMATS = (None, "tfrecord", "array_record")
 
 
 def built_dataset_dir(data_dir: str | os.PathLike, name: str = "", config: str = "") -> str | None:
@@ -67,7 +72,8 @@ def check_split_sizes(folder: str | os.PathLike, expected: Mapping[str, int]) ->
 def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: str | os.PathLike | None = None,
                small: int | None = None, quiet: bool = False,
                beam_options: str = "runner=DirectRunner,direct_num_workers=1",
-               shard_cache: str | os.PathLike | None = None, expected: Mapping[str, int] | None = None) -> str:
+               shard_cache: str | os.PathLike | None = None, expected: Mapping[str, int] | None = None,
+               file_format: str | None = None) -> str:
     """Runs ``tfds build <name> --imports rlds_lang_datasets --config <config>`` into ``data_dir`` (unless already
     built) and returns the built version's folder. The builder is found by name wherever the package is installed
     (the child process needs ``rlds_lang_datasets`` importable: installed, or the checkout on ``PYTHONPATH``).
@@ -80,9 +86,19 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
 
     ``expected`` (split -> episodes) is checked against what the build wrote, and against a dataset found
     already built (``check_split_sizes``): a Beam run that lost shards fails here instead of passing on.
+
+    ``file_format`` goes to ``--file_format``: ``tfrecord`` (TFDS's default, read by ``tf.data``) or
+    ``array_record`` (read by ``tfds.data_source`` without TensorFlow: ``trainers.core.data``). A dataset found
+    already built in another format than the one asked for is a ``ValueError`` naming both.
     """
+    if file_format not in FILE_FORMATS:
+        raise ValueError(f"file_format must be one of {', '.join(str(f) for f in FILE_FORMATS)}; got {file_format!r}")
     existing = built_dataset_dir(data_dir, name, config)
     if existing:
+        stored = file_format_of(existing)
+        if file_format is not None and stored != file_format:
+            raise ValueError(f"{existing} is built as {stored}, not {file_format}: build into another --data_dir, "
+                             "or remove the folder first")
         check_split_sizes(existing, expected or {})
         return existing
     command = [str(Path(sys.executable).with_name("tfds")), "build", name, "--imports", DATASETS_MODULE,
@@ -91,6 +107,8 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
         command.append(f"--beam_pipeline_options={beam_options}")
     if manual_dir is not None:
         command += ["--manual_dir", str(manual_dir)]
+    if file_format is not None:
+        command += ["--file_format", file_format]
     env = dict(os.environ)
     if small is not None:
         env["RLDS_LANG_SMALL"] = str(small)
@@ -107,4 +125,4 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     return folder
 
 
-__all__ = ["DATASETS_MODULE", "IncompleteBuildError", "built_dataset_dir", "check_split_sizes", "split_sizes", "tfds_build"]
+__all__ = ["DATASETS_MODULE", "FILE_FORMATS", "IncompleteBuildError", "built_dataset_dir", "check_split_sizes", "split_sizes", "tfds_build"]

@@ -73,6 +73,12 @@ class TrainConfig:
     min_return: float | None = None
     #: shuffle buffer in episodes (0 keeps the dataset order).
     shuffle_buffer: int = 10_000
+    #: how episodes are read: ``data_source`` (``tfds.data_source`` and a torch DataLoader, no TensorFlow; an
+    #: ArrayRecord build), ``tf_data`` (TensorFlow; a TFRecord build) or ``auto`` (``data_source`` when the build is
+    #: ArrayRecord); both give the same batches in the same order (``trainers.core.data``).
+    reader: str = "auto"
+    #: DataLoader worker processes that decode and lay out batches for the ``data_source`` reader (0: in this one).
+    reader_workers: int = 0
     #: seed of parameters, data order and sampling.
     seed: int = 0
     #: optimizer steps between logged metrics (stdout progress bar, metrics.jsonl, TensorBoard).

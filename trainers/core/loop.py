@@ -3,7 +3,9 @@
 ``train(algorithm, config)`` reads the episodes with ``transforms.loading.load`` (any RLDS dataset of
 ours), keeps the top ``p`` by return for %BC, turns them into padded token-MDP batches in ``tf.data``
 (``transforms.token_mdp.token_batches``, prefetched in TensorFlow's threads) and hands them to PyTorch
-through ``transforms.torch_bridge.ResumableBatches``. Each optimizer step takes ``grad_accum`` micro-batches
+through ``transforms.torch_bridge.ResumableBatches``; a dataset built as ArrayRecord is read instead without
+TensorFlow, through ``tfds.data_source`` and a torch ``DataLoader``, into the same batches
+(``trainers.core.data``). Each optimizer step takes ``grad_accum`` micro-batches
 and weights each micro-batch's mean loss by its share of the step's tokens, so the step does not depend
 on how the batch was cut; under ``torchrun`` (``WORLD_SIZE > 1``) each process reads its own shard of
 episodes and DistributedDataParallel (gloo on CPU) averages gradients, the token counts summed over all
@@ -27,7 +29,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import hashlib
 import os
 import time
 import warnings
@@ -52,6 +53,7 @@ from trainers.core.logs import RunLog, elapsed_seconds
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     import tensorflow as tf
 
+    from transforms.data_source import SourceBatches
     from transforms.torch_bridge import ResumableBatches
 
 from trainers.core.config import config_from_dict
@@ -93,15 +95,22 @@ def _destroy_process_group() -> None:
 
 
 def training_batches(config: Any, tokenizer: Any, info: DistInfo, skip: int = 0,
-                     restore: Path | None = None) -> ResumableBatches:
-    """Torch batches for this process (``training_dataset``), each cut to its longest sequence
-    (``transforms.torch_bridge.trim_padding``); their ``save(folder)`` keeps the stream's position.
+                     restore: Path | None = None) -> ResumableBatches | SourceBatches:
+    """Torch batches for this process, each cut to its longest sequence (``transforms.torch_bridge.trim_padding``);
+    their ``save(folder)`` keeps the stream's position. The reader is ``trainers.core.data.chosen_reader``'s: the
+    data-source reader (``trainers.core.data.source_batches``, no TensorFlow) for an ArrayRecord build, else
+    ``training_dataset`` in ``tf.data``; both give the same batches.
 
     A resumed run continues where it stopped: from the position saved in ``restore`` if given, else by dropping
     ``skip`` micro-batches first (the stream is a pure function of the dataset, the config and the seed, so
     both give the same batches; replaying costs minutes per thousand steps). A saved position that cannot be
     read (say, written by another TensorFlow version) falls back to replaying, with a warning.
     """
+    from trainers.core.data import chosen_reader, require_tensorflow, source_batches
+
+    if chosen_reader(config) == "data_source":
+        return source_batches(config, tokenizer, info, skip, restore)
+    require_tensorflow(config)
     import tensorflow as tf
 
     from transforms.torch_bridge import ResumableBatches, trim_padding
@@ -120,6 +129,7 @@ def training_dataset(config: Any, tokenizer: Any, info: DistInfo) -> tf.data.Dat
     """The ``tf.data`` pipeline of a run's training batches: load -> (top-p) -> shard -> token MDP -> shuffled
     padded batches, repeated. Each iterator of one such dataset draws its own reshuffling seeds, so a stream is
     reproduced only by the first iterator of a freshly built dataset."""
+    from trainers.core.data import RETURNS_CACHE, dataset_key
     from transforms.loading import load
     from transforms.selection import (
         cached_episode_returns,
@@ -132,7 +142,7 @@ def training_dataset(config: Any, tokenizer: Any, info: DistInfo) -> tf.data.Dat
         raise ValueError("config.dataset is empty: give a folder written by `tfds build` or a dataset name")
     episodes = load(config.dataset, split=config.split, config=config.config, data_dir=config.data_dir)
     if config.top_p is not None:
-        returns = cached_episode_returns(episodes, Path(config.out) / RETURNS_CACHE, _dataset_key(config))
+        returns = cached_episode_returns(episodes, Path(config.out) / RETURNS_CACHE, dataset_key(config))
         episodes = filter_top_p(episodes, config.top_p, returns=returns)
     if getattr(config, "min_return", None) is not None:
         episodes = filter_min_return(episodes, config.min_return)
@@ -143,20 +153,6 @@ def training_dataset(config: Any, tokenizer: Any, info: DistInfo) -> tf.data.Dat
                          gamma=getattr(config, "gamma", 1.0))
     return token_batches(episodes, tokenizer, mdp, config.batch_size, shuffle_buffer=config.shuffle_buffer,
                          seed=config.seed, repeat=True, drop_remainder=True)
-
-
-#: where a filtered-BC run keeps its dataset's episode returns (``transforms.selection.cached_episode_returns``).
-RETURNS_CACHE = "episode_returns.npz"
-
-
-def _dataset_key(config: Any) -> dict[str, Any]:
-    """What identifies a run's training episodes: the dataset as given and, for a built folder, its
-    ``dataset_info.json`` (rewritten by every build)."""
-    key = {name: getattr(config, name) for name in ("dataset", "split", "config", "data_dir")}
-    info = Path(os.path.expanduser(str(config.dataset))) / "dataset_info.json"
-    if info.is_file():
-        key["dataset_info_sha256"] = hashlib.sha256(info.read_bytes()).hexdigest()
-    return key
 
 
 @dataclasses.dataclass
@@ -282,7 +278,7 @@ def _optimizer_step(model: nn.Module, module: nn.Module, optimizer: torch.optim.
 
 
 def _save(config, algorithm, module, tokenizer, optimizer, scheduler, step: int, train_seconds: float | None,
-          info: DistInfo, batches: ResumableBatches) -> None:
+          info: DistInfo, batches: ResumableBatches | SourceBatches) -> None:
     """Process 0 writes the checkpoint; alone, it keeps the data stream's position in it too (under ``torchrun``
     only process 0 writes, so the other processes' positions are not kept and a resume replays the stream)."""
     if info.is_main:

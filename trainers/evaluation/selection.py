@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import torch
 
@@ -30,9 +30,32 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
     from trainers.core.checkpoint import LoadedModel
 
 
-def held_out_episodes(config, split: str, episodes: int) -> tf.data.Dataset:
+@dataclasses.dataclass(frozen=True)
+class HeldOutSource:
+    """Held-out episodes of an ArrayRecord build: a ``tfds.data_source`` and the positions of the episodes kept."""
+
+    source: Any
+    positions: tuple[int, ...]
+
+
+def held_out_episodes(config, split: str, episodes: int) -> tf.data.Dataset | HeldOutSource:
     """The first ``episodes`` episodes of ``split`` of a run's dataset (``config``: its training config), kept by
-    the run's own filters (``top_p``, ``min_return``) so that a filtered-BC run is scored on what it imitates."""
+    the run's own filters (``top_p``, ``min_return``) so that a filtered-BC run is scored on what it imitates.
+    Read as the run reads its training data (``trainers.core.data.chosen_reader``): a ``tf.data`` dataset, or for
+    an ArrayRecord build a ``HeldOutSource`` (no TensorFlow), which hold the same episodes."""
+    from trainers.core.data import chosen_reader, require_tensorflow
+
+    if chosen_reader(config) == "data_source":
+        import numpy as np
+
+        from transforms.array_record import episode_return, open_source, select_episodes
+
+        source = open_source(config.dataset, split, config.config, config.data_dir)
+        first = source.__getitems__(list(range(min(episodes, len(source)))))
+        returns = np.array([episode_return(episode) for episode in first], np.float64)
+        return HeldOutSource(source, tuple(select_episodes(len(first), returns, config.top_p,
+                                                           getattr(config, "min_return", None)).tolist()))
+    require_tensorflow(config)
     from transforms.loading import load
     from transforms.selection import filter_min_return, filter_top_p
 
@@ -44,20 +67,36 @@ def held_out_episodes(config, split: str, episodes: int) -> tf.data.Dataset:
     return data
 
 
-def held_out_loss(model: LoadedModel, episodes: tf.data.Dataset, batch_size: int = 64) -> float:
-    """The token-weighted mean of ``model``'s training loss over ``episodes`` (each episode once, in order, as
-    the token MDP of its config); raises ``ValueError`` when they hold no action token."""
-    from transforms.token_mdp import TokenMDPConfig, token_batches
+def held_out_batches(model: LoadedModel, episodes: tf.data.Dataset | HeldOutSource,
+                     batch_size: int = 64) -> Iterator[dict[str, Any]]:
+    """Torch batches of ``episodes`` as the token MDP of ``model``'s config, each episode once, in order, cut to
+    their longest sequence."""
+    from transforms.token_layout import TokenMDPConfig
     from transforms.torch_bridge import to_torch, trim_padding
 
     config = model.config
     mdp = TokenMDPConfig(max_length=config.max_length, token_reward=config.token_reward,
                          gamma=getattr(config, "gamma", 1.0))
+    if isinstance(episodes, HeldOutSource):
+        from transforms.data_source import ordered_batches
+
+        yield from ordered_batches(episodes.source, model.tokenizer, mdp, batch_size, episodes.positions,
+                                   then=trim_padding)
+        return
+    from transforms.token_mdp import token_batches
+
+    for batch in token_batches(episodes, model.tokenizer, mdp, batch_size).as_numpy_iterator():
+        yield trim_padding(to_torch(batch))
+
+
+def held_out_loss(model: LoadedModel, episodes: tf.data.Dataset | HeldOutSource, batch_size: int = 64) -> float:
+    """The token-weighted mean of ``model``'s training loss over ``episodes`` (each episode once, in order, as
+    the token MDP of its config); raises ``ValueError`` when they hold no action token."""
     total, count = 0.0, 0
     model.model.eval()
     with torch.no_grad():
-        for batch in token_batches(episodes, model.tokenizer, mdp, batch_size).as_numpy_iterator():
-            out = model.model(trim_padding(to_torch(batch)))
+        for batch in held_out_batches(model, episodes, batch_size):
+            out = model.model(batch)
             total += float(out.loss) * int(out.count)
             count += int(out.count)
     if count == 0:
@@ -132,4 +171,4 @@ def select_by_held_out_loss(run: str | os.PathLike, load: Callable[[Path], Loade
     return Selection(tuple(candidates), split, episodes)
 
 
-__all__ = ["held_out_episodes", "held_out_loss", "CheckpointLoss", "Selection", "select_by_held_out_loss"]
+__all__ = ["HeldOutSource", "held_out_episodes", "held_out_batches", "held_out_loss", "CheckpointLoss", "Selection", "select_by_held_out_loss"]

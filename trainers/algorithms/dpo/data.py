@@ -53,16 +53,23 @@ def _text(value: Any) -> str:
 
 
 def load_tree_episodes(path: str | os.PathLike, split: str = "train") -> list[dict[str, Any]]:
-    """The episodes of a log folder (``loggers.read_episodes``) or of a ``tfds build`` folder, as python dicts."""
+    """The episodes of a log folder (``loggers.read_episodes``) or of a ``tfds build`` folder, as python dicts
+    (an ArrayRecord build is read with ``tfds.data_source``, without TensorFlow)."""
     path = Path(path)
     if not (path / "dataset_info.json").exists():
         from loggers import read_episodes
 
         return list(read_episodes(path))
-    import tensorflow_datasets as tfds
+    from transforms.array_record import ARRAY_RECORD, file_format, open_source
 
+    if file_format(path) == ARRAY_RECORD:
+        stored: Iterable[Mapping[str, Any]] = open_source(path, split)
+    else:
+        import tensorflow_datasets as tfds
+
+        stored = tfds.as_numpy(tfds.builder_from_directory(str(path)).as_dataset(split=split))
     episodes = []
-    for episode in tfds.as_numpy(tfds.builder_from_directory(str(path)).as_dataset(split=split)):
+    for episode in stored:
         meta = {k: _text(v) if isinstance(v, (bytes, np.ndarray)) and np.asarray(v).dtype.kind in "SOU" else v
                 for k, v in episode.items() if k != "steps"}
         steps = [{k: (_text(v) if isinstance(v, bytes) else v) for k, v in step.items()} for step in episode["steps"]]
