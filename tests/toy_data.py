@@ -21,13 +21,14 @@ def scripted(observations: Sequence[str], actions: Sequence[str], rewards: Seque
     return ScriptedEpisode(obs, list(actions), list(rewards), {"source": source, "weight": np.float64(1.0)})
 
 
-def build_dataset(episodes: Sequence[ScriptedEpisode], root: str | os.PathLike) -> str:
-    """Records ``episodes`` through the logger and builds them with TFDS; returns the dataset folder."""
+def build_dataset(episodes: Sequence[ScriptedEpisode], root: str | os.PathLike, file_format: str | None = None) -> str:
+    """Records ``episodes`` through the logger and builds them with TFDS (``file_format``: ``tfrecord``, TFDS's
+    default, or ``array_record``); returns the dataset folder."""
     root = Path(root)
     logs = os.fspath(root / "logs")
     record(ReplayEnv(episodes), ReplayPolicy(episodes), episodes=len(episodes), data_dir=logs, run_name="toy",
            progress=False)
-    builder = ReplayRoundtrip(data_dir=os.fspath(root / "tfds"))
+    builder = ReplayRoundtrip(data_dir=os.fspath(root / "tfds"), file_format=file_format)
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=logs))
     return builder.data_dir
 
