@@ -133,7 +133,13 @@ def test_build_verb_runs_tfds_build_of_a_builder(monkeypatch):
     args = build_parser().parse_args(["build", "wordle_synthetic", "--config", "manual_dir", "--data-dir", "runs/tfds",
                                       "--manual-dir", "runs/logs", "--small", "3"])
     assert args.func(args) == "built"
-    assert calls == [(("wordle_synthetic", "manual_dir", "runs/tfds"), {"manual_dir": "runs/logs", "small": 3})]
+    args = build_parser().parse_args(["build", "wordle_synthetic", "--config", "expert", "--data-dir", "runs/ar",
+                                      "--file-format", "array_record"])
+    assert args.func(args) == "built"
+    assert calls == [(("wordle_synthetic", "manual_dir", "runs/tfds"), {"manual_dir": "runs/logs", "small": 3,
+                                                                         "file_format": None}),
+                     (("wordle_synthetic", "expert", "runs/ar"), {"manual_dir": None, "small": None,
+                                                                  "file_format": "array_record"})]
 
 
 def test_the_train_line_names_every_algorithm_it_trains():
