@@ -149,14 +149,14 @@ def test_held_out_batches_equal_the_tf_data_readers(builds):
         config: BCConfig
         tokenizer: object
 
-    for config in (BCConfig(max_length=40, top_p=0.5), BCConfig(max_length=16, min_return=-1.0)):
-        reference = Model(dataclasses.replace(config, dataset=builds["tfrecord"]), wordle_tokenizer())
-        ours = Model(dataclasses.replace(config, dataset=builds["array_record"]), wordle_tokenizer())
-        expected = list(held_out_batches(reference, held_out_episodes(reference.config, "train", 30), 7))
-        got = list(held_out_batches(ours, held_out_episodes(ours.config, "train", 30), 7))
-        assert len(got) == len(expected) >= 2
-        for index, (e, g) in enumerate(zip(expected, got)):
-            assert_same_batch(e, g, f"held-out batch {index}")
+    config = BCConfig(max_length=16, top_p=0.75, min_return=-1.0)  # both filters, and sequences cut short
+    reference = Model(dataclasses.replace(config, dataset=builds["tfrecord"]), wordle_tokenizer())
+    ours = Model(dataclasses.replace(config, dataset=builds["array_record"]), wordle_tokenizer())
+    expected = list(held_out_batches(reference, held_out_episodes(reference.config, "train", 30), 7))
+    got = list(held_out_batches(ours, held_out_episodes(ours.config, "train", 30), 7))
+    assert len(got) == len(expected) >= 2
+    for index, (e, g) in enumerate(zip(expected, got)):
+        assert_same_batch(e, g, f"held-out batch {index}")
 
 
 def test_dpo_reads_episodes_of_either_build(builds):
@@ -177,6 +177,10 @@ def test_reader_choice_and_clear_errors(builds, tmp_path, monkeypatch):
                       next(training_batches(by_name, tokenizer, DistInfo())), "by name")
     with pytest.raises(ValueError, match="reader must be one of auto, tf_data, data_source; got 'arrow'"):
         chosen_reader(dataclasses.replace(config, dataset=builds["array_record"], reader="arrow"))
+    with pytest.raises(ValueError, match=rf"{builds['array_record']}: its episodes are stored as array_record, which "
+                                         "tf.data does not read; train with --reader data_source"):
+        training_batches(dataclasses.replace(config, dataset=builds["array_record"], reader="tf_data"), tokenizer,
+                         DistInfo())
     with pytest.raises(ValueError, match=rf"{builds['tfrecord']}: its episodes are stored as tfrecord.*array_record"):
         training_batches(dataclasses.replace(config, dataset=builds["tfrecord"], reader="data_source"), tokenizer,
                          DistInfo())

@@ -53,16 +53,21 @@ def returns_key(config: Any) -> dict[str, Any]:
 
 def chosen_reader(config: Any) -> str:
     """``tf_data`` or ``data_source``: ``config.reader``, or for ``auto`` what the build holds (ArrayRecord files:
-    ``data_source``). An unknown reader is a ``ValueError`` naming the known ones."""
+    ``data_source``). An unknown reader, or ``tf_data`` for an ArrayRecord build, is a ``ValueError`` saying what to
+    do (``data_source`` for a TFRecord build fails in ``transforms.array_record.open_source``, saying the same)."""
     from transforms.array_record import ARRAY_RECORD, built_folder, file_format
 
     reader = getattr(config, "reader", "auto")
     if reader not in READERS:
         raise ValueError(f"reader must be one of {', '.join(READERS)}; got {reader!r}")
+    folder = built_folder(config.dataset, config.config, config.data_dir) if config.dataset else None
+    array_record = folder is not None and file_format(folder) == ARRAY_RECORD
+    if reader == "tf_data" and array_record:
+        raise ValueError(f"{folder}: its episodes are stored as {ARRAY_RECORD}, which tf.data does not read; train "
+                         "with --reader data_source (or auto), or build the dataset again as tfrecord for tf_data")
     if reader != "auto":
         return reader
-    folder = built_folder(config.dataset, config.config, config.data_dir) if config.dataset else None
-    return "data_source" if folder is not None and file_format(folder) == ARRAY_RECORD else "tf_data"
+    return "data_source" if array_record else "tf_data"
 
 
 def require_tensorflow(config: Any) -> None:
