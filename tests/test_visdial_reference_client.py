@@ -97,6 +97,7 @@ def test_the_cache_command_writes_what_our_server_answers_in_the_reference_forma
 
     from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, cache_file, load_reward_cache
     from trainers.cli.main import build_parser
+    from trainers.tasks.visdial_caches import question_text
 
     folder, _, _, guesser_dir, backend = setup
     out = tmp_path / "caches"
@@ -116,5 +117,5 @@ def test_the_cache_command_writes_what_our_server_answers_in_the_reference_forma
             served_rank.append(http.post("/fetch_reward_rank", data=fields).json())
             served_distance.append(http.post("/fetch_reward", data=fields).json())
             if r < ROUNDS:
-                history += [turn("question", d.questions[r]), turn("answer", d.answers[r])]
+                history += [turn("question", question_text(d.questions[r])), turn("answer", d.answers[r])]
     assert list(rank[1]) == served_rank and list(distance[1]) == served_distance  # p_0 first, as the stop rule reads
