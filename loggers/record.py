@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import shutil
 import time
 from typing import Any, Callable, Mapping, Sequence
 
@@ -35,9 +36,11 @@ from tqdm.auto import tqdm
 from loggers.durability import PER_EPISODE, Durability
 from loggers.folder_lock import FolderLock
 from loggers.metadata import env_step_metadata, episode_metadata
+from loggers.plain_env import as_language_env, as_policy
 from loggers.workers import check_main_guard, run_spawned
 from loggers.writer import DurableRiegeliWriter
 from rlds_lang.env import LanguageEnv, Policy, policy_params_json, run_episode
+from rlds_lang.spec_schema import SPECS_KEY, describe_environment, to_json
 
 #: a hook run before each episode with the (unwrapped) environment and the episode index.
 BeforeEpisode = Callable[[LanguageEnv, int], None]
@@ -118,7 +121,8 @@ def _episode_seeds(episodes: int, seed: int, seeds: Sequence[int] | None) -> lis
     return out
 
 
-def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.PathLike, *, seed: int = 0,
+def record(env: dm_env.Environment, policy: Policy | Callable[..., Any], episodes: int,
+           data_dir: str | os.PathLike, *, seed: int = 0,
            seeds: Sequence[int] | None = None, run_name: str = "run", workers: int = 1,
            chunk_size: int | None = None, before_episode: BeforeEpisode | None = None,
            metadata: Mapping[str, Any] | None = None, progress: bool = True,
@@ -126,12 +130,17 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     """Records ``episodes`` episodes of ``policy`` in ``env`` under ``data_dir`` (see the module docstring).
 
     Args:
-      env: the environment (unwrapped; each worker gets a pickled copy).
-      policy: the policy (each worker gets a pickled copy).
+      env: the environment (unwrapped; each worker gets a pickled copy): a ``rlds_lang.env.LanguageEnv``, or any
+        ``dm_env.Environment`` whose specs hold text, numbers or arrays (``loggers.plain_env``). Its specs'
+        description (``rlds_lang.spec_schema``) is stored with the dataset-level metadata, so the logs build
+        into a dataset without a hand-written builder (``rlds-lang build DIR --name NAME``).
+      policy: the policy (each worker gets a pickled copy): a ``rlds_lang.env.Policy`` or a function
+        ``act(observations, actions) -> action``.
       episodes: how many episodes.
       data_dir: output folder; must be empty or absent (nothing already recorded is overwritten). It is locked
         while ``record`` runs: a second recorder started into it gets ``loggers.folder_lock.FolderLockedError``
-        naming the holder's process id.
+        naming the holder's process id. A recording that fails before any episode is finished removes the folder
+        again if it made it.
       seed: episode ``i`` is seeded with ``seed + i`` (unless ``seeds`` is given).
       seeds: explicit per-episode seeds, one per episode: episode ``i`` is seeded with ``seeds[i]`` (seeds may
         repeat, e.g. to replay one episode's randomness); its ``seed`` metadata is that seed, and the
@@ -157,6 +166,7 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     """
     if episodes < 0:
         raise ValueError(f"episodes must be >= 0, got {episodes}")
+    env, policy = as_language_env(env), as_policy(policy)
     episode_seeds = _episode_seeds(episodes, seed, seeds)
     data_dir = os.fspath(data_dir)
     workers = max(1, int(workers))
@@ -171,13 +181,33 @@ def record(env: LanguageEnv, policy: Policy, episodes: int, data_dir: str | os.P
     if spawn:
         check_main_guard(f"record(..., workers={workers})")
     meta = {"task": env.task_name, "policy": policy.name, "policy_params": policy_params_json(policy),
-            "run_name": run_name, "seed": int(seed), "explicit_seeds": seeds is not None, **(metadata or {})}
+            "run_name": run_name, "seed": int(seed), "explicit_seeds": seeds is not None,
+            SPECS_KEY: to_json(describe_environment(env)), **(metadata or {})}
+    created = not os.path.exists(data_dir)
     os.makedirs(data_dir, exist_ok=True)
     with FolderLock(data_dir, "record"):  # checked empty under the lock: two record calls never share a folder
         if os.listdir(data_dir):
             raise FileExistsError(f"{data_dir} is not empty: record into a new folder so nothing recorded is lost")
-        return _record_chunks(env, policy, chunks, data_dir, run_name, workers, spawn, before_episode, durability,
-                              progress, meta)
+        try:
+            return _record_chunks(env, policy, chunks, data_dir, run_name, workers, spawn, before_episode,
+                                  durability, progress, meta)
+        except BaseException:
+            if created:  # under the lock: no other writer is in the folder
+                _remove_if_nothing_finished(data_dir)
+            raise
+
+
+def _remove_if_nothing_finished(data_dir: str) -> None:
+    """Removes the folder a failed ``record`` made when it holds no finished episode (nothing acknowledged to
+    keep); a folder holding one, or one that cannot be read, is kept."""
+    from loggers.reader import read_episodes
+
+    try:
+        if next(iter(read_episodes(data_dir)), None) is not None:
+            return
+    except Exception:  # noqa: BLE001 - unreadable: keep it for inspection rather than guess
+        return
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _record_chunks(env: LanguageEnv, policy: Policy, chunks: list[_Chunk], data_dir: str, run_name: str, workers: int,
