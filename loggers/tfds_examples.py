@@ -3,8 +3,10 @@
 Every builder reads episodes that ``loggers.record`` wrote (through ``loggers.reader``), checks them with
 ``rlds_lang.schema.check_episode`` and turns them into examples restricted to the fields of a
 ``TaskSchema`` (missing optional metadata is filled from ``defaults``). Examples are keyed by
-``episode_id``. ``rlds_config`` makes a builder's config class from a schema. TensorFlow / TFDS are
-imported lazily.
+``episode_id``. ``rlds_config`` makes a builder's config class from a schema. A small build
+(``RLDS_LANG_SMALL=N``) is the config ``<config>_small<N>`` with ``small_build: N`` in its metadata
+(``SmallBuilds``). ``check_logs_fit`` refuses a folder of another environment's logs, naming the builder that
+fits. TensorFlow / TFDS are imported lazily.
 """
 
 from __future__ import annotations
@@ -50,6 +52,43 @@ def rlds_config(config_cls: type[ConfigT], schema: TaskSchema, name: str, descri
 
 class SchemaMismatchError(ValueError):
     """An episode lacks a field the schema requires; the message names the episode and the field."""
+
+
+class WrongBuilderError(SchemaMismatchError):
+    """A folder of logs is not what a builder reads; the one-line message says which builder fits instead."""
+
+
+def check_logs_fit(folder: str | os.PathLike, schema: TaskSchema, builder: str,
+                   extra_metadata: Mapping[str, Any] | None = None,
+                   alternatives: Mapping[str, TaskSchema] | None = None) -> None:
+    """Raises ``WrongBuilderError`` unless the logs under ``folder`` were recorded from ``schema.task`` with every
+    field ``schema`` (and ``extra_metadata``) needs: read from the logs' own metadata and first episode before
+    anything is generated, so a folder of another environment's logs fails at once, in one line naming the
+    builder that fits (one of ``alternatives``, builder -> schema, else the generic ``rlds_logs``)."""
+    from loggers.log_schema import read_log_schema
+
+    found = read_log_schema(folder)
+    problem = _misfit(found, schema, extra_metadata)
+    if problem is None:
+        return
+    fits = next((name for name, other in (alternatives or {}).items() if _misfit(found, other, None) is None), None)
+    instead = (f"build them with {fits}" if fits else
+               f"build them with the generic builder: rlds-lang build {os.fspath(folder)} --name NAME")
+    raise WrongBuilderError(f"{os.fspath(folder)}: {problem}, and {builder} builds {schema.task} logs with those "
+                            f"fields only; {instead}")
+
+
+def _misfit(found: Any, schema: TaskSchema, extra_metadata: Mapping[str, Any] | None) -> str | None:
+    """How a ``loggers.log_schema.LogSchema`` misses ``schema`` (its task, or the fields it lacks), or ``None``."""
+    if found.task != schema.task:
+        return f"these logs were recorded from task {found.task!r}"
+    observation = found.specs["observation"]
+    observation_fields = observation["fields"] if observation["kind"] == "dict" else {}
+    missing = [f"observation/{k}" for k in ("text", *schema.observation_fields) if k not in observation_fields]
+    missing += [f"step metadata {k!r}" for k in schema.step_metadata if k not in found.step_metadata]
+    fields = {**schema.all_episode_metadata, **(extra_metadata or {})}
+    missing += [f"episode metadata {k!r}" for k in fields if k not in found.episode_metadata]
+    return f"these {found.task} logs lack {', '.join(missing)}" if missing else None
 
 
 def episode_to_example(episode: Mapping[str, Any], schema: TaskSchema,
@@ -114,9 +153,12 @@ def rlds_info(builder: Any, overall_description: str, ds_metadata: Mapping[str, 
     metadata = builder.get_metadata()
     config = dataclasses.replace(builder.builder_config, citation=metadata.citation or "",
                                  overall_description=metadata.description or overall_description)
-    if ds_metadata is None:
+    ds_metadata = dict(ds_metadata or {})
+    if small_limit() is not None:
+        ds_metadata["small_build"] = small_limit()
+    if not ds_metadata:
         return rlds_base.build_info(config, builder)
-    return rlds_base.build_info(config, builder, ds_metadata=dict(ds_metadata))
+    return rlds_base.build_info(config, builder, ds_metadata=ds_metadata)
 
 
 def beam_flat_map(items: Iterable[Any], fn: Callable[[Any], Iterable[Any]]):
@@ -131,6 +173,27 @@ def small_limit(default: int | None = None) -> int | None:
     """Episodes per recipe when ``RLDS_LANG_SMALL`` is set (tests, smoke builds), else ``default``."""
     value = os.environ.get("RLDS_LANG_SMALL", "").strip()
     return int(value) if value else default
+
+
+def small_config_name(name: str, limit: int | None) -> str:
+    """The config name of a small build: ``<name>_small<N>`` for ``RLDS_LANG_SMALL=N`` (``name`` itself otherwise),
+    so a small build never lands in, nor is read as, the full build's folder."""
+    return name if limit is None or name.endswith(f"_small{limit}") else f"{name}_small{limit}"
+
+
+class SmallBuilds:
+    """Mixin for a builder that honours ``RLDS_LANG_SMALL=N``: its config is renamed ``<config>_small<N>`` (a build
+    writes ``<data_dir>/<dataset>/<config>_small<N>/<version>``, which TFDS never takes for the full build),
+    its description says so, and ``rlds_info`` records ``small_build: N`` in the dataset's metadata."""
+
+    def _create_builder_config(self, builder_config: Any, version: Any) -> Any:
+        config = super()._create_builder_config(builder_config, version)  # type: ignore[misc]
+        limit = small_limit()
+        if config is None or limit is None or config.name == small_config_name(config.name, limit):
+            return config
+        note = f"Small build: at most {limit} episodes per recipe (RLDS_LANG_SMALL={limit}), not the full dataset."
+        return dataclasses.replace(config, name=small_config_name(config.name, limit),
+                                   description=f"{config.description} {note}".strip())
 
 
 def shard_cache_dir(config_name: str) -> str | None:
@@ -151,5 +214,6 @@ def examples_from_episodes(episodes_fn: Callable[[Any], Iterable[Mapping[str, An
         yield episode_to_example(episode, schema, extra_metadata, defaults)
 
 
-__all__ = ["HOMEPAGE", "SchemaMismatchError", "beam_flat_map", "episode_to_example", "examples_from_episodes",
-           "examples_from_log_dir", "rlds_config", "rlds_info", "shard_cache_dir", "small_limit"]
+__all__ = ["HOMEPAGE", "SchemaMismatchError", "SmallBuilds", "WrongBuilderError", "beam_flat_map", "check_logs_fit",
+           "episode_to_example", "examples_from_episodes", "examples_from_log_dir", "rlds_config", "rlds_info",
+           "shard_cache_dir", "small_config_name", "small_limit"]

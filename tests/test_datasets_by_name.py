@@ -54,7 +54,7 @@ def test_tfds_build_by_name_then_load_by_name(tmp_path):
         folder = tfds_build("wordle_synthetic", "expert", {str(tmp_path / 'tfds')!r}, small=3, quiet=True)
         print("built", folder)
         import rlds_lang_datasets
-        episodes = tfds.load("wordle_synthetic/expert", data_dir={str(tmp_path / 'tfds')!r}, split="train")
+        episodes = tfds.load("wordle_synthetic/expert_small3", data_dir={str(tmp_path / 'tfds')!r}, split="train")
         print("episodes", sum(1 for _ in episodes))
     """)
     work = tmp_path / "empty"
@@ -63,7 +63,7 @@ def test_tfds_build_by_name_then_load_by_name(tmp_path):
     run = subprocess.run([sys.executable, "-c", script], cwd=work, env=env, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert f"built {tmp_path / 'tfds' / 'wordle_synthetic' / 'expert'}" in run.stdout
+    assert f"built {tmp_path / 'tfds' / 'wordle_synthetic' / 'expert_small3'}" in run.stdout  # never the full build's
     assert "episodes 3" in run.stdout
     assert not any(work.iterdir()), "the build wrote into the working directory"
 

@@ -51,6 +51,33 @@ def documented_commands() -> list[tuple[str, str]]:
 COMMANDS = documented_commands()
 
 
+#: what only a checkout has: the benchmarks, the tests, the builders' folders, the committed pages, a PYTHONPATH set
+#: to the checkout's root (the wheel installs builders/ as rlds_lang_datasets and ships no bench/ or tests/).
+CHECKOUT_ONLY = re.compile(r"bench/|PYTHONPATH=\.|(?<![\w/-])builders/|(?<![\w/-])tests/|cp docs/")
+
+
+def checkout_only_lines(text: str) -> list[str]:
+    """The lines of the shell blocks of ``text`` that need a checkout but do not say so (``checkout`` in the line, or
+    in a comment line above it in the block)."""
+    found = []
+    for block in shell_blocks(text):
+        said = False
+        for line in block.splitlines():
+            said = said or (line.lstrip().startswith("#") and "checkout" in line)
+            if CHECKOUT_ONLY.search(line) and "checkout" not in line and not said:
+                found.append(line.strip())
+    return found
+
+
+def test_every_guide_command_works_from_the_wheel_or_says_it_needs_a_checkout():
+    unsaid = {document.relative_to(REPO).as_posix(): checkout_only_lines(document.read_text(encoding="utf-8"))
+              for document in sorted((REPO / "docs").rglob("*.md"))}
+    assert not {k: v for k, v in unsaid.items() if v}, unsaid
+    assert checkout_only_lines("```bash\npython bench/x.py\nrlds-lang build visdial --dummy-data\n```\n") == [
+        "python bench/x.py"]
+    assert not checkout_only_lines("```bash\n# in a checkout:\npython bench/x.py\n```\n")
+
+
 def test_the_documents_have_commands():
     assert len(COMMANDS) >= 20
 
@@ -125,18 +152,22 @@ def test_result_pages_are_under_one_verb_and_former_spellings_are_hidden_aliases
     assert pages.page == "lmrl-gym" and pages.small == 12 and pages.func.__name__ == "run_lmrl_gym"
 
 
-def test_build_verb_runs_tfds_build_of_a_builder(monkeypatch):
+def test_build_verb_runs_tfds_build_of_a_builder(monkeypatch, tmp_path):
+    import shutil
+
     import trainers.core.build
 
     calls = []
     monkeypatch.setattr(trainers.core.build, "tfds_build", lambda *a, **k: calls.append((a, k)) or "built")
+    logs = tmp_path / "logs"
+    shutil.copytree(REPO / "builders" / "wordle_synthetic" / "dummy_data", logs)  # Wordle logs: the config's task
     args = build_parser().parse_args(["build", "wordle_synthetic", "--config", "manual_dir", "--data-dir", "runs/tfds",
-                                      "--manual-dir", "runs/logs", "--small", "3"])
+                                      "--manual-dir", str(logs), "--small", "3"])
     assert args.func(args) == "built"
     args = build_parser().parse_args(["build", "wordle_synthetic", "--config", "expert", "--data-dir", "runs/ar",
                                       "--file-format", "array_record"])
     assert args.func(args) == "built"
-    assert calls == [(("wordle_synthetic", "manual_dir", "runs/tfds"), {"manual_dir": "runs/logs", "small": 3,
+    assert calls == [(("wordle_synthetic", "manual_dir", "runs/tfds"), {"manual_dir": str(logs), "small": 3,
                                                                          "file_format": None}),
                      (("wordle_synthetic", "expert", "runs/ar"), {"manual_dir": None, "small": None,
                                                                   "file_format": "array_record"})]

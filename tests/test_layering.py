@@ -23,13 +23,18 @@ ALLOWED: dict[str, set[str]] = {
     "trainers": {"rlds_lang", "loggers", "transforms"},
     "creator_web": {"rlds_lang", "loggers", "transforms"},
 }
-#: the one sanctioned sideways import: the ``rlds-lang`` command line serves the browser tool (``rlds-lang web``).
-EXCEPTIONS = {("trainers/cli/main.py", "creator_web")}
+#: the sanctioned sideways imports: the ``rlds-lang`` command line serves the browser tool (``rlds-lang web``), and
+#: its catalog (``rlds-lang datasets``) reads the datasets' builders, as ``tfds build --imports`` does.
+EXCEPTIONS = {("trainers/cli/main.py", "creator_web"), ("trainers/cli/datasets.py", "builders")}
+#: the installed names of project packages: the wheel installs ``builders/`` as ``rlds_lang_datasets``.
+INSTALLED_NAMES = {"rlds_lang_datasets": "builders"}
 
 
 def project_imports(path: Path) -> set[str]:
-    """Top-level project packages ``path`` imports anywhere in its code (``imported_names``, function level too)."""
-    return {module.split(".")[0] for module, _ in imported_names(path, path.stem)} & set(ALLOWED)
+    """Top-level project packages ``path`` imports anywhere in its code (``imported_names``, function level too),
+    by their folder's name (an import of ``rlds_lang_datasets`` is one of ``builders``)."""
+    tops = {module.split(".")[0] for module, _ in imported_names(path, path.stem)}
+    return {INSTALLED_NAMES.get(top, top) for top in tops} & set(ALLOWED)
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
@@ -47,6 +52,12 @@ def test_the_check_sees_function_level_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from trainers.loop import train\n    import loggers.record\n")
     assert project_imports(module) == {"trainers", "loggers"}
+
+
+def test_the_check_sees_the_datasets_package_by_its_installed_name(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    import rlds_lang_datasets\n")
+    assert project_imports(module) == {"builders"}
 
 
 #: trainers' sub-package -> the sub-packages it may import (besides itself): the arrows run one way.

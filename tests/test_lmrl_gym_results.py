@@ -36,7 +36,7 @@ def test_results_setting_lmrl_gym_writes_the_document(tmp_path, capsys):
     document = out.read_text()
     runs_root = tmp_path / "runs" / "lmrl_gym"
     assert (tmp_path / "runs" / "lmrl_gym" / "MC_returns" / "checkpoint" / "model.pt").read_bytes() == mc_checkpoint
-    kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym").iterdir())
+    kept = sorted(p.name for p in (tmp_path / "tfds" / "shard_cache" / "small-12" / "lmrl_gym_small12").iterdir())
     assert kept == ["lmrl_gym_eval-0000", "lmrl_gym_train-0000"]  # the build's shards, for a resumed build
     assert document.startswith("# Wordle in LMRL-Gym's setting")
     # run with the former spelling (a hidden alias): the page names today's, as typed, paths relative to the repository

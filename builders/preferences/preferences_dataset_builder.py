@@ -12,20 +12,24 @@ come from training, or from validation, episodes, so no validation clip is in a 
 validation is not needed). A split with no judgement is left out (TFDS cannot build an empty split); the
 counts are logged and a build with no training judgement stops with them.
 
-Build: ``PYTHONPATH=. tfds build builders/preferences --manual_dir LOGS`` where ``LOGS`` holds ``segments/``
+Build: ``rlds-lang build preferences --manual-dir LOGS --data-dir DATA_DIR`` where ``LOGS`` holds ``segments/``
 and ``sessions/`` as ``loggers.preferences.PreferenceRecorder`` writes them.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import tensorflow_datasets as tfds
 
 from loggers import tfds_examples as common
+from loggers.dataset_cards import manual_folder, read_card
 from loggers.preferences import judgement_examples, judgement_split_counts
 
+#: this dataset's card (``CARD.toml``): sizes, source, licence and the folders of the manual folder.
+CARD = read_card(os.path.dirname(__file__))
 _DESCRIPTION = ("Preference judgements about pairs of clips (segments of RLDS episodes) recorded as RLDS through "
                 "EnvLogger; each example is one judgement with both clips.")
 
@@ -56,8 +60,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                               "float32.",
                      "1.2.0": "train/validation hold out whole episodes, and judgements across them are the "
                               "straddling split: 1.1.0 split by pair, so validation clips were in training pairs."}
-    MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the folders written by loggers.preferences.PreferenceRecorder "
-                                    "(segments/ and sessions/) under the manual folder (--manual_dir).")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = CARD.instructions()
 
     def _info(self) -> tfds.core.DatasetInfo:
         features = tfds.features.FeaturesDict({
@@ -71,7 +74,7 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                                               supervised_keys=None)
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
-        root = dl_manager.manual_dir
+        root = manual_folder(dl_manager, CARD, "")
         counts = judgement_split_counts(root)
         logging.info("%s: judgements per split (by episode): %s", root, counts)
         if not counts["train"]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import os
 from typing import Any, Iterator
 
 import tensorflow_datasets as tfds
@@ -36,12 +37,15 @@ from etils import epath
 from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
+from loggers.dataset_cards import manual_folder, read_card
 from loggers.reddit_recipes import record_comments
 from rlds_lang.reddit.data import MAX_DUMP_LINE_BYTES, RedditComment, RedditDataError, read_folder, rejection_report
 from rlds_lang.reddit.rewards import DEFAULT_SCALE, REWARD_KINDS, PrecomputedReward, make_reward
 from rlds_lang.reddit.schema import REDDIT_SCHEMA
 from rlds_lang.reddit.upvote_model import find_upvote_model
 
+#: this dataset's card (``CARD.toml``): sizes, source, licence and the files of the manual folder.
+CARD = read_card(os.path.dirname(__file__))
 _OVERALL = ("Reddit comments with their parent comment, replayed through a one-step reply environment into "
             "RLDS episodes, rewarded for not being toxic or for being upvoted (the ILQL paper's Reddit task).")
 
@@ -124,24 +128,20 @@ def raw_rewards(config: RedditConfig, comments: list[RedditComment], manual_dir:
     return PrecomputedReward(reward.kind, reward.fingerprint(), dict(zip(texts, reward.rewards(texts))))
 
 
-class Builder(tfds.core.GeneratorBasedBuilder):
+class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for reddit_comments (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
     BUILDER_CONFIGS = CONFIGS
-    MANUAL_DOWNLOAD_INSTRUCTIONS = (
-        "Put comments_positive.csv, comments_negative.csv, train_idxs.json, eval_idxs.json and test_idxs.json "
-        "(the ILQL paper's Reddit data) -- or Reddit comment dumps (RC_*.zst / .ndjson) -- in the manual folder "
-        "(--manual_dir). upvotes_model configs also need upvote_model/ there (rlds-lang reddit upvotes). "
-        "See builders/reddit_comments/README.md.")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = CARD.instructions()
 
     def _info(self) -> tfds.core.DatasetInfo:
         return common.rlds_info(self, _OVERALL, ds_metadata={"rejections": {}, "accepted_comments": 0})
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: RedditConfig = self.builder_config
-        manual_dir = epath.Path(dl_manager.manual_dir)
+        manual_dir = epath.Path(manual_folder(dl_manager, CARD, config.name))
         comments, rejections = read_manual_dir(config, manual_dir)
         report = rejection_report(rejections, len(comments))
         logging.info("reddit_comments/%s: %s", config.name, report)

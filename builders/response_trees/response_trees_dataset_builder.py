@@ -18,12 +18,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 from typing import Any
 
 import tensorflow_datasets as tfds
 from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
+from loggers.dataset_cards import manual_folder, read_card
 from loggers.reader import log_dirs
 from loggers.trees import TREE_EPISODE_METADATA, TreeSpec, record_and_read_trees
 from rlds_lang.trees import TREE_STEP_FIELDS
@@ -31,6 +33,8 @@ from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.policies import make_policy
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
+#: this dataset's card (``CARD.toml``): sizes, source, licence, the manual folder of ``manual_dir``.
+CARD = read_card(os.path.dirname(__file__))
 SCHEMA = dataclasses.replace(WORDLE_SCHEMA, step_metadata=TREE_STEP_FIELDS,
                              episode_metadata={**WORDLE_SCHEMA.episode_metadata, **TREE_EPISODE_METADATA})
 _OVERALL = ("Wordle response trees: at each of the first decision points a policy samples several guesses and every "
@@ -84,14 +88,13 @@ def _shard_episodes(item: tuple[TreesConfig, int, int]):
                                  [config.seed + t for t in range(start, stop)], f"{config.name}-{start:06d}")
 
 
-class Builder(tfds.core.GeneratorBasedBuilder):
+class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for response_trees (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
     BUILDER_CONFIGS = CONFIGS
-    MANUAL_DOWNLOAD_INSTRUCTIONS = ("manual_dir config only: put folders written by loggers.trees.record_trees "
-                                    "(chunk_XXXXX log directories) under the manual folder (--manual_dir).")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = CARD.instructions()
 
     def _info(self) -> tfds.core.DatasetInfo:
         return common.rlds_info(self, _OVERALL)
@@ -99,7 +102,10 @@ class Builder(tfds.core.GeneratorBasedBuilder):
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: TreesConfig = self.builder_config
         if config.from_manual_dir:
-            return {"train": self._generate_examples(log_dirs(dl_manager.manual_dir))}
+            folder = manual_folder(dl_manager, CARD, config.name)
+            common.check_logs_fit(folder, SCHEMA, f"response_trees/{config.name}",
+                                  alternatives={"wordle_synthetic --config manual_dir": WORDLE_SCHEMA})
+            return {"train": self._generate_examples(log_dirs(folder))}
         n = common.small_limit(config.trees)
         shards = [(config, s, min(s + config.shard_size, n)) for s in range(0, n, config.shard_size)]
         return {"train": self._generate_examples(shards)}

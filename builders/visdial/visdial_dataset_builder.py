@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import Any, Iterator
 
 import tensorflow_datasets as tfds
@@ -23,12 +24,15 @@ from etils import epath
 from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
+from loggers.dataset_cards import manual_folder, read_card
 from loggers.visdial_recipes import record_dialogues
 from rlds_lang.visdial.data import (FEATURES_FILE, SPLITS, Dialogue, FeatureStore, VisDialDataError, cache_file,
                                     dialogue_file, load_reward_cache, read_split)
 from rlds_lang.visdial.rewards import RewardConfig
 from rlds_lang.visdial.schema import VISDIAL_SCHEMA
 
+#: this dataset's card (``CARD.toml``): sizes, source, licence and the files of the manual folder.
+CARD = read_card(os.path.dirname(__file__))
 _OVERALL = ("Visual Dialogue (VisDial) human dialogues about a hidden image, replayed as questioner episodes: the "
             "agent asks questions, an answerer replies, the reward follows a guesser's progress at finding the "
             "image (the ILQL paper's Visual Dialogue task, rewards from the published reward caches).")
@@ -103,23 +107,20 @@ def read_manual_split(manual_dir: str, split: str, config: VisDialConfig) -> tup
     return dialogues, load_reward_cache(str(folder / cache_file(split, kind)), expected=len(dialogues))
 
 
-class Builder(tfds.core.GeneratorBasedBuilder):
+class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for visdial (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
     BUILDER_CONFIGS = CONFIGS
-    MANUAL_DOWNLOAD_INSTRUCTIONS = (
-        "Put visdial_0.5_<split>.json, data_img.h5, <split>_rank_reward_cache1.json and <split>_reward_cache2.json "
-        "(VisDial v0.5 and the ILQL paper's reward caches) in the manual folder (--manual_dir). "
-        "See builders/visdial/README.md.")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = CARD.instructions()
 
     def _info(self) -> tfds.core.DatasetInfo:
         return common.rlds_info(self, _OVERALL)
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: VisDialConfig = self.builder_config
-        folder = epath.Path(dl_manager.manual_dir)
+        folder = epath.Path(manual_folder(dl_manager, CARD, config.name))
         manual_dir = str(folder)
         missing = [dialogue_file(s, config.visdial_version) for s in SPLITS
                    if not (folder / dialogue_file(s, config.visdial_version)).exists()]

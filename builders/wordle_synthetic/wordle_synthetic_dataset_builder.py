@@ -34,18 +34,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import Any
 
 import tensorflow_datasets as tfds
 from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
+from loggers.dataset_cards import manual_folder, read_card
 from loggers.reader import log_dirs
 from loggers.wordle_recipes import play_shard
 from rlds_lang.wordle import ilql_adversarial, lmrl_gym
 from rlds_lang.wordle.recipes import BRANCH_DEFAULTS, BRANCH_METADATA, Recipe, shards
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 
+#: this dataset's card (``CARD.toml``): sizes, source, licence, the manual folder of ``manual_dir``.
+CARD = read_card(os.path.dirname(__file__))
 _OVERALL = ("Wordle games (text guesses, colour-square feedback, reward -1 per wrong guess) played by "
             "scripted policies and recorded losslessly in RLDS through EnvLogger.")
 
@@ -109,7 +113,7 @@ CONFIGS = [
 ]
 
 
-class Builder(tfds.core.GeneratorBasedBuilder):
+class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for wordle_synthetic (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.1.0")
@@ -119,20 +123,17 @@ class Builder(tfds.core.GeneratorBasedBuilder):
                  "(the WrongPolicy moves of `branch` differ from 1.0.0); new config `branch_adversarial`.",
     }
     BUILDER_CONFIGS = CONFIGS
-    MANUAL_DOWNLOAD_INSTRUCTIONS = (
-        "manual_dir config only: put folders written by loggers.record(WordleEnv(...), ...) (chunk_XXXXX "
-        "log directories) under the manual folder (--manual_dir).")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = CARD.instructions()
 
     def _info(self) -> tfds.core.DatasetInfo:
-        metadata = self.get_metadata()  # README.md and CITATIONS.bib of this folder
-        config = dataclasses.replace(self.builder_config, citation=metadata.citation or "",
-                                     overall_description=metadata.description or _OVERALL)
-        return rlds_base.build_info(config, self)
+        return common.rlds_info(self, _OVERALL)
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: WordleConfig = self.builder_config
         if config.from_manual_dir:
-            return {"train": self._generate_examples(log_dirs(dl_manager.manual_dir))}
+            folder = manual_folder(dl_manager, CARD, config.name)
+            common.check_logs_fit(folder, WORDLE_SCHEMA, f"wordle_synthetic/{config.name}")
+            return {"train": self._generate_examples(log_dirs(folder))}
         limit = common.small_limit(config.num_episodes)
         splits = {"train": config.recipes, "eval": config.eval_recipes}
         return {name: self._generate_examples(shards(recipes, config.shard_size, limit))

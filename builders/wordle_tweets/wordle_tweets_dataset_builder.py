@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import os
 from typing import Any, Iterator
 
 import tensorflow_datasets as tfds
@@ -35,12 +36,15 @@ from tensorflow_datasets.rlds import rlds_base
 from tqdm.auto import tqdm
 
 from loggers import tfds_examples as common
+from loggers.dataset_cards import manual_folder, read_card
 from loggers.wordle_recipes import record_retrofits
 from rlds_lang.wordle import retrofit as rf
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 from rlds_lang.wordle.tweets import TweetsCsvError, read_tweets_csv, rejection_report
 from rlds_lang.wordle.words import WordList, resolve_word_list
 
+#: this dataset's card (``CARD.toml``): sizes, source, licence and the files of the manual folder.
+CARD = read_card(os.path.dirname(__file__))
 _OVERALL = ("Human Wordle games shared as tweets (coloured squares), with words retrofitted onto every "
             "colour row and replayed through the Wordle environment into RLDS episodes.")
 _DEFAULT_LISTS = ("official_answers", "official_guesses")
@@ -151,31 +155,25 @@ def eval_tweet_ids(tweet_ids: list[str], fraction: float, salt: str) -> set[str]
     return {tweet_id.decode("utf-8") for batch in batches for tweet_id in batch}
 
 
-class Builder(tfds.core.GeneratorBasedBuilder):
+class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for wordle_tweets (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
     BUILDER_CONFIGS = CONFIGS
-    MANUAL_DOWNLOAD_INSTRUCTIONS = (
-        "Put the Kaggle 'Wordle Tweets' CSV (https://www.kaggle.com/datasets/benhamner/wordle-tweets, file "
-        "tweets.csv) in the manual folder (--manual_dir), with answers_by_day.csv ('day,answer' lines) for the "
-        "true_word configs and answers.txt/guesses.txt (one word a line) for the *_manual_lists configs. "
-        "See builders/wordle_tweets/README.md.")
+    MANUAL_DOWNLOAD_INSTRUCTIONS = CARD.instructions()
 
     def _info(self) -> tfds.core.DatasetInfo:
-        metadata = self.get_metadata()  # README.md and CITATIONS.bib of this folder
-        config = dataclasses.replace(self.builder_config, citation=metadata.citation or "",
-                                     overall_description=metadata.description or _OVERALL)
-        return rlds_base.build_info(config, self, ds_metadata={"rejections": {}, "accepted_games": 0})
+        return common.rlds_info(self, _OVERALL, ds_metadata={"rejections": {}, "accepted_games": 0})
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager):
         config: TweetsConfig = self.builder_config
-        games, rejections, answers, guesses = retrofit_manual_dir(config, epath.Path(dl_manager.manual_dir))
+        manual_dir = epath.Path(manual_folder(dl_manager, CARD, config.name))
+        games, rejections, answers, guesses = retrofit_manual_dir(config, manual_dir)
         report = rejection_report(rejections, len(games))
         logging.info("wordle_tweets/%s: %s", config.name, report)
         if not games:
-            raise TweetsCsvError(f"{epath.Path(dl_manager.manual_dir) / config.tweets_file}: no record became a game "
+            raise TweetsCsvError(f"{manual_dir / config.tweets_file}: no record became a game "
                                  f"({report})")
         self.info.metadata["rejections"] = dict(sorted(rejections.items()))
         self.info.metadata["accepted_games"] = len(games)

@@ -184,7 +184,8 @@ def wordle_manifest(config_name: str) -> dict[str, Any]:
             entry["observation_feedback"] = [np.asarray(s["observation"]["feedback"]).tolist() for s in example["steps"]]
             entry["observation_turn"] = [int(s["observation"]["turn"]) for s in example["steps"]]
             episodes[episode_id] = entry
-    return {"name": f"wordle_synthetic/{config_name}", "builder_dir": f"wordle_synthetic/{config_name}/{wb.Builder.VERSION}",
+    built = common.small_config_name(config_name, common.small_limit())  # a small build's own config name
+    return {"name": f"wordle_synthetic/{built}", "builder_dir": f"wordle_synthetic/{built}/{wb.Builder.VERSION}",
             "split": "train", "element_spec": element_spec(WORDLE_SCHEMA, extra), "episodes": episodes}
 
 
@@ -215,8 +216,10 @@ def main(argv=None) -> None:
     data_dir = os.path.abspath(args.data_dir)
     os.makedirs(data_dir, exist_ok=True)
     datasets = [build_nasty(data_dir, os.path.dirname(os.path.abspath(args.manifest)))]
+    from loggers.tfds_examples import small_config_name, small_limit
+
     for name in filter(None, args.wordle_configs.split(",")):
-        if not os.path.isdir(os.path.join(data_dir, "wordle_synthetic", name)):
+        if not os.path.isdir(os.path.join(data_dir, "wordle_synthetic", small_config_name(name, small_limit()))):
             raise SystemExit(f"wordle_synthetic/{name} is not built under {data_dir}: run tfds build first")
         datasets.append(wordle_manifest(name))
     import tensorflow_datasets as tfds

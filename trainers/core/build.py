@@ -7,7 +7,7 @@ Example::
 
     from trainers.core.build import tfds_build
 
-    folder = tfds_build("wordle_synthetic", "branch", "/tmp/tfds", small=50)   # the built version's folder
+    folder = tfds_build("wordle_synthetic", "branch", "/tmp/tfds", small=50)   # .../branch_small50/1.1.0
     folder = tfds_build("wordle_synthetic", "branch", "/tmp/tfds_ar", small=50, file_format="array_record")
 """
 
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from transforms.array_record import file_format as file_format_of
 
@@ -73,12 +73,16 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
                small: int | None = None, quiet: bool = False,
                beam_options: str = "runner=DirectRunner,direct_num_workers=1",
                shard_cache: str | os.PathLike | None = None, expected: Mapping[str, int] | None = None,
-               file_format: str | None = None) -> str:
+               file_format: str | None = None, config_fields: Mapping[str, Any] | None = None) -> str:
     """Runs ``tfds build <name> --imports rlds_lang_datasets --config <config>`` into ``data_dir`` (unless already
     built) and returns the built version's folder. The builder is found by name wherever the package is installed
     (the child process needs ``rlds_lang_datasets`` importable: installed, or the checkout on ``PYTHONPATH``).
-    ``small`` caps every recipe (``RLDS_LANG_SMALL``); ``shard_cache`` keeps the generated shards there
-    (``RLDS_LANG_SHARD_CACHE``) so that an interrupted build resumes.
+    ``small`` caps every recipe (``RLDS_LANG_SMALL``, also read from the environment): the build is then the config
+    ``<config>_small<N>`` (``loggers.tfds_examples.small_config_name``), never the full build's folder;
+    ``shard_cache`` keeps the generated shards there (``RLDS_LANG_SHARD_CACHE``) so that an interrupted build
+    resumes. ``config`` may be empty for a builder without configs. ``config_fields`` makes a config that the
+    builder does not list, named ``config`` with these fields (TFDS's ``--config`` JSON form; how
+    ``rlds_logs/<name>`` is built from a log folder).
 
     ``beam_options`` go to ``--beam_pipeline_options``: Beam's local DirectRunner by default (Beam 2.77
     otherwise tries to download its Prism runner first); e.g. ``runner=DirectRunner,direct_num_workers=2,
@@ -91,9 +95,14 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     ``array_record`` (read by ``tfds.data_source`` without TensorFlow: ``trainers.core.data``). A dataset found
     already built in another format than the one asked for is a ``ValueError`` naming both.
     """
+    from loggers.tfds_examples import small_config_name, small_limit
+
     if file_format not in FILE_FORMATS:
         raise ValueError(f"file_format must be one of {', '.join(str(f) for f in FILE_FORMATS)}; got {file_format!r}")
-    existing = built_dataset_dir(data_dir, name, config)
+    if small is None:
+        small = small_limit()
+    built_config = small_config_name(config, small) if config and config_fields is None else config
+    existing = built_dataset_dir(data_dir, name, built_config)
     if existing:
         stored = file_format_of(existing)
         if file_format is not None and stored != file_format:
@@ -102,7 +111,11 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
         check_split_sizes(existing, expected or {})
         return existing
     command = [str(Path(sys.executable).with_name("tfds")), "build", name, "--imports", DATASETS_MODULE,
-               "--config", config, "--data_dir", str(data_dir)]
+               "--data_dir", str(data_dir)]
+    if config_fields is not None:
+        command += ["--config", json.dumps({"name": config, **config_fields})]
+    elif config:
+        command += ["--config", config]
     if beam_options:
         command.append(f"--beam_pipeline_options={beam_options}")
     if manual_dir is not None:
@@ -116,12 +129,12 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
         env["RLDS_LANG_SHARD_CACHE"] = str(shard_cache)
     started = time.perf_counter()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL if quiet else None)
-    folder = built_dataset_dir(data_dir, name, config)
+    folder = built_dataset_dir(data_dir, name, built_config)
     if folder is None:
-        raise FileNotFoundError(f"tfds build {name}/{config} finished but wrote no dataset under {data_dir}")
+        raise FileNotFoundError(f"tfds build {name}/{built_config} finished but wrote no dataset under {data_dir}")
     check_split_sizes(folder, expected or {})
     if not quiet:
-        print(f"built {name}/{config} in {time.perf_counter() - started:.1f} s -> {folder}")
+        print(f"built {name}/{built_config} in {time.perf_counter() - started:.1f} s -> {folder}")
     return folder
 
 

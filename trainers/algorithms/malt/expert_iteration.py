@@ -3,7 +3,7 @@
 An EI round samples episodes with the current policy (response trees of ``branching=1``, recorded through
 ``loggers.trees``, so every sample is an RLDS episode with node ids), keeps those whose return reaches
 ``min_return`` (or the top ``top_fraction``), re-records the kept ones as their own RLDS log folder, builds
-it with ``tfds build builders/wordle_synthetic --config manual_dir`` and trains BC on it, starting from the
+it with ``rlds-lang build wordle_synthetic --config manual_dir`` and trains BC on it, starting from the
 current policy's weights. Each round writes ``round.json`` (``RoundManifest``) when it is done.
 
 Reuse rule (``reusable_rounds``): a round may train on the data of an earlier round only when both are of

@@ -148,14 +148,16 @@ def build_dataset(data_dir: str | Path, small: int | None, workers: int) -> str:
     processes and kept under ``data_dir/shard_cache/<full|small-N>`` so that a build stopped part-way resumes,
     then serialised by one Beam worker; its split sizes are checked against the recipes'
     (``trainers.core.build.check_split_sizes``), also when it is found built."""
+    from loggers.tfds_examples import small_config_name
     from loggers.wordle_recipes import prefill_shard_cache
     from rlds_lang.wordle.recipes import shards
 
     cache = Path(data_dir) / "shard_cache" / ("full" if small is None else f"small-{small}")
     recipes = [lmrl_gym.recipe(split) for split in ("train", "eval")]
     expected = {split: r.num_episodes(small) for split, r in zip(("train", "eval"), recipes)}
-    if workers > 1 and built_dataset_dir(data_dir, "wordle_synthetic", "lmrl_gym") is None:
-        prefill_shard_cache(shards(recipes, lmrl_gym.SHARD_SIZE, small), cache / "lmrl_gym", workers)
+    built = small_config_name("lmrl_gym", small)  # the config a small build has: the builder keeps its cache there
+    if workers > 1 and built_dataset_dir(data_dir, "wordle_synthetic", built) is None:
+        prefill_shard_cache(shards(recipes, lmrl_gym.SHARD_SIZE, small), cache / built, workers)
     return tfds_build("wordle_synthetic", "lmrl_gym", data_dir, small=small, shard_cache=cache, expected=expected)
 
 
