@@ -267,7 +267,9 @@ def test_cli_stats(built, tmp_path, capsys):
     main(["stats", data_dir, "--plot", os.fspath(out)])
     printed = capsys.readouterr().out
     print(printed)
-    assert "episodes 2  steps 7  actions 5  terminated 1  truncated 1  win rate 0.500" in printed
+    # a task without a win rule (the episodes' task is "replay"): no win rate, and a line saying why
+    assert "task replay" in printed and "episodes 2  steps 7  actions 5  terminated 1  truncated 1\n" in printed
+    assert "win rate 0" not in printed and "(no win rate: this task has no win rule here" in printed
     table = printed[printed.index("episodes 2"):printed.index("plot ->")]
     rows = table_rows(table)
     assert rows["return"] == ["2", "-2", "1", "-3", "-2.500", "-2", "-1.500", "-1"]
@@ -276,6 +278,30 @@ def test_cli_stats(built, tmp_path, capsys):
     main(["stats", "replay_roundtrip", "--config", "default", "--data_dir", tfds_root, "--split", "train[:1]",
           "--win-reward", "-1"])
     assert "episodes 1" in capsys.readouterr().out
+    main(["stats", data_dir, "--win-reward", "0"])  # a rule given: counted for any task
+    assert "truncated 1  win rate 0.500 (final reward >= 0)" in capsys.readouterr().out
+
+
+def test_cli_stats_gives_the_win_rate_only_where_the_task_has_a_win_rule(monkeypatch, capsys):
+    """Wordle's rule (the final guess earns >= 0) for a Wordle dataset; none for another task, where 4 of 5 episodes
+    whose final action earned 0 would otherwise read as "win rate 1.000"."""
+    import transforms.loading
+    from trainers.cli.main import main
+
+    def episodes(task: str, finals: list[float]) -> tf.data.Dataset:
+        n = len(finals)
+        steps = {"action": [["a", ""]] * n, "reward": [[f, 0.0] for f in finals], "is_last": [[False, True]] * n,
+                 "is_terminal": [[False, True]] * n}
+        return tf.data.Dataset.from_tensor_slices({"task": [task] * n, **steps}).map(
+            lambda e: {"task": e["task"], "steps": tf.data.Dataset.from_tensor_slices({k: e[k] for k in steps})})
+
+    monkeypatch.setattr(transforms.loading, "load", lambda *a, **k: episodes("wordle", [0.0, -1.0, 0.0, -1.0]))
+    main(["stats", "any"])
+    assert "win rate 0.500 (final reward >= 0)" in capsys.readouterr().out
+    monkeypatch.setattr(transforms.loading, "load", lambda *a, **k: episodes("echo", [0.0, 0.0, 0.0, 0.0, -1.0]))
+    main(["stats", "any"])
+    printed = capsys.readouterr().out
+    assert "task echo" in printed and "win rate 1" not in printed and "episodes 5" in printed
 
 
 def test_returns_and_lengths_read_from_the_record_files_agree_with_compute_statistics(built):

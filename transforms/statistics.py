@@ -8,7 +8,7 @@ whitespace split), and cut into episodes with numpy segment sums over the ``is_l
 runs per step. The result is a ``transforms.statistics_report.DatasetStatistics``, which prints a table
 (``table``), summarises (``summary``) and plots three histograms to a PNG (``plot``).
 
-SAR alignment (ARCHITECTURE.md): step i's reward is what its action earned; the ``is_last`` step carries
+SAR alignment (docs/architecture.md): step i's reward is what its action earned; the ``is_last`` step carries
 no action and its reward is ignored. An episode's length is its number of actions (its non-last steps).
 
 Example::
@@ -99,7 +99,7 @@ def _step_stream(episodes: tf.data.Dataset, action_path: tuple[str, ...] | None,
     return steps.batch(batch_size).map(measure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
 
 
-def _episodes_of(chunk: dict[str, np.ndarray], win_reward: float) -> dict[str, np.ndarray]:
+def _episodes_of(chunk: dict[str, np.ndarray], win_reward: float | None) -> dict[str, np.ndarray]:
     """Per-episode and per-action arrays of a chunk of whole episodes (its last step is ``is_last``)."""
     last = chunk["is_last"]
     ends = np.flatnonzero(last)
@@ -110,7 +110,7 @@ def _episodes_of(chunk: dict[str, np.ndarray], win_reward: float) -> dict[str, n
     returns = np.add.reduceat(rewards, starts)
     terminal = chunk["is_terminal"][ends]
     final_reward = np.where(lengths > 0, chunk["reward"][np.maximum(ends - 1, 0)], -np.inf)
-    won = terminal & (lengths > 0) & (final_reward >= win_reward)
+    won = terminal & (lengths > 0) & (final_reward >= (np.inf if win_reward is None else win_reward))
     out = {"returns": returns, "lengths": lengths, "terminal": terminal, "won": won}
     if "chars" in chunk:
         out["chars"], out["words"] = chunk["chars"][acting], chunk["words"][acting]
@@ -141,7 +141,7 @@ def _whole_episode_chunks(batches: Iterator[dict[str, np.ndarray]]) -> Iterator[
                       "them; they count as steps but belong to no episode", RuntimeWarning, stacklevel=3)
 
 
-def compute_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0, action_key: str = "action",
+def compute_statistics(episodes: tf.data.Dataset, win_reward: float | None = 0.0, action_key: str = "action",
                        reward_key: str = "reward", batch_size: int = 4096) -> DatasetStatistics:
     """Statistics of an RLDS episodes dataset, read once and vectorised.
 
@@ -151,7 +151,8 @@ def compute_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0, actio
         (without it every episode counts as truncated), the reward when present (without it returns and
         the win rate are NaN). Steps may hold only strings and flags.
       win_reward: an episode is won when it terminated and its final action earned at least this
-        (Wordle: the winning guess earns 0, every other guess -1).
+        (Wordle: the winning guess earns 0, every other guess -1); ``None`` for a task without such a rule (no
+        win rate: ``DatasetStatistics.win_rate`` is NaN and the table leaves it out).
       action_key: the action's field, or a ``/``-separated path into a nested action
         (``"action/text"``). When it names a dict, the first scalar string leaf in ``tf.nest`` order (keys
         sorted, depth first) is measured; ``DatasetStatistics.action_field`` says which. When no string is
@@ -199,7 +200,7 @@ def compute_statistics(episodes: tf.data.Dataset, win_reward: float = 0.0, actio
     return DatasetStatistics(
         episodes=int(lengths.size), steps=n_steps, actions=int(lengths.sum()), terminated=int(terminal.sum()),
         truncated=int(lengths.size - terminal.sum()), wins=int(joined("won", bool).sum()),
-        win_reward=float(win_reward), returns=joined("returns", np.float64), episode_lengths=lengths,
+        win_reward=None if win_reward is None else float(win_reward), returns=joined("returns", np.float64), episode_lengths=lengths,
         action_lengths=joined("chars", np.int64), action_words=joined("words", np.int64),
         action_field="/".join(action_path) if action_path is not None else None)
 

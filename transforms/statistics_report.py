@@ -61,7 +61,7 @@ class DatasetStatistics:
       terminated: episodes whose ``is_last`` step has ``is_terminal`` set.
       truncated: the other episodes (ended by a time limit or cut short; ``episodes - terminated``).
       wins: terminated episodes with at least one action whose final action earned ``>= win_reward``.
-      win_reward: the threshold ``wins`` used.
+      win_reward: the threshold ``wins`` used; ``None`` when the task has no win rule (no win rate).
       returns: float64 ``[episodes]``, the sum of each episode's rewards over its non-last steps (NaN when
         the steps have no reward field).
       episode_lengths: int64 ``[episodes]``, actions per episode.
@@ -84,7 +84,7 @@ class DatasetStatistics:
     terminated: int
     truncated: int
     wins: int
-    win_reward: float
+    win_reward: float | None
     returns: np.ndarray
     episode_lengths: np.ndarray
     action_lengths: np.ndarray
@@ -113,12 +113,12 @@ class DatasetStatistics:
 
     @property
     def win_rate(self) -> float:
-        """``wins / episodes`` (NaN without episodes or without rewards).
+        """``wins / episodes`` (NaN without episodes, without rewards or without a win rule).
 
         >>> DatasetStatistics(2, 6, 4, 2, 0, 1, 0.0, [-1.0, -3.0], [2, 2], [], []).win_rate
         0.5
         """
-        if self.episodes == 0 or np.isnan(self.returns).any():
+        if self.win_reward is None or self.episodes == 0 or np.isnan(self.returns).any():
             return math.nan
         return self.wins / self.episodes
 
@@ -146,7 +146,8 @@ class DatasetStatistics:
         return out
 
     def table(self) -> str:
-        """A plain-text table: a line of counts, then one row per quantity and one column per statistic.
+        """A plain-text table: a line of counts (and the win rate, when there is a win rule), then one row per
+        quantity and one column per statistic.
 
         Integral values print without decimals, others with three.
 
@@ -160,8 +161,9 @@ class DatasetStatistics:
         action length (words)         5  0.800  0.400    0      1      1      1    1
         """
         head = (f"episodes {self.episodes}  steps {self.steps}  actions {self.actions}  "
-                f"terminated {self.terminated}  truncated {self.truncated}  "
-                f"win rate {self.win_rate:.3f} (final reward >= {_format(self.win_reward)})")
+                f"terminated {self.terminated}  truncated {self.truncated}")
+        if self.win_reward is not None:
+            head += f"  win rate {self.win_rate:.3f} (final reward >= {_format(self.win_reward)})"
         rows = [["quantity", *_COLUMNS]]
         for quantity in QUANTITIES:
             described = _describe(self._values(quantity))
@@ -204,9 +206,9 @@ class DatasetStatistics:
         ]
         for ax, (values, name, xlabel, unit) in zip(axes, panels):
             _histogram(ax, np.asarray(values, np.float64), name, xlabel, unit)
+        wins = "" if self.win_reward is None else f"; win rate {self.win_rate:.3f}"
         figure.suptitle(title or (f"{self.episodes} episodes, {self.steps} steps, {self.actions} actions; "
-                                  f"{self.terminated} terminated, {self.truncated} truncated; win rate "
-                                  f"{self.win_rate:.3f}"))
+                                  f"{self.terminated} terminated, {self.truncated} truncated{wins}"))
         out = pathlib.Path(path)
         if out.parent and not out.parent.exists():
             out.parent.mkdir(parents=True, exist_ok=True)
