@@ -64,11 +64,25 @@ def _requirement_names(lines: str) -> list[str]:
 
 
 def requirements(repo: Path = REPO) -> tuple[list[str], list[str]]:
-    """``(install_requires, the dev extra)`` of ``setup.cfg``, as distribution names."""
+    """``(install_requires with every extra but dev, the dev extra's own tools)`` of ``setup.cfg``, as distribution
+    names: what ``pip install 'rlds-lang[all]'`` installs, and what the tests add (the dev extra's reference to
+    ``rlds-lang`` itself left out)."""
     config = configparser.ConfigParser()
     config.read(repo / "setup.cfg", encoding="utf-8")
-    return (_requirement_names(config["options"]["install_requires"]),
-            _requirement_names(config["options.extras_require"]["dev"]))
+    extras = config["options.extras_require"]
+    installed = _requirement_names(config["options"]["install_requires"])
+    for extra in extras:
+        if extra != "dev":
+            installed += _requirement_names(extras[extra])
+    return (list(dict.fromkeys(installed)),
+            [name for name in _requirement_names(extras["dev"]) if _normal(name) != "rlds-lang"])
+
+
+def base_requirements(repo: Path = REPO) -> list[str]:
+    """``install_requires`` alone: what ``pip install rlds-lang`` installs (no extra), as distribution names."""
+    config = configparser.ConfigParser()
+    config.read(repo / "setup.cfg", encoding="utf-8")
+    return _requirement_names(config["options"]["install_requires"])
 
 
 def _normal(name: str) -> str:
@@ -116,6 +130,31 @@ def imported_modules(name: str, module: Module) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             found.append((node.lineno, node.module))
     return found
+
+
+def module_level_imports(name: str, module: Module) -> list[tuple[int, str]]:
+    """``imported_modules`` less the imports inside functions: what importing the module itself imports (class
+    bodies and ``if``/``try`` blocks at the top run on import, function bodies do not)."""
+    tree = ast.parse(module.source)
+    lazy: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            lazy.update(id(inner) for inner in ast.walk(node) if inner is not node)
+    parts = name.split(".") + (["__init__"] if module.is_package else [])
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in lazy or not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        found.extend(_names_of(node, parts))
+    return found
+
+
+def _names_of(node: ast.AST, parts: list[str]) -> list[tuple[int, str]]:
+    if isinstance(node, ast.Import):
+        return [(node.lineno, alias.name) for alias in node.names]
+    if node.level:
+        return [(node.lineno, ".".join(parts[:-node.level] + ([node.module] if node.module else [])))]
+    return [(node.lineno, node.module)]
 
 
 def unresolved_imports(modules: dict[str, Module], installed: set[str] | None = None,

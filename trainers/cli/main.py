@@ -5,9 +5,13 @@ a 32-word Wordle with ``loggers.record``, ``tfds build`` them with ``builders/wo
 ``manual_dir``), ``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly,
 play them beside a random and the expert agent on the same seeded games, print the table with a computed verdict
 per learned agent and write the plot (``--doc PATH``: the same as a markdown guide).
-``rlds-lang record`` records any Wordle policy to a log folder; ``rlds-lang build`` runs ``tfds build`` of a builder.
-``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name) and plots its
-return, episode length and action length distributions to a PNG.
+``rlds-lang record`` records any Wordle policy to a log folder; ``rlds-lang build`` runs ``tfds build`` of a dataset by
+name, or builds a folder of your own logs (``--name``); ``rlds-lang datasets list|show`` prints the catalog
+(``trainers.cli.datasets``).
+``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name), with a win rate where the
+task has a win rule, and plots its return, episode length and action length distributions to a PNG
+(``trainers.cli.stats``). Without the ``train`` extra (PyTorch) the commands that need it say what to install
+(``trainers.cli.extras``).
 ``rlds-lang train bc|ilql --dataset DIR [--field value ...]`` trains an algorithm (every field of its config
 dataclass is an option: ``rlds-lang train ilql --help``); it runs unchanged under ``torchrun``.
 ``rlds-lang eval --agent NAME=CHECKPOINT[,beta=B,greedy=true] [--optimal] --games N`` plays seeded games
@@ -29,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from rlds_lang.paths import runs_dir
-from trainers.algorithms.registry import agent_options, parse_agent
 
 
 def cmd_record(args: argparse.Namespace) -> Path:
@@ -62,21 +65,6 @@ def cmd_demo(args: argparse.Namespace) -> None:
         print(f"guide -> {write_document(report, args.doc)}")
 
 
-def cmd_stats(args: argparse.Namespace) -> None:
-    """Prints the statistics table of a dataset split and, with ``--plot``, writes the histograms PNG."""
-    from transforms.loading import load
-    from transforms.statistics import compute_statistics
-
-    episodes = load(args.dataset, split=args.split, config=args.config, data_dir=args.data_dir)
-    stats = compute_statistics(episodes, win_reward=args.win_reward, action_key=args.action_key,
-                               reward_key=args.reward_key, batch_size=args.batch_size)
-    name = f"{args.dataset}{'/' + args.config if args.config else ''} [{args.split}]"
-    print(name)
-    print(stats.table())
-    if args.plot:
-        print(f"plot -> {stats.plot(args.plot, title=name)}")
-
-
 def cmd_train(args: argparse.Namespace) -> None:
     """Trains ``args.algorithm`` with the config built from the command line's dataclass options."""
     from trainers.algorithms.registry import algorithm_by_name, train
@@ -102,7 +90,7 @@ def cmd_eval(args: argparse.Namespace) -> list:
 
         return cmd_visdial_eval(args)
     from rlds_lang.wordle.policies import OptimalPolicy
-    from trainers.algorithms.registry import load_policy
+    from trainers.algorithms.registry import agent_options, load_policy
     from trainers.evaluation.wordle import (
         EvalConfig,
         evaluate,
@@ -138,6 +126,65 @@ def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(prog="rlds-lang", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"rlds-lang {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
+    from trainers.cli.extras import NEEDS_TRAIN, TRAIN_MODULES, WEB_MODULES, add_missing_extra, missing_modules
+
+    train_missing = missing_modules(TRAIN_MODULES)
+    if not train_missing:
+        _add_demo_parser(sub)
+    rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
+    rec.add_argument("--policy", default="optimal")
+    rec.add_argument("--policy-params", default="{}", help="JSON parameters of the policy")
+    rec.add_argument("--episodes", type=int, default=100)
+    rec.add_argument("--out", required=True, help="a new folder for the logs")
+    rec.add_argument("--rule", default="official", choices=["official", "ilql"])
+    rec.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
+    rec.add_argument("--seed", type=int, default=0)
+    rec.add_argument("--run-name", default="run")
+    rec.add_argument("--workers", type=int, default=1)
+    rec.set_defaults(func=cmd_record)
+    from trainers.cli.build import add_build_parser
+    from trainers.cli.datasets import add_datasets_parser
+
+    add_build_parser(sub)
+    add_datasets_parser(sub)
+    from trainers.cli.stats import add_stats_parser
+
+    add_stats_parser(sub)
+    if train_missing:
+        for name, help_text in NEEDS_TRAIN.items():
+            add_missing_extra(sub, name, help_text, "train", train_missing)
+    else:
+        _add_training_commands(sub)
+    web_missing = missing_modules(WEB_MODULES)
+    if web_missing:
+        add_missing_extra(sub, "web", "the browser tool (creator_web)", "web", web_missing)
+    else:
+        _add_web_parser(sub)
+    return parser
+
+
+def _add_training_commands(sub: Any) -> None:
+    """Every command that needs PyTorch (the ``train`` extra): train, eval, results, malt, preferences, the task
+    groups and top-advantage."""
+    _add_train_parsers(sub)
+    _add_eval_parser(sub)
+    from trainers.cli.results import add_results_group
+
+    add_results_group(sub)
+    from trainers.cli.train import add_malt_parser as add_malt_parser
+
+    add_malt_parser(sub)
+    from trainers.cli.preferences import add_parser as add_preferences_parser
+
+    add_preferences_parser(sub)
+    _add_task_groups(sub)
+    from trainers.cli.diagnose import add_top_advantage_parser as add_top_advantage_parser
+
+    add_top_advantage_parser(sub)
+
+
+def _add_demo_parser(sub: Any) -> None:
+    """``rlds-lang demo``: its options default to ``trainers.experiments.demo.FULL``."""
     from trainers.experiments.demo import FULL as DEMO
 
     demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate, on a "
@@ -167,48 +214,6 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also write the report as a markdown guide to PATH, with its plot beside it as <stem>.png "
                            "(docs/demo.md is made by: rlds-lang demo --doc docs/demo.md)")
     demo.set_defaults(func=cmd_demo)
-    rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
-    rec.add_argument("--policy", default="optimal")
-    rec.add_argument("--policy-params", default="{}", help="JSON parameters of the policy")
-    rec.add_argument("--episodes", type=int, default=100)
-    rec.add_argument("--out", required=True, help="a new folder for the logs")
-    rec.add_argument("--rule", default="official", choices=["official", "ilql"])
-    rec.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
-    rec.add_argument("--seed", type=int, default=0)
-    rec.add_argument("--run-name", default="run")
-    rec.add_argument("--workers", type=int, default=1)
-    rec.set_defaults(func=cmd_record)
-    _add_build_parser(sub)
-    stats = sub.add_parser("stats", help="statistics table (and histograms PNG) of a built dataset")
-    stats.add_argument("dataset", help="a folder written by tfds build (with dataset_info.json) or a dataset name")
-    stats.add_argument("--config", default=None, help="builder config when loading by name")
-    stats.add_argument("--data_dir", "--data-dir", dest="data_dir", default=None,
-                       help="TFDS data folder when loading by name")
-    stats.add_argument("--split", default="train")
-    stats.add_argument("--plot", default=None, help="write the histograms to this PNG")
-    stats.add_argument("--win-reward", type=float, default=0.0,
-                       help="an episode is won when it terminated and its final action earned at least this")
-    stats.add_argument("--action-key", default="action", help="action field or /-path to its text")
-    stats.add_argument("--reward-key", default="reward")
-    stats.add_argument("--batch-size", type=int, default=4096, help="steps per vectorised batch")
-    stats.set_defaults(func=cmd_stats)
-    _add_train_parsers(sub)
-    _add_eval_parser(sub)
-    from trainers.cli.results import add_results_group
-
-    add_results_group(sub)
-    _add_web_parser(sub)
-    from trainers.cli.train import add_malt_parser as add_malt_parser
-
-    add_malt_parser(sub)
-    from trainers.cli.preferences import add_parser as add_preferences_parser
-
-    add_preferences_parser(sub)
-    _add_task_groups(sub)
-    from trainers.cli.diagnose import add_top_advantage_parser as add_top_advantage_parser
-
-    add_top_advantage_parser(sub)
-    return parser
 
 
 class FiledUnder:
@@ -256,33 +261,6 @@ def _add_task_groups(sub: Any) -> None:
         inner = parser.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
         for function, former, name in commands:
             getattr(tasks, function)(FiledUnder(inner, {former: name}))
-
-
-def _add_build_parser(sub: Any) -> None:
-    """``rlds-lang build NAME --config C --data-dir DIR``: ``tfds build`` of a builder of ``builders/``."""
-    build = sub.add_parser("build", help="tfds build a dataset of builders/ (e.g. wordle_synthetic) into a data folder",
-                           description="Runs `tfds build builders/NAME --config CONFIG` with this environment's tfds "
-                                       "(trainers.core.build.tfds_build) unless the dataset is built there already; "
-                                       "prints the built version's folder (what `tfds.load` and `rlds-lang train "
-                                       "--dataset` read).")
-    build.add_argument("name", help="a builder folder under builders/ (wordle_synthetic, visdial, reddit_comments, ...)")
-    build.add_argument("--config", required=True, help="the builder config (e.g. manual_dir, branch, lmrl_gym)")
-    build.add_argument("--data-dir", "--data_dir", dest="data_dir", required=True, help="TFDS data folder to build into")
-    build.add_argument("--manual-dir", "--manual_dir", dest="manual_dir", default=None,
-                       help="the folder of recorded logs or downloaded files the config reads")
-    build.add_argument("--small", type=int, default=None, help="cap every recipe at this many episodes (smoke runs)")
-    build.add_argument("--file-format", "--file_format", dest="file_format", choices=["tfrecord", "array_record"],
-                       default=None, help="how the episodes are stored: tfrecord (TFDS's default, read with tf.data) or "
-                                          "array_record (read by `rlds-lang train` without TensorFlow)")
-    build.set_defaults(func=cmd_build)
-
-
-def cmd_build(args: argparse.Namespace) -> str:
-    """Builds ``args.name``/``args.config`` into ``args.data_dir`` and returns the built version's folder."""
-    from trainers.core.build import tfds_build
-
-    return tfds_build(args.name, args.config, args.data_dir, manual_dir=args.manual_dir, small=args.small,
-                      file_format=args.file_format)
 
 
 def _add_web_parser(sub) -> None:
@@ -339,6 +317,8 @@ def _add_train_parsers(sub) -> None:
 
 
 def _add_eval_parser(sub) -> None:
+    from trainers.algorithms.registry import parse_agent
+
     ev = sub.add_parser("eval", help="play trained agents on the same seeded episodes of a task (--task wordle, "
                                    "reddit or visdial); table with paired differences, JSON, plot")
     ev.add_argument("--agent", action="append", default=[], type=parse_agent,
