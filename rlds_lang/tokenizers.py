@@ -1,6 +1,6 @@
 """Tokenizers for language tasks: a character-level one (Wordle's letters and colour squares).
 
-The datasets stay tokenizer-independent (ARCHITECTURE.md): a token view is derived by ``transforms/``
+The datasets stay tokenizer-independent (docs/architecture.md): a token view is derived by ``transforms/``
 from the stored text with a tokenizer from this module, and the same tokenizer is saved beside a
 trained model (``save``/``load``, JSON) so that the agent reads and writes the same ids when it plays.
 
@@ -103,8 +103,22 @@ def lmrl_gym_board_tokenizer() -> Any:
     return make()
 
 
+def bytes_tokenizer() -> Any:
+    """Any text as its UTF-8 bytes: a ``rlds_lang.subword.SubwordTokenizer`` with the 256 byte symbols and no merge
+    (262 ids with the specials), so every text encodes and decodes byte for byte without training a tokenizer
+    first (the one for a dataset of one's own environment; a trained subword tokenizer is shorter).
+
+    >>> tok = bytes_tokenizer()
+    >>> tok.vocab_size, len(tok.encode("é")), tok.decode(tok.encode("any text, é 😀"))
+    (262, 2, 'any text, é 😀')
+    """
+    from rlds_lang.subword import SubwordTokenizer
+
+    return SubwordTokenizer.train([], vocab_size=len(SubwordTokenizer.SPECIALS) + 256, name="bytes")
+
+
 #: tokenizers by the name a training config gives (``TrainConfig.tokenizer``).
-TOKENIZERS = {"wordle": wordle_tokenizer, "continuation": continuation_tokenizer,
+TOKENIZERS = {"wordle": wordle_tokenizer, "bytes": bytes_tokenizer, "continuation": continuation_tokenizer,
               "lmrl_gym_words": lmrl_gym_word_tokenizer, "lmrl_gym_board": lmrl_gym_board_tokenizer}
 
 

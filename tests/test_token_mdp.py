@@ -333,3 +333,21 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(torch_bridge, extraglobs={"tf": tf, "np": np})
     assert result.failed == 0 and result.attempted >= 3
+
+
+def test_the_default_observation_key_reads_a_plain_text_observation():
+    """A dataset of a plain ``dm_env`` text environment stores ``observation`` as one string: the default
+    ``observation/text`` reads it, and the sequences are those of ``observation_key="observation"``."""
+    from transforms.token_mdp import resolved_config
+
+    steps = {"observation": ["a", "b"], "action": ["ab", ""], "reward": [2.0, 0.0], "is_last": [False, True],
+             "is_terminal": [False, True]}
+    plain = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(steps)})
+    assert resolved_config(plain, TokenMDPConfig()).observation_key == "observation"
+    by_default = next(token_mdp(plain, TOK, TokenMDPConfig()).as_numpy_iterator())
+    named = next(token_mdp(plain, TOK, TokenMDPConfig(observation_key="observation")).as_numpy_iterator())
+    assert by_default["input_ids"].tolist() == named["input_ids"].tolist()
+    nested = {**steps, "observation": {"text": ["a", "b"]}}
+    dicts = tf.data.Dataset.from_tensors({"steps": tf.data.Dataset.from_tensor_slices(nested)})
+    assert resolved_config(dicts, TokenMDPConfig()).observation_key == "observation/text"
+    assert resolved_config(plain, TokenMDPConfig(observation_key="action")).observation_key == "action"

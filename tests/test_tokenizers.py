@@ -146,3 +146,11 @@ def test_lmrl_gym_word_tokenizer_makes_each_word_and_feedback_one_id(tmp_path):
 def test_word_tokenizer_names_a_word_that_cannot_be_one_id():
     with pytest.raises(ValueError, match="not one id"):
         tokenizers.word_tokenizer(["crane", "crane crane"], name="bad")  # a space splits before BPE merges
+
+
+def test_the_bytes_tokenizer_takes_any_text_byte_for_byte_and_saves_as_the_others():
+    tok = tokenizers.make_tokenizer("bytes")
+    assert tok.vocab_size == 262 and tok == tokenizers.make_tokenizer("bytes")
+    for text in ("apple", "é\x00\r\n", "二 🟩", "<eoa>", ""):
+        assert tok.decode(tok.encode(text)) == text
+        assert len(tok.encode(text)) == len(text.encode("utf-8"))  # one id per byte: no merge

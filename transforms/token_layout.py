@@ -62,7 +62,8 @@ class TokenMDPConfig:
 
     #: tokens per sequence after truncation (the first ``max_length`` are kept).
     max_length: int = 128
-    #: ``/``-path of the observation text inside a step; ``"observation"`` when it is plain text.
+    #: ``/``-path of the observation text inside a step; ``"observation"`` when it is plain text (which the default
+    #: also reads: ``transforms.token_mdp.resolved_config``).
     observation_key: str = "observation/text"
     #: ``/``-path of the action text inside a step.
     action_key: str = "action"

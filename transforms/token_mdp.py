@@ -44,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 import numpy as np
@@ -61,6 +62,16 @@ _LAID_OUT = TOKEN_KEYS + ("splits", "length", "truncated", "episode_return")
 _TF_DTYPES = {"input_ids": tf.int32, "action_mask": tf.bool, "turn_index": tf.int32, "turn_end": tf.bool,
               "rewards": tf.float32, "dones": tf.bool, "returns_to_go": tf.float32, "splits": tf.int64,
               "length": tf.int32, "truncated": tf.bool, "episode_return": tf.float32}
+
+
+def resolved_config(episodes: tf.data.Dataset, config: TokenMDPConfig) -> TokenMDPConfig:
+    """``config`` with the default ``observation_key`` (``observation/text``) read as ``observation`` when the
+    episodes' observation is one string (a dataset of a plain ``dm_env`` text environment), not a dict."""
+    spec = episodes.element_spec
+    steps = spec["steps"].element_spec if isinstance(spec, Mapping) and "steps" in spec else {}
+    plain = isinstance(steps, Mapping) and steps.get("observation") == tf.TensorSpec((), tf.string)
+    default = config.observation_key == TokenMDPConfig.observation_key
+    return dataclasses.replace(config, observation_key="observation") if plain and default else config
 
 
 def _check_steps_spec(episodes: tf.data.Dataset, config: TokenMDPConfig) -> None:
@@ -127,6 +138,7 @@ def token_mdp(episodes: tf.data.Dataset, tokenizer: Any,
     >>> seq["input_ids"].tolist(), seq["rewards"].tolist(), seq["dones"].astype(int).tolist()
     ([1, 6, 3, 6, 7, 4, 7, 3, 2], [0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0], [0, 0, 0, 0, 0, 1, 0, 0, 0])
     """
+    config = resolved_config(episodes, config)
     _check_steps_spec(episodes, config)
     # No Python control flow on tensors in these functions: skipping autograph's conversion saves tracing time.
     plain = tf.autograph.experimental.do_not_convert
