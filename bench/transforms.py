@@ -247,7 +247,7 @@ def main() -> None:
     args = parser.parse_args()
 
     try:
-        import rlds  # only on the legacy TF 2.15 stack (ARCHITECTURE.md)
+        import rlds  # only on the legacy TF 2.15 stack (docs/architecture.md)
     except ImportError:
         rlds = None
     print(f"TensorFlow {tf.__version__}; rlds {'available' if rlds else 'not installed (main stack)'}; "

@@ -12,5 +12,5 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # tests/legacy runs only in the legacy environment (TF 2.15 + rlds; tests/legacy/run.sh sets
-# RLDS_LANG_LEGACY=1): `import rlds` cannot load on the main stack (ARCHITECTURE.md, "Dependency stack").
+# RLDS_LANG_LEGACY=1): `import rlds` cannot load on the main stack (docs/architecture.md, "Dependency stack").
 collect_ignore = [] if os.environ.get("RLDS_LANG_LEGACY") == "1" else ["legacy"]

@@ -1,6 +1,7 @@
-"""The docs run: every code block that a guide under ``docs/`` marks as runnable (an HTML comment
-``<!-- runnable -->`` on the line before its fence) is executed, and each ``print(...)  # text`` line of it must
-print that text. So a documented example cannot drift from the code."""
+"""The docs run: the code blocks that a page under ``docs/`` marks as runnable (an HTML comment ``<!-- runnable -->``
+on the line before its fence; ``tests.docs_blocks``) are executed, in order, in one fresh folder and namespace per
+page, and each ``print(...)  # text`` line must print that text. A marked ``bash`` block holds ``rlds-lang``
+commands, run with the installed console script. So a documented example cannot drift from the code."""
 
 from __future__ import annotations
 
@@ -12,33 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_blocks import MARK, expected_prints, page_code, runnable_blocks
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
-MARK = "<!-- runnable -->"
-
-
-def runnable_blocks(path: Path) -> list[tuple[int, str]]:
-    """``(line, code)`` of the python blocks of ``path`` marked runnable (line: the fence's, 1-based)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    blocks = []
-    for i, line in enumerate(lines):
-        if line.strip() == MARK:
-            fence = lines[i + 1] if i + 1 < len(lines) else ""
-            if not fence.startswith("```python"):
-                raise ValueError(f"{path}:{i + 1}: {MARK} must stand right before a ```python block")
-            end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith("```"))
-            blocks.append((i + 2, "\n".join(lines[i + 2:end])))
-    return blocks
 
 
 def guide_code(guide: str) -> str:
-    """The runnable code of ``docs/guides/<guide>``, its blocks joined."""
-    return "\n".join(code for _, code in runnable_blocks(DOCS / "guides" / guide))
-
-
-def expected_prints(code: str) -> list[str]:
-    """What each ``print(...)  # text`` line of ``code`` says it prints."""
-    return [m.strip() for m in re.findall(r"^print\(.*?\)\s+#\s*(.+)$", code, flags=re.M)]
+    """The runnable code of ``docs/guides/<guide>``, its blocks joined (a shell block's commands as calls)."""
+    return page_code(DOCS / "guides" / guide)
 
 
 def run_code(code: str, name: str) -> str:
@@ -49,15 +32,16 @@ def run_code(code: str, name: str) -> str:
     return out.getvalue()
 
 
-BLOCKS = [(path.relative_to(REPO).as_posix(), line, code)
-          for path in sorted(DOCS.rglob("*.md")) for line, code in runnable_blocks(path)]
+#: ``(page, line of its first runnable block, its code)`` of every page with runnable blocks.
+PAGES = [(path.relative_to(REPO).as_posix(), blocks[0][0], page_code(path))
+         for path in sorted(DOCS.rglob("*.md")) for blocks in [runnable_blocks(path)] if blocks]
 
 
 def test_the_guides_mark_runnable_blocks():
-    assert len(BLOCKS) >= 5
+    assert len(PAGES) >= 5
 
 
-@pytest.mark.parametrize("document,line,code", BLOCKS, ids=[f"{d}:{n}" for d, n, _ in BLOCKS])
+@pytest.mark.parametrize("document,line,code", PAGES, ids=[f"{d}:{n}" for d, n, _ in PAGES])
 def test_runnable_block_prints_what_it_says(document, line, code, tmp_path):
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -69,11 +53,37 @@ def test_runnable_block_prints_what_it_says(document, line, code, tmp_path):
         assert text in printed, f"{document}:{line} says it prints {text!r}; it printed:\n{printed}"
 
 
-def test_a_marked_block_that_is_not_python_is_refused(tmp_path):
+def test_a_marked_block_that_is_not_python_or_rlds_lang_commands_is_refused(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text(f"{MARK}\n```bash\necho hi\n```\n")
+    page.write_text(f"{MARK}\n```text\nhi\n```\n")
     with pytest.raises(ValueError, match="must stand right before"):
         runnable_blocks(page)
+    page.write_text(f"{MARK}\n```bash\n# a comment\nrlds-lang datasets list\necho hi\n```\n")
+    with pytest.raises(ValueError, match="only rlds-lang commands, got 'echo hi'"):
+        runnable_blocks(page)
+
+
+def test_a_pages_blocks_run_in_order_in_one_namespace_and_shell_blocks_call_the_console_script(tmp_path, monkeypatch):
+    """The shell block runs ``rlds-lang`` beside the interpreter (here a stand-in script that echoes its
+    arguments, so the test stays fast); its output is printed between the Python blocks' prints; a command that
+    fails raises with its messages."""
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "rlds-lang"
+    script.write_text('#!/bin/sh\necho "ran: $*"\n[ "$1" != fail ] || { echo "bad input" >&2; exit 3; }\n')
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    page = tmp_path / "page.md"
+    page.write_text(f"{MARK}\n```python\nx = 2\n```\ntext\n\n{MARK}\n```bash\n# build it\n"
+                    f"rlds-lang build 'my logs' --name echo\n```\n\n{MARK}\n```python\nprint(x * 3)  # 6\n```\n")
+    code = page_code(page)
+    assert expected_prints(code) == ["6"]
+    assert run_code(code, "page.md").splitlines() == ["ran: build my logs --name echo", "6"]
+    page.write_text(f"{MARK}\n```bash\nrlds-lang fail now\n```\n")
+    with pytest.raises(RuntimeError, match="(?s)exited 3.*bad input"):
+        run_code(page_code(page), "page.md")
 
 
 def test_transforms_guide_plays_a_perfect_policy():
@@ -108,3 +118,20 @@ def test_the_documentation_site_builds_strictly(tmp_path):
                           capture_output=True, text=True, timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "api" / "core" / "index.html").is_file()
+
+
+def test_the_own_environment_guide_records_builds_loads_and_trains_a_plain_dm_env_in_under_55_lines():
+    """docs/guides/own_environment.md: a plain ``dm_env.Environment`` (no LanguageEnv), recorded with
+    ``loggers.record``, built with ``rlds-lang build``, loaded with ``tfds.load`` and trained on with BC, in
+    fewer than 55 lines of runnable blocks (the run itself: ``test_runnable_block_prints_what_it_says``)."""
+    from tests.docs_blocks import runnable_lines
+
+    page = DOCS / "guides" / "own_environment.md"
+    code = page_code(page)
+    assert runnable_lines(page) < 55
+    assert "class Echo(dm_env.Environment):" in code and "LanguageEnv" not in code
+    for step in ("record(Echo(), parrot", "_rlds_lang('rlds-lang build echo_logs --name echo", "tfds.load(",
+                 'train("bc", config'):
+        assert step in code, step
+    nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "guides/own_environment.md" in nav and "architecture.md" in nav and "datasets/index.md" in nav

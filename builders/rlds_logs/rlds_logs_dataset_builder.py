@@ -5,7 +5,7 @@ Each dataset is a config named by its user, pointing at a log folder::
 
     rlds-lang build my_logs --name echo --data-dir tfds                 # the command line's form
     tfds build rlds_logs --imports rlds_lang_datasets --data_dir tfds \\
-        --config '{"name": "echo", "logs": "/abs/path/my_logs"}'        # TFDS's own form, the same build
+        --config '{"name": "echo", "logs": "<the absolute path of my_logs>"}'        # TFDS's own form, the same build
 
 and loads by name from the data folder, with no import of this package (TFDS reads the features from the built
 files): ``tfds.load("rlds_logs/echo", data_dir="tfds")``. The declarative part is ``LogsConfig``, an RLDS

@@ -140,7 +140,7 @@ def test_flags_consistent(loaded):
         assert not any(terminal[:-1]), key
         final = rlds.transformations.final_step(ep["steps"])
         assert bool(final["is_last"]) and bool(final["is_terminal"]) == terminal[-1], key
-        # The last step carries no action information (ARCHITECTURE.md, "The RLDS text schema").
+        # The last step carries no action information (docs/architecture.md, "The RLDS text schema").
         assert steps[-1]["action"] == b"" and steps[-1]["reward"] == 0.0 and steps[-1]["discount"] == 0.0, key
 
 
