@@ -186,26 +186,31 @@ def manual_data_message(card: DatasetCard, config: str, problem: str, data_dir: 
     manual = card.manual
     if manual is None:
         raise ValueError(f"{card.name}: its card declares no manual data")
-    lines = [f"{card.name}/{config} reads files you fetch yourself, and {problem}.",
+    lines = [f"{card.name}{'/' + config if config else ''} reads files you fetch yourself, and {problem}.",
              f"What: {manual.what}" + (f" (from {', '.join(manual.where)})." if manual.where else ".")]
     layouts = manual.layouts_for(config)
     if layouts:
         lines.append("Put in the manual folder: " + "; or ".join(_layout_text(layout) for layout in layouts) + ".")
     lines.append("The manual folder is --manual-dir (tfds build: --manual_dir), by default <data_dir>/downloads/manual.")
     if card.dummy_folder(config):
-        lines.append(f"Try the shipped dummy data first: rlds-lang build {card.name} --config {config} "
-                     f"--data-dir {data_dir} --dummy-data")
+        lines.append(f"Try the shipped dummy data first: rlds-lang build {card.name}"
+                     f"{' --config ' + config if config else ''} --data-dir {data_dir} --dummy-data")
     return "\n".join(lines)
 
 
 def manual_folder(dl_manager: Any, card: DatasetCard, config: str) -> str:
     """A builder's manual folder for ``config``, checked against the card before anything is generated; a missing,
     empty or incomplete folder is a ``ManualDataError`` (``manual_data_message``)."""
-    folder = os.fspath(getattr(dl_manager, "_manual_dir", None) or "")
-    problem = manual_problem(card, config, folder) if folder else "no manual folder was given"
+    try:
+        folder = os.fspath(dl_manager.manual_dir)
+    except AssertionError:  # TFDS's word for a manual folder that is missing or empty
+        folder = os.fspath(getattr(dl_manager, "_manual_dir", None) or "")
+        problem = (manual_problem(card, config, folder) if folder else None) or "no manual folder was given"
+        raise ManualDataError(manual_data_message(card, config, problem)) from None
+    problem = manual_problem(card, config, folder)
     if problem:
         raise ManualDataError(manual_data_message(card, config, problem))
-    return os.fspath(dl_manager.manual_dir)
+    return folder
 
 
 __all__ = ["CARD_FILE", "DatasetCard", "Layout", "ManualData", "ManualDataError", "manual_data_message",

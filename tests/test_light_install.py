@@ -22,20 +22,31 @@ LIGHT = ("rlds_lang", "loggers", "transforms", "rlds_lang_datasets")
 HEAVY = {"torch", "transformers", "tensorboard", "fastapi", "uvicorn"}
 #: the light packages' modules that exist for the ``train`` extra: the PyTorch bridge (imported only by name).
 FOR_THE_TRAIN_EXTRA = {"transforms.torch_bridge"}
+#: the modules of the command line that a light install imports: the parser and the record, build, datasets and
+#: stats commands (the commands that need the extras are imported only when those are installed).
+LIGHT_CLI = {"trainers", "trainers.cli", "trainers.cli.main", "trainers.cli.build", "trainers.cli.datasets",
+             "trainers.cli.stats", "trainers.cli.extras", "trainers.cli.former", "trainers.core",
+             "trainers.core.build", "trainers.core.provenance"}
+
+
+def is_light(name: str) -> bool:
+    """Whether module ``name`` is one that a light install imports (see ``LIGHT`` and ``LIGHT_CLI``)."""
+    return (name.split(".")[0] in LIGHT and name not in FOR_THE_TRAIN_EXTRA) or name in LIGHT_CLI
 
 
 def heavy_module_level_imports(modules: dict[str, Module], installed: set[str]) -> list[str]:
     """``module:line: name`` for each import that importing a light module runs and that ``installed`` (the
-    top-level modules of the base requirements) and the standard library do not provide; a builder's test module
-    may also import pytest (the dev extra)."""
+    top-level modules of the base requirements), the standard library and the light modules themselves do not
+    provide (so the check holds for everything they import in turn); a builder's test module may also import
+    pytest (the dev extra)."""
     own = {name.split(".")[0] for name in modules}
     problems = []
     for name, module in sorted(modules.items()):
-        if name.split(".")[0] not in LIGHT or name in FOR_THE_TRAIN_EXTRA:
+        if not is_light(name):
             continue
         for line, imported in module_level_imports(name, module):
             top = imported.split(".")[0]
-            ok = (imported in modules if top in own else
+            ok = (imported in modules and is_light(imported) if top in own else
                   top in sys.stdlib_module_names or top in installed or (name.endswith("_test") and top == "pytest"))
             if not ok:
                 problems.append(f"{name}:{line}: {imported}")
@@ -55,8 +66,10 @@ def test_importing_the_light_packages_imports_nothing_beyond_the_base_install():
     sample = {"rlds_lang": Module("", True),
               "rlds_lang.ok": Module("import numpy\ndef f():\n    import torch\n", False),
               "rlds_lang.bad": Module("import torch\nclass A:\n    import transformers\n", False),
-              "trainers.x": Module("import torch\n", False)}
-    assert heavy_module_level_imports(sample, {"numpy"}) == ["rlds_lang.bad:1: torch", "rlds_lang.bad:3: transformers"]
+              "trainers.x": Module("import torch\n", False),
+              "trainers.cli.main": Module("from trainers.x import y\n", False)}
+    assert heavy_module_level_imports(sample, {"numpy"}) == [
+        "rlds_lang.bad:1: torch", "rlds_lang.bad:3: transformers", "trainers.cli.main:1: trainers.x"]
 
 
 HIDE = textwrap.dedent("""

@@ -241,3 +241,29 @@ def test_plain_envloggers_tfds_backend_fails_on_text_actions_as_the_guide_says(k
             timestep, turn = env.reset(), 0
             while not timestep.last():
                 timestep, turn = env.step(convert(WORDS[turn])), turn + 1
+
+
+def test_the_features_of_the_specs_give_back_float64_and_bytes_exactly():
+    """``tfds_feature``: float64 is stored as raw bytes (a plain TFDS float is float32 and would round 0.1)."""
+    from rlds_lang.spec_schema import tfds_feature
+
+    import tensorflow_datasets as tfds
+
+    for field, value in ((describe_environment(TextGame())["observation"]["fields"]["score"], 0.1),
+                         ({"kind": "number", "dtype": "float64", "shape": [2]}, np.array([1 / 3, -2.5e-300])),
+                         ({"kind": "text", "string_type": "bytes", "shape": []}, b"\xff\x00")):
+        features = tfds.features.FeaturesDict({"x": tfds_feature(field)})  # serialized as a build writes it
+        decoded = features.deserialize_example(features.serialize_example({"x": value}))["x"]
+        assert np.array_equal(np.asarray(decoded.numpy()), np.asarray(value)), (field, value)
+
+
+def test_wordle_synthetic_refuses_another_tasks_logs_before_beam_starts(tmp_path):
+    import tensorflow_datasets as tfds
+
+    import rlds_lang_datasets
+
+    logs = tmp_path / "logs"
+    record(TextGame(), lambda o, a: o[-1]["word"], episodes=1, data_dir=logs, progress=False)
+    builder = rlds_lang_datasets.BUILDERS["wordle_synthetic"](config="manual_dir", data_dir=str(tmp_path / "tfds"))
+    with pytest.raises(WrongBuilderError, match="recorded from task 'text_game'.*rlds-lang build .* --name NAME$"):
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(logs)))

@@ -101,7 +101,7 @@ def _manual_dir(card: DatasetCard, config: str, args: argparse.Namespace) -> str
     folder = args.manual_dir or os.path.join(os.path.expanduser(args.data_dir), "downloads", "manual")
     problem = manual_problem(card, name, folder)
     if problem:
-        raise SystemExit(manual_data_message(card, config, problem, data_dir=args.data_dir))
+        raise SystemExit(manual_data_message(card, name, problem, data_dir=args.data_dir))
     if card.manual.task:
         from loggers.log_schema import log_task
 
