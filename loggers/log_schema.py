@@ -74,12 +74,31 @@ def _specs_of(log_dir: str) -> tuple[str, dict[str, Field]]:
     return task, describe_envlogger_specs(spec_codec.decode_environment_specs(environment_specs))
 
 
+def _first_episode(dirs: list[str]) -> dict[str, Any] | None:
+    for log_dir in dirs:
+        first = next(iter(read_log_dir(log_dir)), None)
+        if first is not None:
+            return first
+    return None
+
+
+def _task(recorded: str, first: Mapping[str, Any] | None) -> str:
+    """The task of the dataset-level metadata, else of the first episode's (logs written by another recorder, e.g.
+    the browser tool's exports, keep it per episode only)."""
+    if recorded or first is None:
+        return recorded
+    task = first.get("task", "")
+    return task.decode() if isinstance(task, bytes) else str(task)
+
+
 def log_task(folder: str | os.PathLike) -> str:
-    """The task recorded in the first log directory under ``folder`` (``""`` when its metadata names none)."""
+    """The task recorded in the logs under ``folder`` (``""`` when neither their metadata nor their first episode
+    names one)."""
     dirs = log_dirs(folder)
     if not dirs:
         raise LogSchemaError(f"{os.fspath(folder)}: holds no EnvLogger log directory (a folder with metadata.riegeli)")
-    return _specs_of(dirs[0])[0]
+    recorded = _specs_of(dirs[0])[0]
+    return _task(recorded, None if recorded else _first_episode(dirs))
 
 
 def read_log_schema(folder: str | os.PathLike) -> LogSchema:
@@ -94,18 +113,14 @@ def read_log_schema(folder: str | os.PathLike) -> LogSchema:
         if other_specs != specs or other_task != task:
             raise LogSchemaError(f"{other}: recorded from task {other_task!r} with specs {other_specs}, but {dirs[0]} "
                                  f"from task {task!r} with {specs}: build each environment's logs as its own dataset")
-    first = None
-    for log_dir in dirs:
-        first = next(iter(read_log_dir(log_dir)), None)
-        if first is not None:
-            break
+    first = _first_episode(dirs)
     if first is None:
         raise LogSchemaError(f"{os.fspath(folder)}: holds no finished episode")
     names = [k for k in COMMON_EPISODE_METADATA if k in first] + [k for k in first if k not in COMMON_EPISODE_METADATA]
     episode_metadata = {k: field_of_value(first[k], f"episode metadata {k}") for k in names if k != "steps"}
     step = first["steps"][0]
     step_metadata = {k: field_of_value(v, f"step metadata {k}") for k, v in step.items() if k not in STEP_KEYS}
-    return LogSchema(task, specs, step_metadata, episode_metadata)
+    return LogSchema(_task(task, first), specs, step_metadata, episode_metadata)
 
 
 def episode_example(episode: Mapping[str, Any], schema: LogSchema, where: str) -> tuple[str, dict[str, Any]]:
