@@ -57,6 +57,8 @@ def cmd_build(args: argparse.Namespace) -> str:
     """Builds a dataset by name or a folder of logs (see the module docstring); returns the built version's folder."""
     from trainers.core.build import tfds_build
 
+    args.data_dir = os.path.expanduser(args.data_dir)  # no shell expands them on the way to tfds build
+    args.manual_dir = os.path.expanduser(args.manual_dir) if args.manual_dir else args.manual_dir
     try:
         if args.name is not None:
             folder = _build_logs(args, tfds_build)
@@ -98,7 +100,7 @@ def _manual_dir(card: DatasetCard, config: str, args: argparse.Namespace) -> str
         if dummy is None:
             raise _fail(f"{card.name}/{config} ships no dummy data")
         return dummy
-    folder = args.manual_dir or os.path.join(os.path.expanduser(args.data_dir), "downloads", "manual")
+    folder = args.manual_dir or os.path.join(args.data_dir, "downloads", "manual")
     problem = manual_problem(card, name, folder)
     if problem:
         raise SystemExit(manual_data_message(card, name, problem, data_dir=args.data_dir))
