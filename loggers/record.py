@@ -139,8 +139,8 @@ def record(env: dm_env.Environment, policy: Policy | Callable[..., Any], episode
       episodes: how many episodes.
       data_dir: output folder; must be empty or absent (nothing already recorded is overwritten). It is locked
         while ``record`` runs: a second recorder started into it gets ``loggers.folder_lock.FolderLockedError``
-        naming the holder's process id. A recording that fails before any episode is finished removes the folder
-        again if it made it.
+        naming the holder's process id. A recording whose environment or policy fails before any episode is
+        finished removes the folder again if it made it (one whose files could not be written is kept).
       seed: episode ``i`` is seeded with ``seed + i`` (unless ``seeds`` is given).
       seeds: explicit per-episode seeds, one per episode: episode ``i`` is seeded with ``seeds[i]`` (seeds may
         repeat, e.g. to replay one episode's randomness); its ``seed`` metadata is that seed, and the
@@ -191,15 +191,17 @@ def record(env: dm_env.Environment, policy: Policy | Callable[..., Any], episode
         try:
             return _record_chunks(env, policy, chunks, data_dir, run_name, workers, spawn, before_episode,
                                   durability, progress, meta)
-        except BaseException:
-            if created:  # under the lock: no other writer is in the folder
+        except BaseException as error:
+            if created and not isinstance(error, OSError):  # under the lock: no other writer is in the folder
                 _remove_if_nothing_finished(data_dir)
             raise
 
 
 def _remove_if_nothing_finished(data_dir: str) -> None:
     """Removes the folder a failed ``record`` made when it holds no finished episode (nothing acknowledged to
-    keep); a folder holding one, or one that cannot be read, is kept."""
+    keep): the environment or the policy failed before an episode ended. A folder holding one, one that cannot be
+    read, or one whose files could not be written (an ``OSError`` such as ``loggers.log_folder.LogWriteError``:
+    its message names them) is kept."""
     from loggers.reader import read_episodes
 
     try:

@@ -267,3 +267,17 @@ def test_wordle_synthetic_refuses_another_tasks_logs_before_beam_starts(tmp_path
     builder = rlds_lang_datasets.BUILDERS["wordle_synthetic"](config="manual_dir", data_dir=str(tmp_path / "tfds"))
     with pytest.raises(WrongBuilderError, match="recorded from task 'text_game'.*rlds-lang build .* --name NAME$"):
         builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=str(logs)))
+
+
+def test_a_folder_whose_files_could_not_be_written_is_kept(tmp_path, monkeypatch):
+    """The cleanup is for a failing environment or policy: an ``OSError`` (a full disk) names the folder's files,
+    so the folder stays for inspection."""
+    import importlib
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(importlib.import_module("loggers.record"), "_record_chunks", full)  # the module, not record()
+    with pytest.raises(OSError, match="No space left"):
+        record(TextGame(), raw_bytes, episodes=1, data_dir=tmp_path / "logs", progress=False)
+    assert (tmp_path / "logs").is_dir()
