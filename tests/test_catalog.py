@@ -224,3 +224,19 @@ def test_tfds_build_finds_a_small_build_under_its_own_name(tmp_path, monkeypatch
     folder.mkdir(parents=True)
     (folder / "dataset_info.json").write_text(json.dumps({"name": "wordle_synthetic", "splits": []}))
     assert tfds_build("wordle_synthetic", "expert", tmp_path, small=3) == str(folder)  # found: not built again
+
+
+def test_the_sizes_of_generated_configs_name_the_games_their_recipes_play():
+    """The catalog's sizes are text; for the configs that play recipes, the number of games they play (branches
+    aside) must be in it, so that a recipe that changes size cannot leave the card behind."""
+    import rlds_lang_datasets
+
+    card = catalog.card_of("wordle_synthetic")
+    checked = 0
+    for config in rlds_lang_datasets.BUILDERS["wordle_synthetic"].BUILDER_CONFIGS:
+        recipes = (*config.recipes, *config.eval_recipes)
+        if recipes:
+            games = sum(recipe.num_episodes() for recipe in recipes)
+            assert f"{games:,}" in card.sizes[config.name], (config.name, games, card.sizes[config.name])
+            checked += 1
+    assert checked == 7

@@ -294,8 +294,8 @@ def test_long_sequence_with_small_gamma_stays_finite_and_exact():
 
 
 def test_bad_configuration_and_fields_are_named():
-    with pytest.raises(KeyError, match=r"observation_key='observation/text': no field 'text'"):
-        token_mdp(episodes_of([GAME]), TOK)  # plain-text observations need observation_key="observation"
+    with pytest.raises(KeyError, match=r"observation_key='observation/board': no field 'board'"):
+        token_mdp(episodes_of([GAME]), TOK, TokenMDPConfig(observation_key="observation/board"))  # plain text
     with pytest.raises(KeyError, match=r"reward_key='score': no field 'score'"):
         token_mdp(episodes_of([GAME]), TOK, TokenMDPConfig(observation_key="observation", reward_key="score"))
     with pytest.raises(ValueError, match=r"'reward' \(action_key\) must be text"):
