@@ -153,7 +153,8 @@ def test_build_says_what_to_fetch_before_tfds_starts(no_tfds_build, tmp_path):
     assert no_tfds_build == []  # nothing started
     assert _build("visdial", "--config", "yn", "--data-dir", str(tmp_path), "--dummy-data") == "built-folder"
     dummy = str(REPO / "builders" / "visdial" / "dummy_data")
-    assert no_tfds_build == [(("visdial", "yn", str(tmp_path)), {"manual_dir": dummy, "small": None})]
+    assert no_tfds_build == [(("visdial", "yn", str(tmp_path)), {"manual_dir": dummy, "small": None,
+                                                                  "file_format": None})]
     with pytest.raises(SystemExit, match="give --config, one of expert, branch"):
         _build("wordle_synthetic", "--data-dir", str(tmp_path))
     with pytest.raises(SystemExit, match="reads no manual folder"):
@@ -174,7 +175,10 @@ def test_build_points_other_logs_at_the_generic_builder_in_one_line(no_tfds_buil
     with pytest.raises(SystemExit, match="is a folder: to build the logs in it, name the dataset"):
         _build(str(logs), "--data-dir", "d")
     assert _build(str(logs), "--name", "text_game", "--data-dir", "d") == "built-folder"
-    assert no_tfds_build == [(("rlds_logs", "text_game", "d"), {"config_fields": {"logs": str(logs)}})]
+    assert _build(str(logs), "--name", "text_game", "--data-dir", "ar", "--file-format", "array_record") == "built-folder"
+    assert no_tfds_build == [(("rlds_logs", "text_game", "d"), {"config_fields": {"logs": str(logs)}, "file_format": None}),
+                             (("rlds_logs", "text_game", "ar"), {"config_fields": {"logs": str(logs)},
+                                                                 "file_format": "array_record"})]
     with pytest.raises(SystemExit, match="--name 'Text Game'"):
         _build(str(logs), "--name", "Text Game", "--data-dir", "d")
 

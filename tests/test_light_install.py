@@ -20,8 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 LIGHT = ("rlds_lang", "loggers", "transforms", "rlds_lang_datasets")
 #: what the light install must never pull in or import.
 HEAVY = {"torch", "transformers", "tensorboard", "fastapi", "uvicorn"}
-#: the light packages' modules that exist for the ``train`` extra: the PyTorch bridge (imported only by name).
-FOR_THE_TRAIN_EXTRA = {"transforms.torch_bridge"}
+#: the light packages' modules that exist for the ``train`` extra (imported only by name): the PyTorch bridge and
+#: the data-source reader's torch ``DataLoader`` batches.
+FOR_THE_TRAIN_EXTRA = {"transforms.torch_bridge", "transforms.data_source"}
 #: the modules of the command line that a light install imports: the parser and the record, build, datasets and
 #: stats commands (the commands that need the extras are imported only when those are installed).
 LIGHT_CLI = {"trainers", "trainers.cli", "trainers.cli.main", "trainers.cli.build", "trainers.cli.datasets",
