@@ -142,6 +142,54 @@ def test_layout_of_decoded_episodes_is_token_mdps(builds):
     assert any(s["truncated"] for s in got) and not all(s["dones"].any() for s in got)
 
 
+class PlainTextSource:
+    """A data source's interface (``dataset_info.features``, ``len``, ``__getitems__``) over decoded episodes of a
+    plain ``dm_env`` text environment, whose steps hold the observation as one text."""
+
+    def __init__(self, episodes: list[dict], observation: object):
+        import tensorflow_datasets as tfds
+
+        self.episodes = episodes
+        self.dataset_info = type("Info", (), {})()
+        self.dataset_info.features = tfds.features.FeaturesDict({"steps": tfds.features.Dataset({
+            "observation": observation, "action": tfds.features.Text(), "reward": np.float64, "is_first": np.bool_,
+            "is_last": np.bool_, "is_terminal": np.bool_, "discount": np.float64})})
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def __getitems__(self, indices: list[int]) -> list[dict]:
+        return [self.episodes[i] for i in indices]
+
+
+def test_the_data_source_reads_a_plain_text_observation_by_default():
+    """Like token_mdp on tf.data, the data-source reader's default observation key reads a plain-text observation
+    (a dataset of one's own dm_env text environment built as ArrayRecord), and keeps a key given explicitly."""
+    import tensorflow_datasets as tfds
+
+    from rlds_lang.tokenizers import bytes_tokenizer
+    from transforms.array_record import resolved_source_config
+    from transforms.data_source import ordered_batches
+
+    def step(observation, action, reward, last):
+        return {"observation": observation, "action": action, "reward": reward, "is_first": False,
+                "is_last": last, "is_terminal": last, "discount": 0.0 if last else 1.0}
+
+    episodes = [{"steps": [step(b"apple", b"pear", 1.0, False), step(b"pear", b"", 0.0, True)]},
+                {"steps": [step(b"fig", b"fig", 0.5, False), step(b"", b"", 0.0, True)]}]
+    plain = PlainTextSource(episodes, tfds.features.Text())
+    assert resolved_source_config(plain, TokenMDPConfig()).observation_key == "observation"
+    assert resolved_source_config(plain, TokenMDPConfig(observation_key="action")).observation_key == "action"
+    nested = PlainTextSource(episodes, tfds.features.FeaturesDict({"text": tfds.features.Text()}))
+    assert resolved_source_config(nested, TokenMDPConfig()).observation_key == "observation/text"
+    tokenizer = bytes_tokenizer()
+    [by_default] = ordered_batches(plain, tokenizer, TokenMDPConfig(max_length=32), batch_size=2)
+    [named] = ordered_batches(plain, tokenizer, TokenMDPConfig(max_length=32, observation_key="observation"),
+                              batch_size=2)
+    assert torch.equal(by_default["input_ids"], named["input_ids"])
+    assert tokenizer.decode(by_default["input_ids"][0].tolist()).count("pear") == 2
+
+
 def test_held_out_batches_equal_the_tf_data_readers(builds):
     """Checkpoint selection scores the same held-out episodes in the same batches from either build."""
     @dataclasses.dataclass

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from transforms.token_layout import TokenMDPConfig, step_field, step_fields
+from transforms.token_layout import TokenMDPConfig, for_plain_text_observation, step_field, step_fields
 
 #: ``dataset_info.json``'s ``fileFormat`` of a build that ``tfds.data_source`` reads.
 ARRAY_RECORD = "array_record"
@@ -80,6 +80,19 @@ def open_source(name_or_dir: str | os.PathLike, split: str = "train", config: st
                          f"the data-source reader needs {ARRAY_RECORD}: build the dataset again with "
                          "`tfds build ... --file_format array_record` (`rlds-lang build ... --file-format array_record`)")
     return tfds.builder_from_directory(os.fspath(folder)).as_data_source(split=split)
+
+
+def resolved_source_config(source: Any, config: TokenMDPConfig) -> TokenMDPConfig:
+    """``config`` with the default ``observation_key`` read as ``observation`` when a data source's steps hold the
+    observation as one text (a plain ``dm_env`` text environment's dataset): what ``transforms.token_mdp`` does
+    on a ``tf.data`` element spec (``for_plain_text_observation``)."""
+    import tensorflow_datasets as tfds
+
+    features = source.dataset_info.features
+    steps = features["steps"].feature if "steps" in features.keys() else {}
+    observation = steps["observation"] if "observation" in steps.keys() else None
+    plain = isinstance(observation, tfds.features.Text) and tuple(observation.shape) == ()
+    return for_plain_text_observation(config, plain)
 
 
 def check_step_features(source: Any, config: TokenMDPConfig) -> None:
@@ -149,5 +162,5 @@ def select_episodes(size: int, returns: np.ndarray | None = None, top_p: float |
     return kept[rank::world_size]
 
 
-__all__ = ["ARRAY_RECORD", "built_folder", "file_format", "open_source", "check_step_features", "episode_return",
+__all__ = ["ARRAY_RECORD", "built_folder", "file_format", "open_source", "check_step_features", "resolved_source_config", "episode_return",
            "episode_returns", "select_episodes"]

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch.utils.data
 
-from transforms.array_record import check_step_features, episode_return
+from transforms.array_record import check_step_features, episode_return, resolved_source_config
 from transforms.shuffle_order import ShuffledRepeat
 from transforms.token_layout import StepsBatch, TokenMDPConfig, layout, sequences
 from transforms.torch_bridge import collate_token_mdp
@@ -110,6 +110,7 @@ def ordered_batches(source: Any, tokenizer: Any, config: TokenMDPConfig, batch_s
     """Padded torch token batches of the episodes at ``positions`` (all, when None), each once, in their order,
     the last batch possibly smaller: what ``token_batches(episodes, ..., batch_size)`` gives without shuffling or
     repeating (held-out losses)."""
+    config = resolved_source_config(source, config)
     check_step_features(source, config)
     if batch_size < 1:
         raise ValueError(f"ordered_batches: batch_size must be >= 1, got {batch_size}")
@@ -142,6 +143,7 @@ class SourceBatches:
     def __init__(self, source: Any, tokenizer: Any, config: TokenMDPConfig, batch_size: int, shuffle_buffer: int,
                  seed: int, positions: np.ndarray | None = None, returns: np.ndarray | None = None, skip: int = 0,
                  restore: str | os.PathLike | None = None, then: Callable[[Any], Any] | None = None, workers: int = 0):
+        config = resolved_source_config(source, config)
         check_step_features(source, config)
         if batch_size < 1:
             raise ValueError(f"SourceBatches: batch_size must be >= 1, got {batch_size}")

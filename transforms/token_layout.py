@@ -63,7 +63,7 @@ class TokenMDPConfig:
     #: tokens per sequence after truncation (the first ``max_length`` are kept).
     max_length: int = 128
     #: ``/``-path of the observation text inside a step; ``"observation"`` when it is plain text (which the default
-    #: also reads: ``transforms.token_mdp.resolved_config``).
+    #: also reads: ``for_plain_text_observation``).
     observation_key: str = "observation/text"
     #: ``/``-path of the action text inside a step.
     action_key: str = "action"
@@ -81,6 +81,21 @@ class TokenMDPConfig:
             raise ValueError(f"TokenMDPConfig.gamma must be in [0, 1], got {self.gamma}")
         if not math.isfinite(self.token_reward):
             raise ValueError(f"TokenMDPConfig.token_reward must be finite, got {self.token_reward}")
+
+
+def for_plain_text_observation(config: TokenMDPConfig, plain: bool) -> TokenMDPConfig:
+    """``config`` with the default ``observation_key`` (``observation/text``) read as ``observation`` when the
+    episodes' observation is one string (``plain``: a dataset of a plain ``dm_env`` text environment); a key
+    given explicitly is kept. Both readers apply it (``transforms.token_mdp.resolved_config``,
+    ``transforms.array_record.resolved_source_config``).
+
+    >>> for_plain_text_observation(TokenMDPConfig(), plain=True).observation_key
+    'observation'
+    >>> for_plain_text_observation(TokenMDPConfig(), plain=False).observation_key
+    'observation/text'
+    """
+    default = config.observation_key == TokenMDPConfig.observation_key
+    return dataclasses.replace(config, observation_key="observation") if plain and default else config
 
 
 def step_fields(config: TokenMDPConfig) -> tuple[tuple[str, str, str], ...]:
@@ -338,5 +353,5 @@ def sequences(laid_out: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
              **{key: laid_out[key][e] for key in EPISODE_KEYS}} for e in range(len(splits) - 1)]
 
 
-__all__ = ["TOKEN_KEYS", "EPISODE_KEYS", "DTYPES", "TokenMDPConfig", "StepsBatch", "step_fields", "step_field", "encode_texts",
+__all__ = ["for_plain_text_observation", "TOKEN_KEYS", "EPISODE_KEYS", "DTYPES", "TokenMDPConfig", "StepsBatch", "step_fields", "step_field", "encode_texts",
            "encode_observations", "returns_to_go", "layout", "sequences"]

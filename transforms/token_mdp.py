@@ -44,7 +44,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Mapping
 
 import numpy as np
@@ -52,8 +51,8 @@ import tensorflow as tf
 
 from transforms.selection import filter_top_p
 from transforms.specs import collect
-from transforms.token_layout import (EPISODE_KEYS, TOKEN_KEYS, StepsBatch, TokenMDPConfig, layout, step_field,
-                                     step_fields)
+from transforms.token_layout import (EPISODE_KEYS, TOKEN_KEYS, StepsBatch, TokenMDPConfig,
+                                     for_plain_text_observation, layout, step_field, step_fields)
 
 #: Episodes laid out per call of the vectorised layout (amortises per-call overhead; order is kept).
 EPISODES_PER_CALL = 64
@@ -69,9 +68,8 @@ def resolved_config(episodes: tf.data.Dataset, config: TokenMDPConfig) -> TokenM
     episodes' observation is one string (a dataset of a plain ``dm_env`` text environment), not a dict."""
     spec = episodes.element_spec
     steps = spec["steps"].element_spec if isinstance(spec, Mapping) and "steps" in spec else {}
-    plain = isinstance(steps, Mapping) and steps.get("observation") == tf.TensorSpec((), tf.string)
-    default = config.observation_key == TokenMDPConfig.observation_key
-    return dataclasses.replace(config, observation_key="observation") if plain and default else config
+    return for_plain_text_observation(config, isinstance(steps, Mapping)
+                                      and steps.get("observation") == tf.TensorSpec((), tf.string))
 
 
 def _check_steps_spec(episodes: tf.data.Dataset, config: TokenMDPConfig) -> None:
