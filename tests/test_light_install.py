@@ -132,3 +132,29 @@ def test_without_pytorch_a_plain_environment_records_builds_and_loads_by_name(tm
     assert "exact float64 and int8: True" in out and "episodes 3" in out and "rlds_logs: " in out
     assert "train: rlds-lang train needs the train extra (torch, transformers not installed)" in out
     assert "heavy imported: []" in out
+
+
+def test_the_light_commands_answer_without_importing_the_extras(tmp_path):
+    """With every extra installed, ``rlds-lang datasets list`` and a manual-data error parse the light commands
+    alone: neither PyTorch nor the servers are imported (they cost seconds before the first line)."""
+    from trainers.cli.main import LIGHT_COMMANDS, build_parser
+
+    light = build_parser(light_only=True)
+    assert set(light._subparsers._group_actions[0].choices) == set(LIGHT_COMMANDS)
+    script = textwrap.dedent(f"""
+        import sys
+        from trainers.cli.main import main
+        main(["datasets", "list"])
+        try:
+            main(["build", "visdial", "--config", "yn", "--data-dir", {str(tmp_path / 'tfds')!r}])
+        except SystemExit as error:
+            print("build:", str(error).splitlines()[-1])
+        print("heavy imported:", sorted(set({sorted(HEAVY)!r}) & set(sys.modules)))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "wordle_synthetic: " in run.stdout and "heavy imported: []" in run.stdout, run.stdout[-2000:]
+    assert f"build: Try the shipped dummy data first: rlds-lang build visdial --config yn --data-dir {tmp_path / 'tfds'}" \
+        " --dummy-data" in run.stdout

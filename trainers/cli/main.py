@@ -119,8 +119,13 @@ def cmd_eval(args: argparse.Namespace) -> list:
     return results
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``rlds-lang``."""
+#: the commands a light install has (no extra needed); ``main`` parses them without importing the others' modules
+#: (PyTorch, the servers), so that e.g. ``rlds-lang datasets list`` or a manual-data error answers in seconds.
+LIGHT_COMMANDS = ("record", "build", "datasets", "stats")
+
+
+def build_parser(light_only: bool = False) -> argparse.ArgumentParser:
+    """The argument parser of ``rlds-lang``; with ``light_only``, of the ``LIGHT_COMMANDS`` alone."""
     from rlds_lang import __version__
 
     parser = CommandParser(prog="rlds-lang", description=__doc__.splitlines()[0])
@@ -129,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.cli.extras import NEEDS_TRAIN, TRAIN_MODULES, WEB_MODULES, add_missing_extra, missing_modules
 
     train_missing = missing_modules(TRAIN_MODULES)
-    if not train_missing:
+    if not train_missing and not light_only:
         _add_demo_parser(sub)
     rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
     rec.add_argument("--policy", default="optimal")
@@ -150,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     from trainers.cli.stats import add_stats_parser
 
     add_stats_parser(sub)
+    if light_only:
+        return parser
     if train_missing:
         for name, help_text in NEEDS_TRAIN.items():
             add_missing_extra(sub, name, help_text, "train", train_missing)
@@ -355,8 +362,9 @@ def main(argv: list[str] | None = None) -> None:
     from trainers.cli.former import canonical_argv
     from trainers.core.provenance import command_line, set_running_command
 
-    args = build_parser().parse_args(argv)
-    args.argv = canonical_argv(sys.argv[1:] if argv is None else argv)
+    given = sys.argv[1:] if argv is None else argv
+    args = build_parser(light_only=bool(given) and given[0] in LIGHT_COMMANDS).parse_args(given)
+    args.argv = canonical_argv(given)
     set_running_command(command_line(args, "rlds-lang"))  # what the checkpoints it saves record
     try:
         args.func(args)
