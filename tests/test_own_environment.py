@@ -281,3 +281,27 @@ def test_a_folder_whose_files_could_not_be_written_is_kept(tmp_path, monkeypatch
     with pytest.raises(OSError, match="No space left"):
         record(TextGame(), raw_bytes, episodes=1, data_dir=tmp_path / "logs", progress=False)
     assert (tmp_path / "logs").is_dir()
+
+
+def test_the_generic_builders_features_are_the_recorded_specs_and_an_episode_passes_through_them(tmp_path):
+    """rlds_logs on a log folder declares the features of its recorded specs (a dict observation of text, float64
+    and int8, bytes actions), and an episode of those logs comes back through them byte for byte: the fast twin of
+    the builder's DatasetBuilderTestCase and of the guide's build."""
+    from builders.rlds_logs.rlds_logs_dataset_builder import Builder, LogsConfig
+
+    logs = tmp_path / "logs"
+    record(TextGame(bytes_actions=True), raw_bytes, episodes=1, data_dir=logs, progress=False)
+    builder = Builder(config=LogsConfig(name="text_game", logs=str(logs)), data_dir=str(tmp_path / "tfds"))
+    steps = builder.info.features["steps"].feature
+    assert sorted(steps["observation"].keys()) == ["board", "score", "word"]
+    assert steps["observation"]["board"].shape == (3,) and steps["observation"]["board"].np_dtype == np.int8
+    assert steps["observation"]["score"].np_dtype == np.float64 and builder.info.metadata["task"] == "text_game"
+    episode = next(read_episodes(logs))
+    _, example = episode_example(episode, read_log_schema(logs), "logs")
+    features = builder.info.features
+    decoded = features.deserialize_example(features.serialize_example(example))
+    back = list(decoded["steps"].as_numpy_iterator())
+    assert [s["action"] for s in back] == [b"apple", b"\xff\x00\xfe", b"fig", b""]
+    assert [s["observation"]["word"] for s in back] == [b"apple", b"pear", b"fig", b""]
+    assert [s["observation"]["score"] for s in back] == [0.0, 1 / 3, 2 / 3, 1.0]
+    assert back[2]["observation"]["board"].tolist() == [0, 2, 4]
