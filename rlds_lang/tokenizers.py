@@ -143,9 +143,14 @@ def make_tokenizer(name: str) -> Any:
 
 
 def load_tokenizer(path: str | os.PathLike) -> Any:
-    """The tokenizer saved at ``path``: a ``CharTokenizer``, a ``rlds_lang.subword.SubwordTokenizer`` or a
-    ``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer`` by its ``format`` field; errors name the file."""
+    """The tokenizer saved at ``path``: a ``CharTokenizer``, a ``rlds_lang.subword.SubwordTokenizer``, a
+    ``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer`` or a pretrained model's
+    (``rlds_lang.pretrained_tokenizer.PretrainedTokenizer``) by its ``format`` field; errors name the file."""
     description = read_json_object(path)
+    if description.get("format") == "rlds_lang.PretrainedTokenizer":
+        from rlds_lang.pretrained_tokenizer import PretrainedTokenizer
+
+        return PretrainedTokenizer.load(path)
     if description.get("format") == "rlds_lang.SubwordTokenizer":
         from rlds_lang.subword import SubwordTokenizer
 

@@ -99,10 +99,22 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     spec = algorithm_by_name(algorithm)
     config = spec.config_from_dict(config_dict)
     tokenizer = load_tokenizer(path / "tokenizer.json")
-    model = spec.model_class(config, tokenizer)
+    model = spec.model_class(built_from_checkpoint(config, path), tokenizer)
     model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
     model.eval().requires_grad_(False)
     return LoadedModel(algorithm, config, model, tokenizer, checkpoint_step(path))
+
+
+def built_from_checkpoint(config: Any, path: str | os.PathLike) -> Any:
+    """``config`` to rebuild a checkpoint's module with: one trained from a pretrained model
+    (``ModelConfig.pretrained``) starts from the checkpoint's own ``lm/`` folder (its architecture and resized
+    embedding table), so the model it was fine-tuned from need not be at hand where the checkpoint is played."""
+    import dataclasses
+
+    model = getattr(config, "model", None)
+    if model is None or not getattr(model, "pretrained", None):
+        return config
+    return dataclasses.replace(config, model=dataclasses.replace(model, pretrained=os.fspath(Path(path) / "lm")))
 
 
 #: ``load_policy``'s ``adv_clip`` default: the checkpoint's own.
@@ -205,5 +217,5 @@ def agent_options(options: dict[str, str]) -> dict[str, Any]:
     return kwargs
 
 
-__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "FROM_CHECKPOINT", "load_policy",
+__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "built_from_checkpoint", "FROM_CHECKPOINT", "load_policy",
            "set_target_return", "parse_agent", "AGENT_OPTIONS", "agent_options"]

@@ -39,7 +39,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from rlds_lang.tokenizers import make_tokenizer
 from trainers.core.checkpoint import (
     DATA_STATE,
     checkpoint_dir,
@@ -49,6 +48,7 @@ from trainers.core.checkpoint import (
     trainer_state,
 )
 from trainers.core.logs import RunLog, elapsed_seconds
+from trainers.core.pretrained import task_tokenizer
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     import tensorflow as tf
@@ -196,7 +196,7 @@ def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResul
     if info.is_main:
         out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
-    tokenizer = make_tokenizer(config.tokenizer)
+    tokenizer = task_tokenizer(config)
     module = spec.model_class(config, tokenizer)
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)

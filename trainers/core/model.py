@@ -43,6 +43,10 @@ class ModelConfig:
     dropout: float = 0.0
     #: a local folder with ``config.json`` + weights (``save_pretrained``) to start from; None = random init.
     checkpoint: str | None = None
+    #: a pretrained causal LM with its own tokenizer (``trainers.core.pretrained``): a local Hugging Face folder or
+    #: a model name in the local Hugging Face cache (never downloaded). Its tokenizer becomes the task's token view
+    #: (in place of ``TrainConfig.tokenizer``) and its architecture replaces the sizes above; None = not used.
+    pretrained: str | None = None
     #: add to each token's embedding learned (position, character) embeddings of the token's text
     #: (``SpelledEmbedding``), with the output layer tied to the sum: a word-as-token model then shares what it
     #: learns about a letter in a place across the words that have it, instead of learning each word alone.
@@ -74,6 +78,8 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
         GPT2LMHeadModel,
     )
 
+    if config.pretrained is not None:
+        return _pretrained(config, vocab_size, pad_id, bos_id, eos_id)
     if config.checkpoint is not None:
         if not os.path.isdir(config.checkpoint):
             raise FileNotFoundError(f"ModelConfig.checkpoint: {config.checkpoint!r} is not a folder")
@@ -99,6 +105,20 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
                              "one holds it in its output layer already (leave logit_scale unset)")
         model.lm_head = ScaledOutput(model.lm_head, config.logit_scale)
     return model
+
+
+def _pretrained(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int | None,
+                eos_id: int | None) -> nn.Module:
+    """``config.pretrained``'s LM (``trainers.core.pretrained.pretrained_language_model``); the options that
+    describe a model built here (a checkpoint, spelled embeddings, a logit scale) are refused beside it."""
+    from trainers.core.pretrained import pretrained_language_model
+
+    clashing = [name for name, value in (("checkpoint", config.checkpoint), ("logit_scale", config.logit_scale),
+                                         ("spelled_embeddings", config.spelled_embeddings or None)) if value is not None]
+    if clashing:
+        raise ValueError(f"ModelConfig.pretrained={config.pretrained!r} cannot be combined with "
+                         f"{', '.join(clashing)}: they describe a model built from our own tokenizer")
+    return pretrained_language_model(config.pretrained, vocab_size, pad_id, bos_id, eos_id)
 
 
 def language_model_for(config: ModelConfig, tokenizer: Any) -> nn.Module:
