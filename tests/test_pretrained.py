@@ -58,11 +58,23 @@ def no_network(monkeypatch) -> list:
     return attempts
 
 
+def episodes(*games) -> StepsBatch:
+    """Episodes of ``(observations, actions, rewards)``, each ended by a last step without an action."""
+    observation, action, reward, last, lengths = [], [], [], [], []
+    for observations, actions, rewards in games:
+        n = len(observations)
+        observation += list(observations)
+        action += list(actions) + [""]
+        reward += list(rewards) + [0.0]
+        last += [i == n - 1 for i in range(n)]
+        lengths.append(n)
+    return StepsBatch(observation, action, np.array(reward), np.array(last), np.array(last),
+                      np.concatenate([[0], np.cumsum(lengths)]), np.array([b"e%d" % i for i in range(len(games))], object))
+
+
 def one_episode(observations, actions, rewards) -> StepsBatch:
-    """An episode of ``len(observations)`` steps whose last step has no action and ends it."""
-    n = len(observations)
-    return StepsBatch(list(observations), list(actions) + [""], np.array(list(rewards) + [0.0]),
-                      np.arange(n) == n - 1, np.arange(n) == n - 1, np.array([0, n]), np.array([b"e"], object))
+    """One episode of ``len(observations)`` steps whose last step has no action and ends it."""
+    return episodes((observations, actions, rewards))
 
 
 # --- the token view ---------------------------------------------------------------------------------------------
@@ -221,6 +233,61 @@ def test_ilqls_separate_value_trunk_and_heads_start_on_the_pretrained_trunk(tiny
 
 # --- training and playing ----------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("algorithm", ["bc", "ilql"])
+def test_one_step_of_bc_and_ilql_trains_the_pretrained_trunk_and_the_heads_on_it(algorithm, tiny, tok):
+    from trainers.algorithms.registry import algorithm_by_name
+    from trainers.core.loop import accumulate_gradients
+    from transforms.token_layout import sequences
+    from transforms.torch_bridge import collate_token_mdp
+
+    config = train_config(algorithm, "unused", Path("unused"), tiny)
+    module = algorithm_by_name(algorithm).model_class(config, tok)
+    games = episodes((["", "⬛🟨⬛⬛🟩", "🟩🟩🟩🟩🟩"], ["crane", "slate"], [-1.0, 0.0]),
+                     (["", "⬛⬛⬛⬛⬛"], ["essay"], [-1.0]))
+    batch = collate_token_mdp(sequences(layout(games, tok, TokenMDPConfig(observation_key="o"))), tok.pad_id)
+    metrics = accumulate_gradients(module, [batch])
+    assert np.isfinite(metrics["loss"])
+    trunk = getattr(module.lm, "policy", module.lm).transformer.h[0].mlp.c_fc.weight
+    assert trunk.grad is not None and trunk.grad.abs().sum() > 0
+    if algorithm == "ilql":
+        assert module.heads.q1[0].weight.grad.abs().sum() > 0 and module.heads.v[0].weight.grad.abs().sum() > 0
+        assert module.heads.target_q1[0].weight.grad is None       # the target heads follow by Polyak averaging
+
+
+def play_three_games(checkpoint: Path, tmp_path: Path):
+    """Three greedy games of the toy words (answers and guesses), played by the agent of ``checkpoint``."""
+    from trainers.algorithms.registry import load_policy
+    from trainers.evaluation.wordle import EvalConfig, evaluate
+
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(WORDS) + "\n")
+    policy = load_policy(checkpoint, allowed_actions=list(WORDS), greedy=True)
+    games = evaluate(policy, EvalConfig(games=3, answers=str(words), guesses=str(words)), progress=False)
+    assert len(games.actions) == 3 and games.invalid == 0
+    assert all(action in WORDS for game in games.actions for action in game)
+    return games
+
+
+@pytest.mark.parametrize("algorithm", ["bc", "ilql"])
+def test_a_checkpoint_from_a_pretrained_model_loads_and_plays_without_the_models_folder(algorithm, tiny, tok, tmp_path):
+    from trainers.algorithms.registry import algorithm_by_name, built_from_checkpoint, load_agent_model
+    from trainers.core.checkpoint import save_checkpoint
+
+    folder = Path(shutil.copytree(tiny, tmp_path / "gpt2"))
+    config = train_config(algorithm, "unused", tmp_path / "run", folder)
+    module = algorithm_by_name(algorithm).model_class(config, task_tokenizer(config))
+    with torch.no_grad():
+        module.lm.get_input_embeddings().weight[tok.eoa_id] += 1.0    # a trained change the folder does not hold
+    checkpoint = save_checkpoint(tmp_path / "run", algorithm, config, module, tok, {"step": 3})
+    shutil.rmtree(folder)
+    assert built_from_checkpoint(config, checkpoint).model.pretrained == str(checkpoint / "lm")
+    loaded = load_agent_model(checkpoint)
+    assert loaded.config.model.pretrained == str(folder)             # the config says what it was trained from
+    for name, value in module.state_dict().items():
+        assert torch.equal(loaded.model.state_dict()[name], value), name
+    play_three_games(checkpoint, tmp_path)
+
+
 def train_config(algorithm: str, dataset: str, out: Path, model_folder: Path, **kwargs):
     from trainers.algorithms.registry import algorithm_by_name
 
@@ -234,8 +301,7 @@ def test_bc_and_ilql_train_from_a_pretrained_model_and_play_without_its_folder(a
                                                                               tmp_path):
     from transformers import GPT2LMHeadModel
 
-    from trainers.algorithms.registry import load_agent_model, load_policy, train
-    from trainers.evaluation.wordle import EvalConfig, evaluate
+    from trainers.algorithms.registry import load_agent_model, train
 
     folder = Path(shutil.copytree(tiny, tmp_path / "gpt2"))
     pretrained = GPT2LMHeadModel.from_pretrained(folder).transformer.h[0].mlp.c_fc.weight
@@ -252,12 +318,7 @@ def test_bc_and_ilql_train_from_a_pretrained_model_and_play_without_its_folder(a
     if algorithm == "ilql":
         state = loaded.model.state_dict()
         assert not torch.equal(state["heads.target_q1.0.weight"], state["heads.q1.0.weight"])
-    words = tmp_path / "words.txt"
-    words.write_text("\n".join(WORDS) + "\n")
-    policy = load_policy(tmp_path / "run" / "checkpoint", allowed_actions=list(WORDS), greedy=True)
-    games = evaluate(policy, EvalConfig(games=3, answers=str(words), guesses=str(words)), progress=False)
-    assert len(games.actions) == 3 and games.invalid == 0
-    assert all(action in WORDS for game in games.actions for action in game)
+    play_three_games(tmp_path / "run" / "checkpoint", tmp_path)
 
 
 def test_rlds_lang_train_takes_model_pretrained(tiny, wordle_dataset, tmp_path, capsys):
