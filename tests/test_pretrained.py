@@ -218,6 +218,13 @@ def test_options_of_a_model_built_here_are_refused_beside_a_pretrained_one(tiny,
         language_model_for(ModelConfig(pretrained=str(tiny), **clash), tok)
 
 
+def test_a_pretrained_model_with_another_tokenizer_is_refused(tiny):
+    from rlds_lang.tokenizers import wordle_tokenizer
+
+    with pytest.raises(ValueError, match="needs the model's own tokenizer"):
+        language_model_for(ModelConfig(pretrained=str(tiny)), wordle_tokenizer())
+
+
 def test_ilqls_separate_value_trunk_and_heads_start_on_the_pretrained_trunk(tiny, tok):
     from transformers import GPT2LMHeadModel
 

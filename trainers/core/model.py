@@ -122,9 +122,17 @@ def _pretrained(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int |
 
 
 def language_model_for(config: ModelConfig, tokenizer: Any) -> nn.Module:
-    """``build_language_model`` for ``tokenizer``: its vocabulary, special ids and (when asked) spellings."""
+    """``build_language_model`` for ``tokenizer``: its vocabulary, special ids and (when asked) spellings.
+
+    A pretrained model (``config.pretrained``) needs its own tokenizer (``trainers.core.pretrained.task_tokenizer``,
+    a ``PretrainedTokenizer``); another one is a ``ValueError`` rather than an embedding table cut to its size."""
+    from rlds_lang.pretrained_tokenizer import PretrainedTokenizer
     from rlds_lang.tokenizers import token_spellings
 
+    if config.pretrained is not None and not isinstance(tokenizer, PretrainedTokenizer):
+        raise ValueError(f"ModelConfig.pretrained={config.pretrained!r} needs the model's own tokenizer "
+                         f"(trainers.core.pretrained.task_tokenizer), got {tokenizer!r}: this trainer does not take "
+                         f"a pretrained model yet")
     return build_language_model(config, tokenizer.vocab_size, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
                                 eos_id=tokenizer.eos_id,
                                 spellings=token_spellings(tokenizer) if config.spelled_embeddings else None)
