@@ -237,6 +237,20 @@ def read_json_object(path: str | os.PathLike) -> dict[str, Any]:
     return description
 
 
+def check_format(description: Mapping[str, Any], expected: str, version: int, who: str) -> None:
+    """Raises ``ValueError`` unless a tokenizer's description has ``format == expected`` and ``version``.
+
+    >>> check_format({"format": "x", "version": 2}, "x", 1, "Tok")
+    Traceback (most recent call last):
+    ValueError: Tok description: field 'version' is 2, this code reads version 1
+    """
+    if description.get("format") != expected:
+        raise ValueError(f"not a {who} description: field 'format' is {description.get('format')!r}")
+    if description.get("version") != version:
+        raise ValueError(f"{who} description: field 'version' is {description.get('version')!r}, "
+                         f"this code reads version {version}")
+
+
 def write_json_object(path: str | os.PathLike, description: Mapping[str, Any]) -> None:
     """Writes a tokenizer's description as UTF-8 JSON (characters unescaped) to ``path``: every ``save``."""
     with open(path, "w", encoding="utf-8") as f:

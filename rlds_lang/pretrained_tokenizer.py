@@ -93,15 +93,6 @@ class PretrainedTokenizer:
         self.special_ids = frozenset({i for i, token in added.items() if token.special}
                                      | {i for i in ids.values() if i is not None})
 
-    def __repr__(self) -> str:
-        return f"PretrainedTokenizer(name={self.name!r}, vocab_size={self.vocab_size}, source={self.source!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PretrainedTokenizer) and self.to_dict() == other.to_dict()
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.vocab_size))
-
     def encode(self, text: str, strict: bool = True) -> list[int]:
         """The ids of ``text`` alone (no special token added). With ``strict`` a text the tokenizer cannot give back
         exactly (``decode(encode(text)) != text``: an unknown character, a normalizer) raises ``ValueError``
@@ -122,23 +113,12 @@ class PretrainedTokenizer:
 
         An id outside the vocabulary raises ``ValueError`` naming it and its position.
         """
-        out: list[str] = []
-        run: list[int] = []
-        for position, token in enumerate(ids):
-            token = int(token)
-            if not 0 <= token < self.vocab_size:
-                raise ValueError(f"PretrainedTokenizer {self.name!r}: id {token} at position {position} is outside "
-                                 f"the vocabulary [0, {self.vocab_size})")
-            if token in self.special_ids:
-                out.append(self.hf.decode(run, skip_special_tokens=False) if run else "")
-                run = []
-                if not skip_special:
-                    out.append(self.hf.id_to_token(token))
-            else:
-                run.append(token)
-        if run:
-            out.append(self.hf.decode(run, skip_special_tokens=False))
-        return "".join(out)
+        from rlds_lang.subword import decode_runs
+
+        return decode_runs(ids, self.vocab_size,
+                           lambda token: self.hf.id_to_token(token) if token in self.special_ids else None,
+                           lambda run: self.hf.decode(run, skip_special_tokens=False), skip_special,
+                           f"PretrainedTokenizer {self.name!r}")
 
     def encode_prompt(self, observations: Sequence[str], actions: Sequence[str], strict: bool = False) -> list[int]:
         """The ids of ``[BOS] o_0 [EOO] a_0 [EOA] ... o_t [EOO]``, every text encoded on its own: the token MDP's
@@ -164,11 +144,9 @@ class PretrainedTokenizer:
         """The tokenizer ``to_dict`` described; a wrong format, version or role set raises ``ValueError``."""
         from tokenizers import Tokenizer
 
-        if d.get("format") != FORMAT:
-            raise ValueError(f"not a PretrainedTokenizer description: field 'format' is {d.get('format')!r}")
-        if d.get("version") != FORMAT_VERSION:
-            raise ValueError(f"PretrainedTokenizer description: field 'version' is {d.get('version')!r}, "
-                             f"this code reads version {FORMAT_VERSION}")
+        from rlds_lang.char_tokenizer import check_format
+
+        check_format(d, FORMAT, FORMAT_VERSION, "PretrainedTokenizer")
         roles = d.get("roles")
         if not isinstance(roles, dict) or set(roles) != set(ROLES):
             raise ValueError(f"PretrainedTokenizer description: field 'roles' must map {list(ROLES)}, got {roles!r}")
@@ -189,6 +167,16 @@ class PretrainedTokenizer:
         from rlds_lang.char_tokenizer import from_json_file
 
         return from_json_file(cls.from_dict, path)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal: the same description (``to_dict``: vocabulary, merges, roles, name and source)."""
+        return isinstance(other, PretrainedTokenizer) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.source, self.vocab_size))
+
+    def __repr__(self) -> str:
+        return f"PretrainedTokenizer(name={self.name!r}, vocab_size={self.vocab_size}, source={self.source!r})"
 
 
 __all__ = ["FORMAT", "ROLES", "ADDED", "role_tokens", "PretrainedTokenizer"]

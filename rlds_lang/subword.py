@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     import tensorflow as tf
@@ -83,23 +83,9 @@ class SubwordTokenizer:
 
         An id outside the vocabulary raises ``ValueError`` naming it and its position.
         """
-        out: list[str] = []
-        run: list[int] = []
-        for position, token in enumerate(ids):
-            token = int(token)
-            if not 0 <= token < self.vocab_size:
-                raise ValueError(f"SubwordTokenizer {self.name!r}: id {token} at position {position} is outside "
-                                 f"the vocabulary [0, {self.vocab_size})")
-            if token < len(SPECIALS):
-                out.append(self.hf.decode(run, skip_special_tokens=False) if run else "")
-                run = []
-                if not skip_special:
-                    out.append(SPECIALS[token])
-            else:
-                run.append(token)
-        if run:
-            out.append(self.hf.decode(run, skip_special_tokens=False))
-        return "".join(out)
+        return decode_runs(ids, self.vocab_size, lambda token: SPECIALS[token] if token < len(SPECIALS) else None,
+                           lambda run: self.hf.decode(run, skip_special_tokens=False), skip_special,
+                           f"SubwordTokenizer {self.name!r}")
 
     def encode_prompt(self, observations: Sequence[str], actions: Sequence[str], strict: bool = False) -> list[int]:
         """The ids of ``[BOS] o_0 [EOO] a_0 [EOA] ... o_t [EOO]`` (as ``CharTokenizer.encode_prompt``)."""
@@ -165,4 +151,33 @@ class SubwordTokenizer:
         return from_json_file(cls.from_dict, path)
 
 
-__all__ = ["FORMAT", "SPECIALS", "SubwordTokenizer"]
+def decode_runs(ids: Iterable[int], vocab_size: int, special_text: Callable[[int], str | None],
+                decode_run: Callable[[list[int]], str], skip_special: bool, who: str) -> str:
+    """The text of ``ids`` for a tokenizer with a Hugging Face backend: each run of ordinary ids decoded at once
+    (``decode_run``, so that a character's bytes split over several ids come back whole), each special id
+    (``special_text`` gives its text; None: not special) dropped with ``skip_special`` or written as its text.
+    An id outside ``[0, vocab_size)`` raises ``ValueError`` naming ``who``, the id and its position.
+
+    >>> decode_runs([5, 0, 6], 7, lambda t: "<s>" if t == 0 else None, lambda run: str(run), False, "t")
+    '[5]<s>[6]'
+    """
+    out: list[str] = []
+    run: list[int] = []
+    for position, token in enumerate(ids):
+        token = int(token)
+        if not 0 <= token < vocab_size:
+            raise ValueError(f"{who}: id {token} at position {position} is outside the vocabulary [0, {vocab_size})")
+        text = special_text(token)
+        if text is None:
+            run.append(token)
+            continue
+        out.append(decode_run(run) if run else "")
+        run = []
+        if not skip_special:
+            out.append(text)
+    if run:
+        out.append(decode_run(run))
+    return "".join(out)
+
+
+__all__ = ["FORMAT", "SPECIALS", "SubwordTokenizer", "decode_runs"]
