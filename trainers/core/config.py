@@ -92,7 +92,8 @@ class TrainConfig:
     keep_every: int = 0
     #: the causal transformer.
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
-    #: tokenizer name (``wordle``: characters a-z and the colour squares).
+    #: tokenizer name (``wordle``: characters a-z and the colour squares); with ``model.pretrained`` that model's own
+    #: tokenizer is used instead, and another name here is refused.
     tokenizer: str = "wordle"
     #: reward added on every action token of the token-level MDP (ILQL's per-token reward; 0 = none).
     token_reward: float = 0.0
