@@ -435,3 +435,15 @@ def test_docstring_examples_run():
     for module in (shuffle_order, token_layout, top_p, array_record, data_source, data_module):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
+
+
+def test_worker_processes_read_after_tensorflow_ran_in_this_process(builds):
+    """Workers give the in-process reader's batches although this process built with TFDS (TensorFlow's threads
+    run here): a forked worker crashed with a segmentation fault on its first read; they start from a fork server."""
+    source = open_source(builds["array_record"])
+    config = token_layout.TokenMDPConfig(max_length=48)
+    alone = SourceBatches(source, wordle_tokenizer(), config, 4, 8, seed=1)
+    workers = SourceBatches(source, wordle_tokenizer(), config, 4, 8, seed=1, workers=1)
+    for index in range(3):
+        assert_same_batch(next(alone), next(workers), f"batch {index}")
+    assert data_source.worker_start(0) is None and data_source.worker_start(2) == data_source.WORKER_START

@@ -98,6 +98,18 @@ class ShuffledBatches(torch.utils.data.Sampler):
             yield self.positions[batch].tolist()
 
 
+#: how ``DataLoader`` workers start: a forked child of a process whose TensorFlow threads run (a dataset built or
+#: read in-process by TFDS) crashes with a segmentation fault on its first read, so workers start from a fresh
+#: fork server, which holds no such threads, and receive the data source pickled.
+WORKER_START = "forkserver"
+
+
+def worker_start(workers: int) -> str | None:
+    """The ``multiprocessing_context`` of a ``DataLoader`` with ``workers`` processes: ``WORKER_START``, or None
+    when it reads in its own process."""
+    return WORKER_START if workers > 0 else None
+
+
 def _collate(items: list[dict[str, Any]], pad_id: int, max_length: int,
              then: Callable[[Any], Any] | None) -> dict[str, Any]:
     batch = collate_token_mdp(items, pad_id, max_length)
@@ -118,7 +130,7 @@ def ordered_batches(source: Any, tokenizer: Any, config: TokenMDPConfig, batch_s
     groups = [positions[start:start + batch_size] for start in range(0, len(positions), batch_size)]
     return torch.utils.data.DataLoader(
         EpisodeSequences(source, tokenizer, config), batch_sampler=groups, num_workers=workers,
-        collate_fn=functools.partial(_collate, pad_id=tokenizer.pad_id, max_length=config.max_length, then=then))
+        multiprocessing_context=worker_start(workers), collate_fn=functools.partial(_collate, pad_id=tokenizer.pad_id, max_length=config.max_length, then=then))
 
 
 class SourceBatches:
@@ -154,7 +166,7 @@ class SourceBatches:
         sampler = ShuffledBatches(positions, batch_size, shuffle_buffer, seed, start=skip)
         loader = torch.utils.data.DataLoader(
             EpisodeSequences(source, tokenizer, config, returns), batch_sampler=sampler, num_workers=workers,
-            collate_fn=functools.partial(_collate, pad_id=tokenizer.pad_id, max_length=config.max_length, then=then),
+            multiprocessing_context=worker_start(workers), collate_fn=functools.partial(_collate, pad_id=tokenizer.pad_id, max_length=config.max_length, then=then),
             persistent_workers=False)
         self._iterator = iter(loader)
 
