@@ -151,13 +151,23 @@ def saved_by(path: str | os.PathLike) -> str | None:
 def checkpoint_step(path: str | os.PathLike) -> int:
     """The optimizer step a checkpoint folder was saved at (its ``trainer_state.pt``); 0 when there is none."""
     state = Path(path) / "trainer_state.pt"
-    return int(torch.load(state, map_location="cpu", weights_only=False)["step"]) if state.exists() else 0
+    return int(load_state_file(state, weights_only=False)["step"]) if state.exists() else 0
 
 
 def trainer_state(optimizer, scheduler, step: int, train_seconds: float | None) -> dict[str, Any]:
-    """What exact resumption needs, and the run's training seconds up to ``step`` (``TrainResult.total_seconds``)."""
-    return {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds}
+    """What exact resumption needs, and the run's training seconds up to ``step`` (``TrainResult.total_seconds``).
+    On a machine with CUDA the CUDA generators' states are kept too (dropout on the GPU draws from them)."""
+    state = {"step": step, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+             "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda_rng"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def load_state_file(path: str | os.PathLike, weights_only: bool = True) -> Any:
+    """A ``torch.save`` file of a checkpoint read onto the CPU, wherever its tensors were when it was saved (a
+    checkpoint written on a GPU loads on a machine without one); the caller moves what it needs."""
+    return torch.load(path, map_location="cpu", weights_only=weights_only)
 
 
 def load_trainer_state(config: Any, module: nn.Module) -> dict[str, Any] | None:
@@ -167,15 +177,19 @@ def load_trainer_state(config: Any, module: nn.Module) -> dict[str, Any] | None:
     path = checkpoint_dir(config.out)
     if not (config.resume and (path / "trainer_state.pt").exists()):
         return None
-    module.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
-    return torch.load(path / "trainer_state.pt", map_location="cpu", weights_only=False)
+    module.load_state_dict(load_state_file(path / "model.pt"))
+    return load_state_file(path / "trainer_state.pt", weights_only=False)
 
 
 def restore_trainer_state(state: dict[str, Any], optimizer: Any, scheduler: Any) -> None:
-    """Puts a saved trainer state back: the optimizer, the learning-rate schedule and torch's RNG."""
+    """Puts a saved trainer state back: the optimizer (its state moves to its parameters' device), the
+    learning-rate schedule and torch's RNG (the CUDA generators' too when saved with as many devices as here)."""
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["torch_rng"])
+    cuda_rng = state.get("cuda_rng")
+    if cuda_rng is not None and torch.cuda.is_available() and len(cuda_rng) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda_rng)
 
 
 def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: Any) -> tuple[int, float | None]:
@@ -188,4 +202,5 @@ def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: An
     return int(state["step"]), state.get("train_seconds")
 
 
-__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "saved_by", "trainer_state", "resume_trainer"]
+__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "saved_by", "trainer_state", "resume_trainer",
+           "load_state_file"]

@@ -99,6 +99,12 @@ class TrainConfig:
     token_reward: float = 0.0
     #: continue from ``out/checkpoint`` when it exists (exactly: same data order, optimizer and RNG state).
     resume: bool = True
+    #: where to train: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` (``cuda:LOCAL_RANK`` under
+    #: torchrun) or ``cuda:N`` (``trainers.core.device``); a checkpoint written on one device loads on any other.
+    device: str = "auto"
+    #: ``auto`` (fp32 unless the command chose), ``fp32``, ``tf32`` (CUDA matmuls in TF32) or ``bf16`` (autocast to
+    #: bfloat16; allowed on the CPU, usually slower there) (``trainers.core.device``).
+    precision: str = "auto"
 
 
 def _field_type(cls: type, field: dataclasses.Field) -> Any:

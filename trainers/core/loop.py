@@ -5,11 +5,13 @@ ours), keeps the top ``p`` by return for %BC, turns them into padded token-MDP b
 (``transforms.token_mdp.token_batches``, prefetched in TensorFlow's threads) and hands them to PyTorch
 through ``transforms.torch_bridge.ResumableBatches``; a dataset built as ArrayRecord is read instead without
 TensorFlow, through ``tfds.data_source`` and a torch ``DataLoader``, into the same batches
-(``trainers.core.data``). Each optimizer step takes ``grad_accum`` micro-batches
+(``trainers.core.data``). The model is built on the CPU and moved to the config's device (``config.device``,
+``trainers.core.device``), each batch is moved there as it is used, and the forward passes run in the config's
+precision. Each optimizer step takes ``grad_accum`` micro-batches
 and weights each micro-batch's mean loss by its share of the step's tokens, so the step does not depend
 on how the batch was cut; under ``torchrun`` (``WORLD_SIZE > 1``) each process reads its own shard of
-episodes and DistributedDataParallel (gloo on CPU) averages gradients, the token counts summed over all
-processes first. Process 0 writes a tqdm bar, ``metrics.jsonl``, TensorBoard scalars (``tb/``), the
+episodes and DistributedDataParallel (NCCL between CUDA processes, gloo on the CPU) averages gradients, the token
+counts summed over all processes first. Process 0 writes a tqdm bar, ``metrics.jsonl``, TensorBoard scalars (``tb/``), the
 checkpoint (``trainers.core.checkpoint``) and ``training_curves.png``. A run restarted with the same ``out``
 resumes from the checkpoint exactly: same weights, optimizer, learning-rate schedule, RNG and position in
 the (seeded, deterministic) data stream; that position is restored from the checkpoint (``DATA_STATE``)
@@ -47,6 +49,14 @@ from trainers.core.checkpoint import (
     save_checkpoint,
     trainer_state,
 )
+from trainers.core.device import (
+    Placement,
+    chosen,
+    ddp_device_ids,
+    distributed_backend,
+    numbers,
+    placement_of,
+)
 from trainers.core.logs import RunLog, elapsed_seconds
 from trainers.core.pretrained import task_tokenizer
 
@@ -72,8 +82,9 @@ class DistInfo:
         return self.rank == 0
 
 
-def init_distributed() -> DistInfo:
-    """Joins the ``torchrun`` process group (gloo, CPU) when ``WORLD_SIZE > 1``; alone otherwise.
+def init_distributed(device: torch.device | None = None) -> DistInfo:
+    """Joins the ``torchrun`` process group when ``WORLD_SIZE > 1`` (NCCL when this process computes on CUDA
+    ``device``, which becomes its current device; gloo on the CPU); alone otherwise.
 
     The group it creates is destroyed when the process exits (``atexit``): a gloo group left to the interpreter's
     final teardown aborts the process ("terminate called without an active exception") in most runs, which
@@ -83,7 +94,10 @@ def init_distributed() -> DistInfo:
     if world <= 1:
         return DistInfo()
     if not dist.is_initialized():
-        dist.init_process_group("gloo")
+        device = device if device is not None else torch.device("cpu")
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(distributed_backend(device))
         atexit.register(_destroy_process_group)
     return DistInfo(dist.get_rank(), dist.get_world_size())
 
@@ -181,46 +195,62 @@ def warmup_schedule(warmup: int) -> Callable[[int], float]:
 
 
 def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResult:
-    """Trains the algorithm of ``spec`` with ``config`` (its config dataclass); see the module doc. An algorithm
-    with its own loop (``spec.fit``: DPO trains on pairs, not token batches) is handed its config instead."""
-    algorithm = spec.name
+    """Trains the algorithm of ``spec`` with ``config`` (its config dataclass) on the config's device
+    (``trainers.core.device``); see the module doc. An algorithm with its own loop (``spec.fit``: DPO trains on
+    pairs, not token batches) is handed its config instead, with ``auto`` meaning the config's device."""
     if not isinstance(config, spec.config_class):
-        raise TypeError(f"{algorithm} needs a {spec.config_class.__name__}, got {type(config).__name__}")
-    if spec.fit is not None:
-        return spec.fit(config, progress)
+        raise TypeError(f"{spec.name} needs a {spec.config_class.__name__}, got {type(config).__name__}")
+    with chosen(config.device, config.precision):
+        if spec.fit is not None:
+            return spec.fit(config, progress)
+        return _train(spec, config, placement_of(config), progress)
+
+
+def build_module(spec: AlgorithmSpec, config: Any, tokenizer: Any, place: Placement) -> nn.Module:
+    """The algorithm's module built on the CPU (a seed gives the same initial weights on every device), then
+    moved to the placement's device."""
+    with torch.device("cpu"):
+        module = spec.model_class(config, tokenizer)
+    return module.to(place.device)
+
+
+def _train(spec: AlgorithmSpec, config: Any, place: Placement, progress: bool) -> TrainResult:
+    """``train``'s shared token-batch loop on ``place``."""
+    algorithm = spec.name
     if config.keep_every and config.keep_every % config.checkpoint_every:
         raise ValueError(f"keep_every ({config.keep_every}) must be a multiple of checkpoint_every "
                          f"({config.checkpoint_every}): snapshots copy the checkpoint written at that step")
-    info = init_distributed()
+    info = init_distributed(place.device)
     out = Path(config.out)
     if info.is_main:
         out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
     tokenizer = task_tokenizer(config)
-    module = spec.model_class(config, tokenizer)
+    module = build_module(spec, config, tokenizer, place)
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
     step, saved_seconds = resume_trainer(config, module, optimizer, scheduler)
     before = saved_seconds
-    model: nn.Module = nn.parallel.DistributedDataParallel(module) if info.world_size > 1 else module
+    model: nn.Module = (nn.parallel.DistributedDataParallel(module, device_ids=ddp_device_ids(place.device))
+                        if info.world_size > 1 else module)
     # a finished run (reloaded to regenerate a document) reads no data: %BC's top-p pass alone over a 1M-episode
     # dataset takes most of an hour
     batches = training_batches(config, tokenizer, info, skip=step * config.grad_accum,
                                restore=_saved_data_state(config, info, step)) if step < config.steps else None
     run = RunLog(out, algorithm, config.steps, step, config.log_every, config.checkpoint_every, enabled=info.is_main,
                  progress=progress, title=f"{algorithm}: {config.dataset}")
-    run.write_config(config)
+    run.write_config(config, computed_on=place.facts())
     module.train()
     while step < config.steps:
         t0 = time.perf_counter()
         micro = [next(batches) for _ in range(config.grad_accum)]
         run.clock.waited(time.perf_counter() - t0)
-        metrics = _optimizer_step(model, module, optimizer, micro, config.grad_clip, info)
+        tokens = sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size  # counted on the CPU
+        metrics = optimizer_step(model, module, optimizer, micro, config.grad_clip, info, place)
         scheduler.step()
         step += 1
-        run.step_done(step, metrics, sum(int(b["attention_mask"].sum()) for b in micro) * info.world_size,
-                      extra=lambda: run.throughput_row(scheduler.get_last_lr()[0]),
+        run.step_done(step, metrics, tokens, extra=lambda: run.throughput_row(scheduler.get_last_lr()[0]),
                       postfix={"loss": f"{metrics.get('loss', float('nan')):.4f}"})
         if run.checkpoint_due(step):
             saved_seconds = elapsed_seconds(before, run.clock)
@@ -231,44 +261,59 @@ def train(spec: AlgorithmSpec, config: Any, progress: bool = True) -> TrainResul
     return TrainResult(out, step, run.last, run.clock.seconds(), *run.clock.overall(), total_seconds=saved_seconds)
 
 
-def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo()) -> dict[str, float]:
+def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo(),
+                         place: Placement | None = None) -> dict[str, float]:
     """Zeroes the gradients, then backpropagates every micro-batch of one optimizer step.
 
     Each micro-batch's mean loss is weighted by its share of the step's tokens (summed over processes), so
     the accumulated gradient is the gradient of the token mean over the whole step, however it was cut.
-    Returns the step's token-weighted mean metrics (``loss`` included); ``{}`` when it has no tokens.
+    The micro-batches are moved to ``place``'s device (when given) and the forward passes run in its
+    ``autocast``. Returns the step's token-weighted mean metrics (``loss`` included); ``{}`` when it has no tokens.
     """
     from trainers.core.model import action_targets
 
+    # the step's tokens, counted where the batches are (the CPU, as the loop reads them: no wait for the device)
     total = torch.stack([action_targets(b)[1].sum() for b in micro]).sum().double()
+    if place is not None:
+        micro = [place.move(batch) for batch in micro]
+    device = place.device if place is not None else total.device
     if info.world_size > 1:
+        total = total.to(device)
         dist.all_reduce(total)
+    empty = bool(total == 0)
+    total = total.to(device)
+    autocast = place.autocast if place is not None else contextlib.nullcontext
     model.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
-    if total == 0:
+    if empty:
         return sums
     for i, batch in enumerate(micro):
         last = i == len(micro) - 1
         sync = contextlib.nullcontext() if last or info.world_size == 1 else model.no_sync()
         with sync:
-            out = model(batch)
+            with autocast():
+                out = model(batch)
             share = out.count.double() / total
             # DDP averages gradients over processes: scale by world_size so the step is the global token mean
             (out.loss * (share * info.world_size).float()).backward()
-        for key, value in {"loss": out.loss.detach(), **out.metrics}.items():
-            sums[key] = sums.get(key, 0.0) + float(value) * float(share)
+        keys = ["loss", *out.metrics]
+        share_value, *values = numbers([share, out.loss.detach(), *out.metrics.values()])
+        for key, value in zip(keys, values):
+            sums[key] = sums.get(key, 0.0) + value * share_value
     if info.world_size > 1:  # every process reports the global mean
         keys = sorted(sums)
-        packed = torch.tensor([sums[k] for k in keys], dtype=torch.float64)
+        packed = torch.tensor([sums[k] for k in keys], dtype=torch.float64, device=total.device)
         dist.all_reduce(packed)
         sums = dict(zip(keys, packed.tolist()))
     return sums
 
 
-def _optimizer_step(model: nn.Module, module: nn.Module, optimizer: torch.optim.Optimizer,
-                    micro: list[dict[str, Any]], grad_clip: float, info: DistInfo) -> dict[str, float]:
-    """One optimizer step over ``micro`` (see ``accumulate_gradients``), then ILQL's target update."""
-    metrics = accumulate_gradients(model, micro, info)
+def optimizer_step(model: nn.Module, module: nn.Module, optimizer: torch.optim.Optimizer,
+                   micro: list[dict[str, Any]], grad_clip: float, info: DistInfo = DistInfo(),
+                   place: Placement | None = None) -> dict[str, float]:
+    """One optimizer step of the shared loop over ``micro`` (see ``accumulate_gradients``; ``model`` is ``module``
+    or its DDP wrapper), then the module's ``after_optimizer_step`` (ILQL's target update)."""
+    metrics = accumulate_gradients(model, micro, info, place)
     if metrics:
         if grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(module.parameters(), grad_clip)
@@ -313,4 +358,5 @@ class AlgorithmSpec:
         return config_from_dict(self.config_class, data)
 
 
-__all__ = ["DistInfo", "init_distributed", "training_batches", "training_dataset", "accumulate_gradients", "TrainResult", "train", "AlgorithmSpec"]
+__all__ = ["DistInfo", "init_distributed", "training_batches", "training_dataset", "accumulate_gradients",
+           "optimizer_step", "build_module", "TrainResult", "train", "AlgorithmSpec"]

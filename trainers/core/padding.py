@@ -3,7 +3,8 @@ and right-padded sequences (a causal model reads each row from column 0), each w
 
 Batches read from an RLDS dataset are padded in tf.data instead (``transforms.token_mdp.pad_batches``, or
 ``transforms.torch_bridge.collate_token_mdp`` for unbatched sequences); these are for token lists made in Python:
-PPO's queries, CHAI's sampled utterances, DPO's and MALT's responses."""
+PPO's queries, CHAI's sampled utterances, DPO's and MALT's responses. They are built on the CPU, whatever torch's
+default device is; the caller moves them to its device."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ def left_pad(rows: Sequence[Sequence[int]], width: int, pad_id: int) -> tuple[to
     >>> ids.tolist(), mask.tolist()
     ([[0, 7, 8], [2, 3, 4]], [[0, 1, 1], [1, 1, 1]])
     """
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long, device="cpu")
+    mask = torch.zeros((len(rows), width), dtype=torch.long, device="cpu")
     for index, row in enumerate(rows):
         kept = list(row)[-width:] if width > 0 else []
         if kept:
-            ids[index, width - len(kept):] = torch.tensor(kept)
+            ids[index, width - len(kept):] = torch.tensor(kept, device="cpu")
             mask[index, width - len(kept):] = 1
     return ids, mask
 
@@ -39,11 +40,11 @@ def right_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor,
     ([[7, 8, 0], [1, 2, 3]], [[1, 1, 0], [1, 1, 1]])
     """
     width = max((len(row) for row in rows), default=1)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long, device="cpu")
+    mask = torch.zeros((len(rows), width), dtype=torch.long, device="cpu")
     for index, row in enumerate(rows):
         if len(row):
-            ids[index, :len(row)] = torch.tensor(list(row))
+            ids[index, :len(row)] = torch.tensor(list(row), device="cpu")
             mask[index, :len(row)] = 1
     return ids, mask
 
@@ -58,7 +59,7 @@ def pad_responses(rows: Sequence[tuple[Sequence[int], int]], pad_id: int
     ([[5, 6, 7], [5, 9, 0]], [[False, True, True], [False, True, False]])
     """
     ids, mask = right_pad([row for row, _ in rows], pad_id)
-    response = torch.zeros(ids.shape, dtype=torch.bool)
+    response = torch.zeros(ids.shape, dtype=torch.bool, device="cpu")
     for index, (row, start) in enumerate(rows):
         response[index, start:len(row)] = True
     return ids, mask, response

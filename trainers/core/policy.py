@@ -42,7 +42,9 @@ from torch import nn
 from rlds_lang.char_tokenizer import CharTokenizer
 from rlds_lang.env import Observation, as_text
 from trainers.core.decoding import PrefixConstraint, next_token_logits, sample_tokens, stream_seed
+from trainers.core.device import module_device, placement
 from trainers.core.model import ValueHeads
+from trainers.core.padding import left_pad
 
 History = tuple[Sequence[Observation | str], Sequence[str]]
 
@@ -146,7 +148,9 @@ class LanguageModelPolicy:
       max_action_tokens: longest free-text action (only without ``allowed_actions``).
       name: the agent's name in episode metadata and result tables.
       seed: initial seed (``reset`` changes it).
-      device: where the model runs.
+      device: where the model runs (``trainers.core.device.resolve_device``; None: where ``lm`` is); the model is
+        moved there. The sampling's uniforms are drawn on the CPU, so a seed plays the same games on every device.
+      precision: the forward passes' precision (``trainers.core.device``; None: ``auto``).
       reuse_states: keep each game's keys/values between calls (``TurnStates``) so that a turn runs only its
         new tokens; the actions are the same either way (up to float rounding). Call ``reset`` after
         changing the model's weights.
@@ -154,8 +158,9 @@ class LanguageModelPolicy:
 
     def __init__(self, lm: nn.Module, tokenizer: CharTokenizer, heads: ValueHeads | None = None, beta: float = 0.0,
                  temperature: float = 1.0, greedy: bool = False, allowed_actions: Sequence[str] | None = None,
-                 max_action_tokens: int = 16, name: str = "lm", seed: int = 0, device: str | torch.device = "cpu",
-                 reuse_states: bool = True, adv_clip: float | None = None):
+                 max_action_tokens: int = 16, name: str = "lm", seed: int = 0,
+                 device: str | torch.device | None = None, reuse_states: bool = True, adv_clip: float | None = None,
+                 precision: str | None = None):
         if not greedy and not temperature > 0:
             raise ValueError(f"LanguageModelPolicy: temperature must be > 0, got {temperature}")
         if not np.isfinite(beta):
@@ -164,7 +169,8 @@ class LanguageModelPolicy:
             raise ValueError(f"LanguageModelPolicy: beta={beta} needs value heads (heads=None)")
         if max_action_tokens < 1:
             raise ValueError(f"LanguageModelPolicy: max_action_tokens must be >= 1, got {max_action_tokens}")
-        self.device = torch.device(device)
+        self.placement = placement(module_device(lm) if device is None else device, precision)
+        self.device = self.placement.device
         self.lm = lm.to(self.device).eval()
         self.heads = heads.to(self.device).eval() if heads is not None else None
         self.tokenizer = tokenizer
@@ -188,7 +194,7 @@ class LanguageModelPolicy:
     def reset(self, seed: int) -> None:
         """Seeds the next game (``act`` then samples from streams derived from ``(seed, turn)``); forgets stored states."""
         self.seed = int(seed)
-        self._generator = torch.Generator().manual_seed(self.seed % 2**63)
+        self._generator = torch.Generator(device="cpu").manual_seed(self.seed % 2**63)
         if self.turn_states is not None:
             self.turn_states.clear()
 
@@ -232,11 +238,11 @@ class LanguageModelPolicy:
         """``[batch, max_steps]`` uniforms: per game from ``(seed, turn)``, or in order from the shared generator."""
         steps = self._max_steps()
         if seeds is None:
-            return torch.rand(len(histories), steps, generator=self._generator)
+            return torch.rand(len(histories), steps, generator=self._generator, device="cpu")
         if len(seeds) != len(histories):
             raise ValueError(f"act_batch: {len(seeds)} seeds for {len(histories)} games")
-        rows = [torch.rand(steps, generator=torch.Generator().manual_seed(stream_seed(seed, len(actions))))
-                for seed, (_, actions) in zip(seeds, histories)]
+        rows = [torch.rand(steps, generator=torch.Generator().manual_seed(stream_seed(seed, len(actions))),
+                           device="cpu") for seed, (_, actions) in zip(seeds, histories)]
         return torch.stack(rows)
 
     @torch.inference_mode()
@@ -253,17 +259,16 @@ class LanguageModelPolicy:
         splits = [self.turn_states.split(p) if self.turn_states is not None else (None, p) for p in prompts]
         past_lens = [0 if past is None else past[0].shape[-2] for past, _ in splits]
         batch, past_width, width = len(prompts), max(past_lens), max(len(new) for _, new in splits)
-        input_ids = torch.full((batch, width), self.tokenizer.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((batch, past_width + width), dtype=torch.long)
-        for row, ((_, new), past_len) in enumerate(zip(splits, past_lens)):
-            input_ids[row, width - len(new):] = torch.tensor(new)
-            attention_mask[row, past_width - past_len:past_width] = 1
-            attention_mask[row, past_width + width - len(new):] = 1
-        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
+        # each row's stored past ends where its new tokens begin: both left-padded (built on the CPU, then moved)
+        input_ids, new_mask = left_pad([new for _, new in splits], width, self.tokenizer.pad_id)
+        _, past_mask = left_pad([[1] * past_len for past_len in past_lens], past_width, 0)
+        input_ids = input_ids.to(self.device)
+        attention_mask = torch.cat([past_mask, new_mask], dim=1).to(self.device)
 
         cache = TurnStates.batch_cache([past for past, _ in splits], past_width)
-        logits = next_token_logits(self.lm, self.heads, input_ids, attention_mask, self.beta, past_key_values=cache,
-                                   adv_clip=self.adv_clip)
+        with self.placement.autocast():
+            logits = next_token_logits(self.lm, self.heads, input_ids, attention_mask, self.beta,
+                                       past_key_values=cache, adv_clip=self.adv_clip)
         nodes = torch.zeros(batch, dtype=torch.long, device=self.device)
         done = torch.zeros(batch, dtype=torch.bool, device=self.device)
         written = torch.zeros(batch, dtype=torch.long, device=self.device)
@@ -284,8 +289,9 @@ class LanguageModelPolicy:
             if bool(done.all()) or step + 1 == self._max_steps():
                 break
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones(batch, 1)], dim=1)
-            logits = next_token_logits(self.lm, self.heads, tokens.unsqueeze(1), attention_mask, self.beta,
-                                       past_key_values=cache, adv_clip=self.adv_clip)
+            with self.placement.autocast():
+                logits = next_token_logits(self.lm, self.heads, tokens.unsqueeze(1), attention_mask, self.beta,
+                                           past_key_values=cache, adv_clip=self.adv_clip)
         if self.turn_states is not None:
             # every written token of a row that stopped was fed back, so the cache holds all of them
             counts, stopped = written.tolist(), done.tolist()

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from trainers.core.checkpoint import resume_trainer, save_checkpoint, trainer_state
+from trainers.core.device import placement_of
 from trainers.core.logs import RunLog, elapsed_seconds
 from trainers.core.loop import TrainResult, warmup_schedule
 
@@ -47,13 +48,17 @@ def fit_tensors(config: Any, algorithm: str, module: nn.Module, tokenizer: Any, 
     ``warmup_steps`` (a linear warm-up, then a constant rate: ``warmup_schedule``), ``grad_clip``, ``log_every``,
     ``checkpoint_every`` and ``resume`` are used. ``config_extra`` is written beside the config in ``config.json``
     (e.g. how many pairs). The caller seeds torch before it builds ``module``, so dropout
-    is a function of the seed too."""
+    is a function of the seed too. ``module`` is moved to the config's device (``config.device``,
+    ``trainers.core.device``), each batch is cut from ``tensors`` on the CPU and moved there, and ``step_loss`` runs
+    in the config's precision."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = {int(v.shape[0]) for v in tensors.values()}
     if len(rows) != 1 or 0 in rows:
         raise ValueError(f"fit_tensors ({out}): the tensors need one non-zero number of rows, got {sorted(rows)}")
     num_rows = rows.pop()
+    place = placement_of(config)
+    module.to(place.device)
     optimizer = torch.optim.AdamW([p for p in module.parameters() if p.requires_grad], lr=config.lr,
                                   betas=(config.adam_beta1, config.adam_beta2), weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(config.warmup_steps))
@@ -61,11 +66,13 @@ def fit_tensors(config: Any, algorithm: str, module: nn.Module, tokenizer: Any, 
     before = saved_seconds
     run = RunLog(out, algorithm, config.steps, step, config.log_every, config.checkpoint_every, progress=progress,
                  title=title or f"{algorithm}: {out.name}")
-    run.write_config(config, **config_extra)
+    run.write_config(config, computed_on=place.facts(), **config_extra)
     module.train()
     while step < config.steps:
         index = torch.from_numpy(batch_indices(num_rows, config.batch_size, step, config.seed))
-        loss, metrics, tokens = step_loss({k: v[index] for k, v in tensors.items()})
+        batch = place.move({k: v[index.to(v.device)] for k, v in tensors.items()})
+        with place.autocast():
+            loss, metrics, tokens = step_loss(batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if config.grad_clip > 0:
