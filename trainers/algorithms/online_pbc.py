@@ -44,7 +44,8 @@ import torch
 from rlds_lang.paths import default_run
 from rlds_lang.wordle import lmrl_gym
 from trainers.algorithms.bc import BCConfig
-from trainers.core.checkpoint import CHECKPOINT, DATA_STATE, checkpoint_dir
+from trainers.core.checkpoint import CHECKPOINT, DATA_STATE, checkpoint_dir, load_state_file
+from trainers.core.device import chosen
 
 
 @dataclasses.dataclass
@@ -134,7 +135,7 @@ def _start_from_previous(config: OnlinePBCConfig, k: int) -> None:
         shutil.rmtree(tmp)
     shutil.copytree(source, tmp)
     shutil.rmtree(tmp / DATA_STATE, ignore_errors=True)  # the previous round's data position: this round reads its own
-    state = torch.load(tmp / "trainer_state.pt", map_location="cpu", weights_only=False)
+    state = load_state_file(tmp / "trainer_state.pt", weights_only=False)
     torch.save({**state, "step": 0, "train_seconds": 0.0}, tmp / "trainer_state.pt")  # this round's own time
     tmp.rename(target)
 
@@ -175,8 +176,10 @@ def run_round(config: OnlinePBCConfig, k: int, progress: bool = True) -> dict[st
 
 
 def run_online_pbc(config: OnlinePBCConfig, progress: bool = True) -> list[dict[str, Any]]:
-    """Runs (or resumes) every round; ``out/checkpoint`` becomes the last round's model. Returns the summaries."""
-    summaries = [run_round(config, k, progress) for k in range(config.rounds)]
+    """Runs (or resumes) every round on the config's device (``trainers.core.device``: play and BC); ``out/checkpoint``
+    becomes the last round's model. Returns the summaries."""
+    with chosen(config.device, config.precision):
+        summaries = [run_round(config, k, progress) for k in range(config.rounds)]
     final = checkpoint_dir(config.out)
     tmp = final.with_name(CHECKPOINT + ".tmp")
     if tmp.exists():

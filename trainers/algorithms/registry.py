@@ -40,8 +40,10 @@ from trainers.core import loop
 from trainers.core.checkpoint import (
     LoadedModel,
     checkpoint_step,
+    load_state_file,
     read_checkpoint_config,
 )
+from trainers.core.device import resolve_device
 from trainers.core.loop import AlgorithmSpec, TrainResult
 from trainers.core.provenance import repository_path
 
@@ -90,8 +92,9 @@ def train(algorithm: str, config: Any, progress: bool = True) -> TrainResult:
     return loop.train(algorithm_by_name(algorithm), config, progress)
 
 
-def load_agent_model(path: str | os.PathLike) -> LoadedModel:
-    """Rebuilds the trained module of a checkpoint folder (see the module docstring for the layout)."""
+def load_agent_model(path: str | os.PathLike, device: str | torch.device | None = None) -> LoadedModel:
+    """Rebuilds the trained module of a checkpoint folder (see the module docstring for the layout) on ``device``
+    (``trainers.core.device.resolve_device``; None: ``auto``), wherever it was trained."""
     from rlds_lang.tokenizers import load_tokenizer
 
     path = Path(path)
@@ -99,9 +102,11 @@ def load_agent_model(path: str | os.PathLike) -> LoadedModel:
     spec = algorithm_by_name(algorithm)
     config = spec.config_from_dict(config_dict)
     tokenizer = load_tokenizer(path / "tokenizer.json")
-    model = spec.model_class(built_from_checkpoint(config, path), tokenizer)
-    model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
-    model.eval().requires_grad_(False)
+    target = resolve_device(device)
+    with torch.device("cpu"):
+        model = spec.model_class(built_from_checkpoint(config, path), tokenizer)
+    model.load_state_dict(load_state_file(path / "model.pt"))
+    model.to(target).eval().requires_grad_(False)
     return LoadedModel(algorithm, config, model, tokenizer, checkpoint_step(path))
 
 
@@ -124,8 +129,10 @@ FROM_CHECKPOINT = "checkpoint"
 def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str | None = None,
                 beta: float | None = None, greedy: bool = False, temperature: float = 1.0, seed: int = 0,
                 max_action_tokens: int = 16, target_return: float | None = None,
-                adv_clip: float | None | str = FROM_CHECKPOINT):
-    """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``).
+                adv_clip: float | None | str = FROM_CHECKPOINT, device: str | torch.device | None = None,
+                precision: str | None = None):
+    """A checkpoint as a playing agent (``trainers.core.policy.LanguageModelPolicy``) on ``device`` in
+    ``precision`` (``trainers.core.device``; None: ``auto``).
 
     ``beta`` defaults to the checkpoint's own (ILQL's ``config.beta``; BC has no value heads, so 0), and so does
     ``adv_clip``, the cap on ``beta * (Q - V)`` (the config's ``adv_clip``; None: no cap). A checkpoint saved
@@ -137,7 +144,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     from rlds_lang.wordle.words import WordList, resolve_word_list
     from trainers.core.policy import LanguageModelPolicy
 
-    loaded = load_agent_model(path)
+    loaded = load_agent_model(path, device)
     conditioned = hasattr(loaded.lm, "target_return")
     if target_return is not None:
         set_target_return(loaded, target_return, path)
@@ -151,7 +158,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
                              f"(it samples its candidates)")
         agent = BestOfSamplesPolicy(loaded, loaded.config.samples, allowed_actions=allowed_actions,
                                     name=name or loaded.algorithm, seed=seed, temperature=temperature,
-                                    max_action_tokens=max_action_tokens)
+                                    max_action_tokens=max_action_tokens, precision=precision)
         agent.info = {"checkpoint": str(path), "algorithm": loaded.algorithm, "step": loaded.step}
         return agent
     if beta is None:
@@ -161,7 +168,7 @@ def load_policy(path: str | os.PathLike, allowed_actions: Any = None, name: str 
     policy = LanguageModelPolicy(loaded.lm, loaded.tokenizer, heads=loaded.heads, beta=beta, adv_clip=adv_clip,
                                  temperature=temperature,
                                  greedy=greedy, allowed_actions=allowed_actions, name=name or loaded.algorithm,
-                                 seed=seed, max_action_tokens=max_action_tokens)
+                                 seed=seed, max_action_tokens=max_action_tokens, device=device, precision=precision)
     policy.info = {"checkpoint": repository_path(path), "algorithm": loaded.algorithm, "step": loaded.step}
     if conditioned:
         policy.info["target_return"] = loaded.lm.target_return

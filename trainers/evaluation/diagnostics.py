@@ -34,7 +34,9 @@ import torch
 
 from rlds_lang.env import as_text
 from trainers.core.checkpoint import LoadedModel
+from trainers.core.device import Placement, module_device
 from trainers.core.model import action_targets
+from trainers.core.padding import right_pad
 
 
 @dataclasses.dataclass
@@ -104,20 +106,22 @@ def value_calibration(loaded: LoadedModel, dataset: str, split: str = "eval", ep
                          gamma=getattr(config, "gamma", 1.0))
     batches = token_batches(load(dataset, split=split).take(episodes), loaded.tokenizer, mdp, batch_size)
     v0_pred, v0_ret, q_pred, q_ret = [], [], [], []
+    place = Placement(module_device(loaded.lm))
     for batch in TensorBatches(batches):
+        batch = place.move(batch)
         out = loaded.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
         hidden = out.hidden_states[-1][:, :-1]
         actions, mask = action_targets(batch)
         q = loaded.heads.acting_q(hidden).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
         v = loaded.heads.v(hidden).squeeze(-1)
         returns = batch["returns_to_go"][:, 1:].double()
-        q_pred.append(q[mask].double().numpy())
-        q_ret.append(returns[mask].numpy())
+        q_pred.append(q[mask].double().cpu().numpy())
+        q_ret.append(returns[mask].cpu().numpy())
         has_action = mask.any(1)
         first = mask.float().argmax(1)  # the first action token: the state s_0 before it
-        rows = torch.arange(mask.shape[0])[has_action]
-        v0_pred.append(v[rows, first[has_action]].double().numpy())
-        v0_ret.append(returns[rows, first[has_action]].numpy())
+        rows = torch.arange(mask.shape[0], device=mask.device)[has_action]
+        v0_pred.append(v[rows, first[has_action]].double().cpu().numpy())
+        v0_ret.append(returns[rows, first[has_action]].cpu().numpy())
     return Calibration(*(np.concatenate(parts) for parts in (v0_pred, v0_ret, q_pred, q_ret)))
 
 
@@ -132,8 +136,9 @@ def utterance_values(loaded: LoadedModel, history: tuple[Sequence[Any], Sequence
     tok = loaded.tokenizer
     prompt = tok.encode_prompt([observation_text(o) for o in history[0]], list(history[1]))
     values = []
+    device = module_device(loaded.lm)
     for word in words:
-        ids = torch.tensor([prompt + tok.encode(word)])  # the state before the word's [EOA]
+        ids = torch.tensor([prompt + tok.encode(word)], device=device)  # the state before the word's [EOA]
         out = loaded.lm(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
         values.append(float(loaded.heads.acting_q(out.hidden_states[-1][:, -1])[0, tok.eoa_id]))
     return np.asarray(values)
@@ -150,17 +155,15 @@ def word_log_probs(loaded: LoadedModel, history: tuple[Sequence[Any], Sequence[s
     tok = loaded.tokenizer
     prompt = tok.encode_prompt([observation_text(o) for o in history[0]], list(history[1]))
     continuations = [tok.encode(word) + [tok.eoa_id] for word in words]
-    ids = torch.full((len(words), max(map(len, continuations))), tok.pad_id, dtype=torch.long)
-    for row, continuation in enumerate(continuations):
-        ids[row, :len(continuation)] = torch.tensor(continuation)
-    scored = torch.arange(ids.shape[1]) < torch.tensor([len(c) for c in continuations])[:, None]
-    out = loaded.lm(input_ids=torch.tensor([prompt]), use_cache=True)
+    device = module_device(loaded.lm)
+    ids, scored = (tensor.to(device) for tensor in right_pad(continuations, tok.pad_id))
+    out = loaded.lm(input_ids=torch.tensor([prompt], device=device), use_cache=True)
     first = out.logits[0, -1].float().log_softmax(-1)[ids[:, 0]]  # the prompt's last position scores token 0
     cache = out.past_key_values
     cache.batch_repeat_interleave(len(words))
     logp = loaded.lm(input_ids=ids, past_key_values=cache).logits.float().log_softmax(-1)
     rest = logp[:, :-1].gather(-1, ids[:, 1:, None]).squeeze(-1)  # position t scores token t + 1
-    return (torch.cat([first[:, None], rest], 1) * scored).sum(1).numpy()
+    return (torch.cat([first[:, None], rest], 1) * scored).sum(1).cpu().numpy()
 
 
 def ranking_fraction(loaded: LoadedModel, histories: Sequence[tuple[Sequence[str], Sequence[str]]],

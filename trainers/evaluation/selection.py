@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import torch
 
 from trainers.core.checkpoint import checkpoint_dir, checkpoint_step, snapshots
+from trainers.core.device import Placement, module_device
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     import tensorflow as tf
@@ -94,9 +95,10 @@ def held_out_loss(model: LoadedModel, episodes: tf.data.Dataset | HeldOutSource,
     the token MDP of its config); raises ``ValueError`` when they hold no action token."""
     total, count = 0.0, 0
     model.model.eval()
+    place = Placement(module_device(model.model))
     with torch.no_grad():
         for batch in held_out_batches(model, episodes, batch_size):
-            out = model.model(batch)
+            out = model.model(place.move(batch))
             total += float(out.loss) * int(out.count)
             count += int(out.count)
     if count == 0:

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from trainers.core.checkpoint import LoadedModel
+from trainers.core.device import Placement, module_device
 from trainers.core.model import action_targets
 
 
@@ -70,7 +71,9 @@ class TopAdvantage:
 
 
 def batch_utterance_advantages(loaded: LoadedModel, batch: dict[str, Any]) -> tuple[list[tuple[str, float]], int]:
-    """``([(action text, summed advantage)] for every whole utterance of the batch, how many were cut)``."""
+    """``([(action text, summed advantage)] for every whole utterance of the batch, how many were cut)``; the batch
+    is moved to the model's device."""
+    batch = Placement(module_device(loaded.lm)).move(batch)
     out = loaded.lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=True)
     hidden = out.hidden_states[-1][:, :-1]
     actions, mask = action_targets(batch)

@@ -100,7 +100,8 @@ def load_guesser(folder: str) -> Guesser:
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         saved = json.load(f)
     guesser = Guesser(GuesserConfig(**saved["config"]), saved["feature_dim"])
-    guesser.module.load_state_dict(torch.load(os.path.join(folder, "guesser.pt"), weights_only=True))
+    guesser.module.load_state_dict(torch.load(os.path.join(folder, "guesser.pt"), map_location="cpu",
+                                              weights_only=True))
     guesser.module.eval()
     return guesser
 

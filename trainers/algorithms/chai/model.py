@@ -34,6 +34,7 @@ from trainers.algorithms.ilql.losses import q_loss, transitions
 from trainers.algorithms.utterance_ilql.losses import utterance_positions, utterance_q_targets
 from trainers.algorithms.utterance_ilql.model import UtteranceHeads, rows_hidden
 from trainers.core.decoding import next_token_logits, sample_tokens
+from trainers.core.device import module_device
 from trainers.core.model import action_targets, language_model_for
 from trainers.core.objective import LossOutput, masked_mean
 from trainers.core.padding import left_pad
@@ -78,8 +79,10 @@ def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int
 
     from transformers import DynamicCache
 
+    device = module_device(lm)
     # left-padded: every prompt ends in the last column
     ids, mask = left_pad(prompts, max(len(prompt) for prompt in prompts), tokenizer.pad_id)
+    ids, mask = ids.to(device), mask.to(device)
     cache = DynamicCache()
     logits = next_token_logits(lm, None, ids, mask, 0.0, past_key_values=cache).repeat_interleave(k, dim=0)
     reading = copy.deepcopy(cache)
@@ -87,14 +90,16 @@ def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int
         each.batch_repeat_interleave(k)
     prompt_mask = mask = mask.repeat_interleave(k, dim=0)
     rows = len(prompts) * k
-    banned = torch.tensor([tokenizer.pad_id, tokenizer.bos_id, tokenizer.eoo_id])
-    stop = torch.tensor([tokenizer.eoa_id, tokenizer.eos_id])
+    banned = torch.tensor([tokenizer.pad_id, tokenizer.bos_id, tokenizer.eoo_id], device=device)
+    stop = torch.tensor([tokenizer.eoa_id, tokenizer.eos_id], device=device)
     out: list[list[int]] = [[] for _ in range(rows)]
-    log_probs = torch.zeros(rows)
-    active = torch.arange(rows)  # the rows still sampling, in order; the cache, mask and logits hold only these
+    log_probs = torch.zeros(rows, device=device)
+    # the rows still sampling, in order; the cache, mask and logits hold only these
+    active = torch.arange(rows, device=device)
     for step in range(max_tokens):
         logits[:, banned] = float("-inf")
-        tokens = sample_tokens(logits, torch.rand(rows)[active])  # a draw for every row, finished or not
+        # a draw for every row, finished or not, from the CPU generator (the same draws on every device)
+        tokens = sample_tokens(logits, torch.rand(rows, device="cpu").to(device)[active])
         log_probs[active] += torch.log_softmax(logits.double(), -1).gather(1, tokens[:, None]).squeeze(1).float()
         going = ~torch.isin(tokens, stop)
         for i, token in zip(active[going].tolist(), tokens[going].tolist()):
@@ -109,7 +114,7 @@ def sample_utterances(lm: nn.Module, tokenizer, prompts: list[list[int]], k: int
     hidden, row_mask = rows_hidden(lm, [u + [tokenizer.eoa_id] for u in out], tokenizer.pad_id, reading, prompt_mask)
     lengths = row_mask.sum(1)
     sums = (hidden * row_mask.unsqueeze(-1).to(hidden.dtype)).sum(1)
-    return SampledUtterances(out, hidden[torch.arange(rows), lengths - 1], sums, lengths, log_probs)
+    return SampledUtterances(out, hidden[torch.arange(rows, device=device), lengths - 1], sums, lengths, log_probs)
 
 
 def conservative_term(q_data: torch.Tensor, q_sampled: torch.Tensor, log_probs: torch.Tensor,

@@ -46,6 +46,7 @@ from torch import nn
 
 from rlds_lang.paths import default_run
 from trainers.core.config import TrainConfig
+from trainers.core.device import module_device, placement
 from trainers.core.model import language_model_for
 from trainers.core.objective import LossOutput
 
@@ -168,7 +169,7 @@ class DPOModel(nn.Module):
         nll = -chosen / batch["chosen_response_mask"][:, 1:].sum(-1).clamp(min=1)
         metrics["loss/nll"] = nll.detach()
         loss = losses.mean() + c.nll_coef * nll.mean() if c.nll_coef else losses.mean()
-        return LossOutput(loss, torch.tensor(len(losses)), {k: v.mean() for k, v in metrics.items()})
+        return LossOutput(loss, torch.tensor(len(losses), device=losses.device), {k: v.mean() for k, v in metrics.items()})
 
     def after_optimizer_step(self) -> None:
         """Nothing to do after a step."""
@@ -176,16 +177,20 @@ class DPOModel(nn.Module):
 
 @torch.no_grad()
 def reference_logps(reference: nn.Module, tensors: dict[str, torch.Tensor], batch_size: int = 64) -> dict[str, torch.Tensor]:
-    """``{"ref_chosen_logps", "ref_rejected_logps"}`` ``[P]`` of every pair, computed once with ``reference``."""
+    """``{"ref_chosen_logps", "ref_rejected_logps"}`` ``[P]`` of every pair, computed once with ``reference`` on
+    its device (in the precision of the enclosing ``trainers.core.device.chosen`` block) and kept on the CPU beside
+    the pairs."""
     reference.eval()
+    place = placement(module_device(reference))
     n = tensors["chosen_input_ids"].shape[0]
     chosen, rejected = [], []
     for start in range(0, n, batch_size):
-        part = {k: v[start:start + batch_size] for k, v in tensors.items()}
-        c, r = pair_logps(reference, part)
-        chosen.append(c)
-        rejected.append(r)
-    empty = torch.zeros(0)
+        part = place.move({k: v[start:start + batch_size] for k, v in tensors.items()})
+        with place.autocast():
+            c, r = pair_logps(reference, part)
+        chosen.append(c.float().cpu())
+        rejected.append(r.float().cpu())
+    empty = torch.zeros(0, device="cpu")
     return {"ref_chosen_logps": torch.cat(chosen) if chosen else empty,
             "ref_rejected_logps": torch.cat(rejected) if rejected else empty}
 

@@ -62,6 +62,7 @@ from trainers.algorithms.malt.expert_iteration import (
     round_seeds,
     sample_and_keep,
 )
+from trainers.core.device import chosen
 
 
 @dataclasses.dataclass
@@ -146,6 +147,11 @@ class MALTConfig:
     mode: str = "fixed"
     #: seed of rollouts (round ``r`` plays seeds ``seed + (r + 1) * 10_000_000 + i``) and training.
     seed: int = 0
+    #: where every round samples and trains: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or
+    #: ``cuda:N`` (``trainers.core.device``).
+    device: str = "auto"
+    #: ``auto`` (fp32 unless the command chose), ``fp32``, ``tf32`` or ``bf16`` (``trainers.core.device``).
+    precision: str = "auto"
 
     def tree_spec(self, kind: str) -> TreeSpec:
         """The trees of an ``ei`` round (one episode per start state) or a ``malt`` round."""
@@ -263,7 +269,14 @@ def evaluate_round(config: MALTConfig, checkpoint: Path, name: str, progress: bo
 
 
 def run_malt(config: MALTConfig, progress: bool = True) -> list[RoundManifest]:
-    """Runs (or resumes) every round of ``config``; returns the round manifests."""
+    """Runs (or resumes) every round of ``config`` on its device (``trainers.core.device``: the rounds' sampling,
+    BC and DPO); returns the round manifests."""
+    with chosen(config.device, config.precision):
+        return _run_malt(config, progress)
+
+
+def _run_malt(config: MALTConfig, progress: bool) -> list[RoundManifest]:
+    """``run_malt`` inside its device choice."""
     from trainers.algorithms.registry import load_policy
 
     if not config.init:

@@ -94,6 +94,11 @@ class PPOConfig:
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     #: tokenizer name when ``init`` is empty.
     tokenizer: str = "wordle"
+    #: where to train and roll out: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``
+    #: (``trainers.core.device``).
+    device: str = "auto"
+    #: ``auto`` (fp32 unless the command chose), ``fp32``, ``tf32`` or ``bf16`` (``trainers.core.device``).
+    precision: str = "auto"
 
 
 __all__ = ["PPOConfig"]

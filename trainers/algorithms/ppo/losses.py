@@ -214,7 +214,7 @@ def minibatch_order(batch: int, seed: int, update: int, epoch: int) -> torch.Ten
     uninterrupted one; a fresh permutation every epoch, as in the recipe.
     """
     generator = torch.Generator().manual_seed((seed * 1_000_003 + update) * 1_009 + epoch)
-    return torch.randperm(batch, generator=generator)
+    return torch.randperm(batch, generator=generator, device="cpu")
 
 
 __all__ = ["MASKED_LOGIT", "masked_var", "whiten", "response_logits", "token_logprobs", "entropy_from_logits", "truncate_responses", "penalize_untruncated", "kl_penalized_rewards", "gae", "policy_loss", "value_loss", "normalization_gain_bias", "minibatch_order"]

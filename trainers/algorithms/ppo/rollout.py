@@ -29,6 +29,7 @@ from trainers.algorithms.ppo.losses import penalize_untruncated, truncate_respon
 from trainers.algorithms.ppo.networks import generate, ids_text
 from trainers.algorithms.ppo.rewards import returns_to_go, turn_rewards
 from trainers.core.decoding import PrefixConstraint, stream_seed
+from trainers.core.device import module_device, placement
 from trainers.core.padding import left_pad
 from trainers.core.policy import observation_text
 
@@ -37,11 +38,14 @@ class RolloutPolicy:
     """Samples each action as a fixed-length response of ``lm``; remembers the token ids of every turn."""
 
     def __init__(self, lm: nn.Module, tokenizer: CharTokenizer, query_length: int, response_length: int,
-                 temperature: float, allowed_actions: Sequence[str] | None = None, name: str = "ppo"):
+                 temperature: float, allowed_actions: Sequence[str] | None = None, name: str = "ppo",
+                 precision: str | None = None):
         self.lm, self.tokenizer, self.name = lm, tokenizer, name
+        #: where ``lm`` is (sampling runs there) and the sampling's precision (``trainers.core.device``).
+        self.placement = placement(module_device(lm), precision)
         self.query_length, self.response_length, self.temperature = query_length, response_length, temperature
-        self.constraint = (PrefixConstraint(allowed_actions, tokenizer, int(lm.config.vocab_size))
-                           if allowed_actions is not None else None)
+        self.constraint = (PrefixConstraint(allowed_actions, tokenizer, int(lm.config.vocab_size)).to(
+            self.placement.device) if allowed_actions is not None else None)
         if self.constraint is not None and self.constraint.max_steps > response_length:
             raise ValueError(f"response_length={response_length} is shorter than the longest allowed action "
                              f"plus its end token ({self.constraint.max_steps})")
@@ -66,10 +70,12 @@ class RolloutPolicy:
         # alone in its batch, the query needs no padding (padded and unpadded generation are equal)
         ids, mask = left_pad([query], min(len(query), self.query_length), self.tokenizer.pad_id)
         generator = torch.Generator().manual_seed(stream_seed(self.seed, len(actions)))
-        uniforms = torch.rand(1, self.response_length, generator=generator)
+        uniforms = torch.rand(1, self.response_length, generator=generator, device="cpu")  # the same on every device
         self.lm.eval()
-        response = generate(self.lm, ids, mask, self.response_length, self.temperature, uniforms,
-                            self.constraint)[0].tolist()
+        device = self.placement.device
+        with self.placement.autocast():
+            response = generate(self.lm, ids.to(device), mask.to(device), self.response_length, self.temperature,
+                                uniforms.to(device), self.constraint)[0].tolist()
         self.samples[(self.seed, len(actions))] = (query, response)
         return ids_text(self.tokenizer, response)
 
@@ -91,10 +97,16 @@ class Rollouts:
     def __len__(self) -> int:
         return int(self.queries.shape[0])
 
+    def to(self, device: torch.device) -> "Rollouts":
+        """The same turns with their tensors on ``device``."""
+        return dataclasses.replace(self, **{field: getattr(self, field).to(device)
+                                            for field in ("queries", "query_mask", "responses", "mask", "scores")})
+
 
 def collect_rollouts(env: Any, policy: RolloutPolicy, seeds: Sequence[int], data_dir: str | os.PathLike,
                      source: Any, truncate_after: int, penalty: float, run_name: str = "ppo") -> Rollouts:
-    """Records one game per seed through ``loggers.record``, reads the episodes back and builds the turns."""
+    """Records one game per seed through ``loggers.record``, reads the episodes back and builds the turns (their
+    tensors on the device of the policy's LM)."""
     from loggers import read_episodes, record
 
     policy.samples = {}
@@ -113,12 +125,12 @@ def collect_rollouts(env: Any, policy: RolloutPolicy, seeds: Sequence[int], data
             scores.append(score)
     tokenizer = policy.tokenizer
     ids, query_mask = left_pad(queries, policy.query_length, tokenizer.pad_id)
-    responses_t = torch.tensor(responses, dtype=torch.long)
+    responses_t = torch.tensor(responses, dtype=torch.long, device="cpu")
     _, mask, has_token = truncate_responses(responses_t, tokenizer.eoa_id, truncate_after, tokenizer.pad_id)
-    scores_t = penalize_untruncated(torch.tensor(scores, dtype=torch.float32), has_token, penalty)
+    scores_t = penalize_untruncated(torch.tensor(scores, dtype=torch.float32, device="cpu"), has_token, penalty)
     true = [float(sum(float(s["reward"]) for s in ep["steps"][:-1])) for ep in episodes]
     return Rollouts(ids, query_mask, responses_t, mask, scores_t, [float(sum(r)) for r in rewards], os.fspath(data_dir),
-                    true)
+                    true).to(policy.placement.device)
 
 
 __all__ = ["RolloutPolicy", "Rollouts", "collect_rollouts"]

@@ -42,6 +42,15 @@ from trainers.algorithms.ppo.optim import (
 from trainers.algorithms.ppo.rollout import RolloutPolicy, Rollouts, collect_rollouts
 from trainers.core.checkpoint import load_trainer_state, restore_trainer_state
 from trainers.core.decoding import PrefixConstraint
+from trainers.core.device import (
+    Placement,
+    chosen,
+    ddp_device_ids,
+    module_device,
+    numbers,
+    placement,
+    placement_of,
+)
 from trainers.core.loop import DistInfo, init_distributed
 from trainers.core.objective import masked_mean
 
@@ -88,17 +97,23 @@ class Batch:
 
 @torch.no_grad()
 def prepare_batch(model: nn.Module, reference: nn.Module, rollouts: Rollouts, temperature: float,
-                  constraint: PrefixConstraint | None, kl_coef: float) -> Batch:
-    """Log-probs, reference log-probs and values of the rollouts, and the KL-penalised per-token rewards."""
-    policy = score_responses(model, rollouts.queries, rollouts.query_mask, rollouts.responses, temperature, constraint)
-    ref = score_responses(reference, rollouts.queries, rollouts.query_mask, rollouts.responses, temperature, constraint)
+                  constraint: PrefixConstraint | None, kl_coef: float, place: Placement | None = None) -> Batch:
+    """Log-probs, reference log-probs and values of the rollouts, and the KL-penalised per-token rewards (forward
+    passes in ``place``'s precision)."""
+    with (place.autocast() if place is not None else contextlib.nullcontext()):
+        policy = score_responses(model, rollouts.queries, rollouts.query_mask, rollouts.responses, temperature,
+                                 constraint)
+        ref = score_responses(reference, rollouts.queries, rollouts.query_mask, rollouts.responses, temperature,
+                              constraint)
     rewards, non_score = kl_penalized_rewards(rollouts.scores, policy.logprobs, ref.logprobs, rollouts.mask, kl_coef)
     return Batch(rollouts, policy.logprobs, ref.logprobs, policy.values, rewards, non_score)
 
 
 def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch, config: Any, update: int,
-               constraint: PrefixConstraint | None = None, info: DistInfo = DistInfo()) -> dict[str, float]:
-    """``config.ppo_epochs`` epochs over ``batch``; returns the mean of the per-minibatch metrics.
+               constraint: PrefixConstraint | None = None, info: DistInfo = DistInfo(),
+               place: Placement | None = None) -> dict[str, float]:
+    """``config.ppo_epochs`` epochs over ``batch`` (forward passes in ``place``'s precision); returns the mean of
+    the per-minibatch metrics.
 
     Under ``torchrun`` ``model`` is the DistributedDataParallel wrapper: every process shuffles its own rollouts
     with the same permutation, whitens over its own minibatch (as the recipe's MPI ranks did), and the step
@@ -114,24 +129,26 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch,
                 if info.world_size > 1:
                     raise ValueError(f"a process has {n} turns, fewer than nminibatches={config.nminibatches}")
                 continue
-            metrics = _minibatch_step(model, optimizer, batch.rows(minibatch), config, constraint, info)
+            rows = batch.rows(minibatch.to(batch.rollouts.mask.device))
+            metrics = _minibatch_step(model, optimizer, rows, config, constraint, info, place)
             for key, value in metrics.items():
                 sums[key] = sums.get(key, 0.0) + value
             steps += 1
-    return _mean_over_processes({key: value / max(steps, 1) for key, value in sums.items()}, info)
+    return _mean_over_processes({key: value / max(steps, 1) for key, value in sums.items()}, info,
+                                batch.rollouts.mask.device)
 
 
-def _mean_over_processes(metrics: dict[str, float], info: DistInfo) -> dict[str, float]:
+def _mean_over_processes(metrics: dict[str, float], info: DistInfo, device: torch.device) -> dict[str, float]:
     if info.world_size == 1:
         return metrics
     keys = sorted(metrics)
-    packed = torch.tensor([metrics[k] for k in keys], dtype=torch.float64)
+    packed = torch.tensor([metrics[k] for k in keys], dtype=torch.float64, device=device)
     dist.all_reduce(packed)
     return dict(zip(keys, (packed / info.world_size).tolist()))
 
 
 def _minibatch_step(model: nn.Module, optimizer: torch.optim.Optimizer, mb: dict[str, torch.Tensor], config: Any,
-                    constraint: PrefixConstraint | None, info: DistInfo) -> dict[str, float]:
+                    constraint: PrefixConstraint | None, info: DistInfo, place: Placement | None) -> dict[str, float]:
     """Whitening and GAE over the minibatch, then one optimizer step accumulated over ``grad_accum`` micro-batches."""
     mask = mb["mask"]
     rewards = whiten(mb["rewards"], mask, shift_mean=False) if config.whiten_rewards else mb["rewards"]
@@ -144,7 +161,8 @@ def _minibatch_step(model: nn.Module, optimizer: torch.optim.Optimizer, mb: dict
     optimizer.zero_grad(set_to_none=True)
     sums: dict[str, float] = {}
     # every process runs the same number of micro-batches (DDP's backward is collective)
-    micros = torch.tensor_split(torch.arange(len(mask)), config.grad_accum)
+    micros = torch.tensor_split(torch.arange(len(mask), device=mask.device), config.grad_accum)
+    autocast = place.autocast if place is not None else contextlib.nullcontext
     for i, micro in enumerate(micros):
         if len(micro) == 0:
             if info.world_size > 1:
@@ -155,8 +173,9 @@ def _minibatch_step(model: nn.Module, optimizer: torch.optim.Optimizer, mb: dict
         last = i == len(micros) - 1
         sync = contextlib.nullcontext() if last or info.world_size == 1 else model.no_sync()
         with sync:
-            out = score_responses(model, mb["queries"][micro], mb["query_mask"][micro], mb["responses"][micro],
-                                  config.temperature, constraint)
+            with autocast():
+                out = score_responses(model, mb["queries"][micro], mb["query_mask"][micro], mb["responses"][micro],
+                                      config.temperature, constraint)
             pg, pg_metrics = policy_loss(out.logprobs, mb["old_logprobs"][micro], advantages[micro], m,
                                          config.cliprange)
             vf, vf_metrics = value_loss(out.values, mb["old_values"][micro], returns[micro], m, config.cliprange_value)
@@ -166,8 +185,8 @@ def _minibatch_step(model: nn.Module, optimizer: torch.optim.Optimizer, mb: dict
             (loss * share * info.world_size).backward()
         metrics = {"loss/total": loss.detach(), "loss/policy": pg.detach(), "loss/value": vf.detach(),
                    "policy/entropy": masked_mean(out.entropy.detach(), m), **pg_metrics, **vf_metrics}
-        for key, value in metrics.items():
-            sums[key] = sums.get(key, 0.0) + float(value) * share
+        for key, value in zip(metrics, numbers(list(metrics.values()))):
+            sums[key] = sums.get(key, 0.0) + value * share
     if config.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
     optimizer.step()
@@ -189,12 +208,14 @@ def _rollout_metrics(batch: Batch, beta: float) -> dict[str, float]:
 
 def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env: Any,
         allowed_actions: list[str] | None, source: Any, state: dict[str, Any] | None, progress: bool) -> PPOResult:
-    """The update loop of ``trainers.algorithms.ppo.trainer.train_ppo`` (``state``: a checkpoint's trainer state to resume from)."""
+    """The update loop of ``trainers.algorithms.ppo.trainer.train_ppo`` (``state``: a checkpoint's trainer state to
+    resume from) on the device ``model`` is on, in the config's precision."""
     from trainers.core.checkpoint import save_checkpoint, trainer_state
     from trainers.core.logs import RunLog, elapsed_seconds
 
     out = Path(config.out)
-    info = init_distributed()
+    place = placement(module_device(model), getattr(config, "precision", "auto"))
+    info = init_distributed(place.device)
     optimizer = make_optimizer(model.parameters(), config.lr, config.adam_eps, config.tf_adam)
     schedule = linear_annealing(config.updates) if config.anneal_lr else (lambda update: 1.0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
@@ -208,12 +229,13 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         saved_seconds = state.get("train_seconds")  # None: saved before checkpoints carried it
     before = saved_seconds
     policy = RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
-                           allowed_actions)
-    trained: nn.Module = nn.parallel.DistributedDataParallel(model) if info.world_size > 1 else model
+                           allowed_actions, precision=place.precision)
+    trained: nn.Module = (nn.parallel.DistributedDataParallel(model, device_ids=ddp_device_ids(place.device))
+                          if info.world_size > 1 else model)
     run_log = RunLog(out, "ppo", config.updates, update, checkpoint_every=config.checkpoint_every,
                      enabled=info.is_main, progress=progress, unit="update",
                      title=f"ppo: {config.task}, reward {config.reward}")
-    run_log.write_config(config)
+    run_log.write_config(config, computed_on=place.facts())
     started = time.perf_counter()
     rollout_rates: list[float] = []
     update_rates: list[float] = []
@@ -231,11 +253,11 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
                                     config.truncation_penalty, run_name=f"ppo-{update:05d}")
         rollout_seconds = time.perf_counter() - t0
         model.train()
-        batch = prepare_batch(model, reference, rollouts, config.temperature, policy.constraint, kl_ctl.value)
+        batch = prepare_batch(model, reference, rollouts, config.temperature, policy.constraint, kl_ctl.value, place)
         t1 = time.perf_counter()
-        metrics = ppo_update(trained, optimizer, batch, config, update, policy.constraint, info)
+        metrics = ppo_update(trained, optimizer, batch, config, update, policy.constraint, info, place)
         update_seconds = time.perf_counter() - t1
-        metrics.update(_mean_over_processes(_rollout_metrics(batch, kl_ctl.value), info))
+        metrics.update(_mean_over_processes(_rollout_metrics(batch, kl_ctl.value), info, place.device))
         metrics["lr"] = scheduler.get_last_lr()[0]
         scheduler.step()
         kl_ctl.update(metrics["objective/kl"], round(metrics["turns"] * info.world_size))  # the same on every process
@@ -262,17 +284,20 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
 
 
 def initial_model(config: PPOConfig) -> tuple[PPOConfig, PPOModel, Any]:
-    """``(config with the init's model, policy + value head, tokenizer)``: from ``config.init`` or random."""
+    """``(config with the init's model, policy + value head, tokenizer)``: from ``config.init`` or random, built on
+    the CPU (the caller moves it)."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.registry import load_agent_model
 
     torch.manual_seed(config.seed)
     if not config.init:
         tokenizer = make_tokenizer(config.tokenizer)
-        return config, PPOModel(config, tokenizer), tokenizer
-    loaded = load_agent_model(config.init)
+        with torch.device("cpu"):
+            return config, PPOModel(config, tokenizer), tokenizer
+    loaded = load_agent_model(config.init, "cpu")
     config = dataclasses.replace(config, model=loaded.config.model)
-    model = PPOModel(config, loaded.tokenizer)
+    with torch.device("cpu"):
+        model = PPOModel(config, loaded.tokenizer)
     model.lm.load_state_dict(loaded.lm.state_dict())
     if loaded.algorithm == "ppo":
         model.value_head.load_state_dict(loaded.model.value_head.state_dict())
@@ -300,11 +325,18 @@ def resume_state(config: PPOConfig, model: nn.Module, reference: nn.Module) -> d
 
 def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | None = None, source: Any = None,
               init: tuple[nn.Module, Any] | None = None, progress: bool = False) -> Any:
-    """Runs PPO (see the module docstring). ``env``/``allowed_actions`` override the task, ``source`` the
-    ``reward`` spec (any reward source of ``trainers.algorithms.ppo.rewards``), ``init`` = ``(lm, tokenizer)`` the start.
+    """Runs PPO (see the module docstring) on the config's device (``trainers.core.device``: the policy, value
+    head, reference and rollouts live there; a reward model given as ``model:<dir>`` is loaded there too).
+    ``env``/``allowed_actions`` override the task, ``source`` the ``reward`` spec (any reward source of
+    ``trainers.algorithms.ppo.rewards``), ``init`` = ``(lm, tokenizer)`` the start.
     Returns a ``trainers.algorithms.ppo.trainer.PPOResult``."""
-    from trainers.core.loop import init_distributed
+    with chosen(config.device, config.precision):
+        return _train_ppo(config, env, allowed_actions, source, init, progress)
 
+
+def _train_ppo(config: PPOConfig, env: Any, allowed_actions: list[str] | None, source: Any,
+               init: tuple[nn.Module, Any] | None, progress: bool) -> Any:
+    """``train_ppo`` inside its device choice."""
     if env is None:
         env, allowed_actions = make_env(config)
     if source is None:
@@ -317,10 +349,12 @@ def train_ppo(config: PPOConfig, env: Any = None, allowed_actions: list[str] | N
         model = PolicyWithValue(lm, zero_init_value=config.zero_init_value)
     else:
         config, model, tokenizer = initial_model(config)
+    place = placement_of(config)
+    model.to(place.device)
     reference = frozen_reference(model.lm)
     state = resume_state(config, model, reference)
     out = Path(config.out)
-    info = init_distributed()
+    info = init_distributed(place.device)
     if state is None and any((out / "rollouts").glob("update-*/*")):
         raise FileExistsError(f"{out / 'rollouts'} holds rollouts of another run and there is no checkpoint to "
                               f"resume: give a new --out (recorded data is never overwritten)")

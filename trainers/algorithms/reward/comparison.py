@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from trainers.algorithms.reward.losses import comparison_loss
+from trainers.core.device import resolve_device
 
 
 @dataclasses.dataclass
@@ -97,7 +98,8 @@ def label_groups(groups: Sequence[Sequence[Any]], scores: Sequence[Sequence[floa
 
 def build_comparison_model(example_clip: Any, reward_config: Any, config: ComparisonConfig) -> Any:
     """A fresh ``RewardModel`` for clips like ``example_clip`` with the recipe's linear head, each member's trunk
-    copied from ``config.init_from`` when given (the reward config's model and tokenizer are taken from it)."""
+    copied from ``config.init_from`` when given (the reward config's model and tokenizer are taken from it), on
+    ``reward_config``'s device (``trainers.core.device``)."""
     from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.reward.model import RewardModel, build_members
     from trainers.algorithms.reward.networks import infer_inputs
@@ -119,7 +121,8 @@ def build_comparison_model(example_clip: Any, reward_config: Any, config: Compar
         for member in members:
             member.trunk.load_state_dict(lm.transformer.state_dict())
     return RewardModel(members, inputs, tokenizer, reward_config,
-                       state={"trained_on": "comparisons", "init_from": config.init_from})
+                       state={"trained_on": "comparisons", "init_from": config.init_from}).to(
+                           resolve_device(getattr(reward_config, "device", "auto")))
 
 
 def candidate_scores(model: Any, member: int, comparisons: Sequence[Comparison]) -> torch.Tensor:
@@ -170,7 +173,7 @@ def train_on_comparisons(model: Any, comparisons: Sequence[Comparison], config: 
             for start in range(0, len(order), config.batch_size):
                 batch = [comparisons[i] for i in order[start:start + config.batch_size]]
                 scores = candidate_scores(model, m, batch)
-                best = torch.tensor([c.best for c in batch])
+                best = torch.tensor([c.best for c in batch], device=scores.device)
                 loss = comparison_loss(scores, best)
                 history[step]["lr"].append(optimizer.param_groups[0]["lr"])
                 optimizer.zero_grad()

@@ -30,6 +30,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from trainers.core.device import module_device
+
 
 def log_preference_probabilities(left: torch.Tensor, right: torch.Tensor,
                                  noise: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -134,7 +136,7 @@ class AdaptiveL2:
 def l2_penalty(module: torch.nn.Module) -> torch.Tensor:
     """Sum of squares of the module's weight matrices and kernels (biases and norm scales are not penalised)."""
     terms = [p.pow(2).sum() for name, p in module.named_parameters() if p.requires_grad and p.dim() > 1]
-    return torch.stack(terms).sum() if terms else torch.zeros(())
+    return torch.stack(terms).sum() if terms else torch.zeros((), device=module_device(module))
 
 
 class RewardNormalizer:

@@ -59,6 +59,8 @@ from trainers.algorithms.reward.networks import (
     clip_returns,
     encode_steps,
 )
+from trainers.core.checkpoint import load_state_file
+from trainers.core.device import Placement, module_device, resolve_device
 from trainers.core.model import ModelConfig
 
 CHECKPOINT_KIND = "reward_model"
@@ -140,6 +142,11 @@ class RewardModelConfig:
     #: continue from ``out/checkpoint`` when it holds a trainer state (exactly: weights, optimizers, L2
     #: coefficients, bootstrap and batch order, RNG), as every trainer of the package does.
     resume: bool = True
+    #: where to train and predict: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``
+    #: (``trainers.core.device``).
+    device: str = "auto"
+    #: ``auto`` (fp32 unless the command chose), ``fp32``, ``tf32`` or ``bf16`` (``trainers.core.device``).
+    precision: str = "auto"
 
 
 def eval_mode(module: nn.Module):
@@ -179,15 +186,27 @@ class RewardModel:
         self.normalizer = normalizer or RewardNormalizer(config.normalisation_window)
         self.state = state if state is not None else {}
 
+    @property
+    def device(self) -> torch.device:
+        """Where the members are (``to`` moves them)."""
+        return module_device(self.members)
+
+    def to(self, device: str | torch.device | None) -> "RewardModel":
+        """Moves the members to ``device`` (``trainers.core.device.resolve_device``; None: ``auto``); returns self."""
+        self.members.to(resolve_device(device))
+        return self
+
     def encode(self, clips: Sequence[Any]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """The members' inputs for the non-padded steps of ``clips`` and each step's clip index."""
-        return encode_steps(clips, self.inputs, self.tokenizer, self.config.max_tokens)
+        """The members' inputs for the non-padded steps of ``clips`` and each step's clip index, on their device."""
+        steps, owner = encode_steps(clips, self.inputs, self.tokenizer, self.config.max_tokens)
+        place = Placement(self.device)
+        return place.move(steps), owner.to(place.device)
 
     def member_step_rewards(self, clips: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """Raw rewards ``[non-padded steps, members]`` (eval mode, no gradient) and each step's clip index."""
         steps, owner = self.encode(clips)
         if not len(owner):
-            return torch.zeros((0, len(self.members))), owner
+            return torch.zeros((0, len(self.members)), device=owner.device), owner
         with eval_mode(self.members):
             rewards = torch.stack([member(steps) for member in self.members], dim=1)
         return rewards, owner
@@ -195,7 +214,7 @@ class RewardModel:
     def member_returns(self, clips: Sequence[Any]) -> np.ndarray:
         """Raw predicted returns ``[clips, members]``: each member's sum of rewards over non-padded steps."""
         rewards, owner = self.member_step_rewards(clips)
-        return np.stack([clip_returns(rewards[:, m], owner, len(clips)).numpy()
+        return np.stack([clip_returns(rewards[:, m], owner, len(clips)).cpu().numpy()
                          for m in range(len(self.members))], axis=1)
 
     def predict(self, clips: Sequence[Any], update_normalisation: bool = True) -> list[np.ndarray]:
@@ -204,7 +223,7 @@ class RewardModel:
         With ``update_normalisation`` the clips' steps first join the normaliser's window of recent steps.
         """
         rewards, owner = self.member_step_rewards(clips)
-        raw = rewards.numpy()
+        raw = rewards.cpu().numpy()
         if update_normalisation and len(raw):
             self.normalizer.observe(raw)
         normalised = self.normalizer.normalise(raw) if len(raw) else np.zeros(0)
@@ -260,8 +279,9 @@ class RewardModel:
         return final
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "RewardModel":
-        """The reward model saved in the checkpoint folder ``path``; errors name the folder or the bad file."""
+    def load(cls, path: str | os.PathLike, device: str | torch.device | None = None) -> "RewardModel":
+        """The reward model saved in the checkpoint folder ``path``, on ``device`` (None: ``auto``) wherever it was
+        trained; errors name the folder or the bad file."""
         from rlds_lang.tokenizers import load_tokenizer
         from trainers.core.config import config_from_dict
 
@@ -291,10 +311,10 @@ class RewardModel:
         tokenizer = load_tokenizer(path / "tokenizer.json") if inputs.kind == "text" else None
         members = build_members(inputs, config, tokenizer)
         try:
-            members.load_state_dict(torch.load(path / "weights.pt", map_location="cpu", weights_only=True))
+            members.load_state_dict(load_state_file(path / "weights.pt"))
         except Exception as error:  # unpickling or shape errors: say which file
             raise ValueError(f"{path / 'weights.pt'}: cannot load the members' weights ({error})") from None
-        members.eval()
+        members.to(resolve_device(device)).eval()
         normalizer = RewardNormalizer(config.normalisation_window)
         try:
             normalizer.load_state(np.load(path / "normalisation.npy"))

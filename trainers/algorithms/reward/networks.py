@@ -134,25 +134,27 @@ def encode_steps(clips: Sequence[Any], inputs: StepInputs, tokenizer=None,
                     raise ValueError(f"{where}: observation shape {obs.shape} / action size {act.size}, the model "
                                      f"expects {inputs.obs_shape} / {inputs.action_dim}")
                 rows.append((obs, act))
-    return _collate(rows, inputs, tokenizer), torch.tensor(owner, dtype=torch.long)
+    return _collate(rows, inputs, tokenizer), torch.tensor(owner, dtype=torch.long, device="cpu")
 
 
 def _collate(rows: list[Any], inputs: StepInputs, tokenizer) -> dict[str, torch.Tensor]:
     if inputs.kind == "text":
         width = max((len(r) for r in rows), default=1)
-        ids = torch.full((len(rows), width), tokenizer.pad_id if tokenizer else 0, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        ids = torch.full((len(rows), width), tokenizer.pad_id if tokenizer else 0, dtype=torch.long, device="cpu")
+        mask = torch.zeros((len(rows), width), dtype=torch.long, device="cpu")
         for i, row in enumerate(rows):
-            ids[i, :len(row)] = torch.tensor(row)
+            ids[i, :len(row)] = torch.tensor(row, device="cpu")
             mask[i, :len(row)] = 1
         return {"input_ids": ids, "attention_mask": mask}
-    actions = torch.from_numpy(np.stack([a for _, a in rows])) if rows else torch.zeros((0, inputs.action_dim))
+    actions = (torch.from_numpy(np.stack([a for _, a in rows])) if rows
+               else torch.zeros((0, inputs.action_dim), device="cpu"))
     if inputs.kind == "vector":
-        obs = torch.from_numpy(np.stack([o.ravel() for o, _ in rows])) if rows else torch.zeros((0,) + inputs.obs_shape)
+        obs = (torch.from_numpy(np.stack([o.ravel() for o, _ in rows])) if rows
+               else torch.zeros((0,) + inputs.obs_shape, device="cpu"))
         return {"features": torch.cat([obs, actions], dim=1)}
     shape = _channels_first(inputs.obs_shape)
     images = (torch.from_numpy(np.stack([o.reshape(inputs.obs_shape) for o, _ in rows])) if rows
-              else torch.zeros((0,) + tuple(inputs.obs_shape)))
+              else torch.zeros((0,) + tuple(inputs.obs_shape), device="cpu"))
     images = images.unsqueeze(1) if len(shape) == 3 and len(inputs.obs_shape) == 2 else images.permute(0, 3, 1, 2)
     return {"images": images, "actions": actions}
 
@@ -206,7 +208,7 @@ class TextStepReward(nn.Module):
         mask = steps["attention_mask"]
         hidden = self.trunk(input_ids=steps["input_ids"], attention_mask=mask).last_hidden_state
         last = (mask.sum(1) - 1).clamp(min=0)
-        return self.head(hidden[torch.arange(len(last)), last]).squeeze(-1)
+        return self.head(hidden[torch.arange(len(last), device=last.device), last]).squeeze(-1)
 
 
 class VectorStepReward(nn.Module):
@@ -274,7 +276,7 @@ def clip_returns(step_rewards: torch.Tensor, owner: torch.Tensor, n_clips: int) 
     >>> clip_returns(torch.tensor([1.0, 2.0, 5.0]), torch.tensor([0, 0, 2]), 3).tolist()
     [3.0, 0.0, 5.0]
     """
-    return torch.zeros(n_clips, dtype=step_rewards.dtype).index_add(0, owner, step_rewards)
+    return torch.zeros(n_clips, dtype=step_rewards.dtype, device=step_rewards.device).index_add(0, owner, step_rewards)
 
 
 def reward_head_init_(linear: torch.nn.Linear) -> torch.nn.Linear:

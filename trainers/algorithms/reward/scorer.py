@@ -74,8 +74,8 @@ class RewardModelScorer:
         for start in range(0, len(clips), self.chunk):
             part = list(clips[start:start + self.chunk])
             raw, owner = self.model.member_step_rewards(part)
-            values = self.gain * (raw.numpy().astype(np.float64) / scales).mean(axis=1)
-            out.extend(scatter_steps(part, values, owner))
+            values = self.gain * (raw.cpu().numpy().astype(np.float64) / scales).mean(axis=1)
+            out.extend(scatter_steps(part, values, owner.cpu()))
         return out
 
     def returns(self, clips: Sequence[Clip]) -> np.ndarray:
@@ -121,8 +121,9 @@ def read_gain(folder: str | os.PathLike) -> float:
     return gain
 
 
-def load_reward_model(path: str | os.PathLike) -> Any:
-    """The turn scorer PPO's ``--reward model:<path>`` uses (``trainers.algorithms.reward.scorer.RewardModelScorer``).
+def load_reward_model(path: str | os.PathLike, device: str | None = None) -> Any:
+    """The turn scorer PPO's ``--reward model:<path>`` uses (``trainers.algorithms.reward.scorer.RewardModelScorer``),
+    its model on ``device`` (``trainers.core.device``; None: ``auto``, PPO's device inside its run).
 
     ``path`` is the output folder of ``rlds-lang train reward --out DIR`` (its ``checkpoint/`` is loaded) or
     a checkpoint folder itself; errors name the folder or the file that is missing or malformed. A gain file
@@ -130,7 +131,7 @@ def load_reward_model(path: str | os.PathLike) -> Any:
     """
 
     folder = checkpoint_folder(path)
-    return RewardModelScorer(RewardModel.load(folder), gain=read_gain(path))
+    return RewardModelScorer(RewardModel.load(folder, device), gain=read_gain(path))
 
 
 __all__ = ["GAIN_FILE", "RewardModelScorer", "fit_gain", "read_gain", "save_gain", "turn_clip", "load_reward_model"]

@@ -51,6 +51,8 @@ from trainers.algorithms.reward.model import (
     eval_mode,
 )
 from trainers.algorithms.reward.networks import clip_returns, infer_inputs
+from trainers.core.checkpoint import load_state_file
+from trainers.core.device import chosen, placement_of
 from trainers.core.logs import RunLog
 
 
@@ -116,6 +118,8 @@ class RewardModelTrainer:
 
     def __init__(self, config: RewardModelConfig, tokenizer=None):
         self.config = config
+        #: where the members train (``config.device``, ``config.precision``; ``trainers.core.device``).
+        self.placement = placement_of(config)
         self.tokenizer = tokenizer
         self.model: RewardModel | None = None
         self.optimizers: list[torch.optim.Optimizer] = []
@@ -139,6 +143,7 @@ class RewardModelTrainer:
         if inputs.kind == "text" and self.tokenizer is None:
             self.tokenizer = make_tokenizer(self.config.tokenizer)
         members = build_members(inputs, self.config, self.tokenizer if inputs.kind == "text" else None)
+        members.to(self.placement.device)
         self.model = RewardModel(members, inputs, self.tokenizer if inputs.kind == "text" else None, self.config)
         self.optimizers = [torch.optim.Adam(member.parameters(), lr=self.config.lr) for member in members]
         return self.model
@@ -164,8 +169,10 @@ class RewardModelTrainer:
         """The noisy Bradley-Terry loss of one member on ``judgements`` (with gradient, current mode)."""
         clips = [clip for j in judgements for clip in (j.left, j.right)]
         steps, owner = self.model.encode(clips)
-        returns = clip_returns(self.model.members[member](steps), owner, len(clips))
-        targets = torch.tensor([j.target for j in judgements], dtype=returns.dtype)
+        with self.placement.autocast():
+            rewards = self.model.members[member](steps)
+        returns = clip_returns(rewards.float(), owner, len(clips))
+        targets = torch.tensor([j.target for j in judgements], dtype=returns.dtype, device=returns.device)
         return preference_loss(returns[0::2], returns[1::2], targets, self.config.noise, reduction)
 
     def train_step(self, train_judgements: Sequence[Any], val_judgements: Sequence[Any] = ()) -> dict[str, float]:
@@ -241,9 +248,9 @@ class RewardModelTrainer:
         path = Path(path)
         if not (path / TRAINER_STATE).is_file():
             return False
-        self.model = RewardModel.load(path)
+        self.model = RewardModel.load(path, self.placement.device)
         self.tokenizer = self.model.tokenizer
-        state = torch.load(path / TRAINER_STATE, map_location="cpu", weights_only=False)
+        state = load_state_file(path / TRAINER_STATE, weights_only=False)
         self.optimizers = [torch.optim.Adam(member.parameters(), lr=self.config.lr) for member in self.model.members]
         for optimizer, saved in zip(self.optimizers, state["optimizers"]):
             optimizer.load_state_dict(saved)
@@ -271,7 +278,7 @@ def evaluate(model: RewardModel, judgements: Sequence[Any], noise: float, chunk:
             returns.append(model.member_returns([clip for j in part for clip in (j.left, j.right)]))
     returns = np.concatenate(returns) if returns else np.zeros((0, members))
     left, right = torch.from_numpy(returns[0::2]), torch.from_numpy(returns[1::2])
-    targets = torch.tensor([j.target for j in judgements], dtype=torch.float64)
+    targets = torch.tensor([j.target for j in judgements], dtype=torch.float64, device="cpu")  # beside the returns
     out: dict[str, float] = {"pairs": float(len(judgements))}
     probs = []
     for m in range(members):
@@ -329,8 +336,16 @@ def train_reward(config: RewardModelConfig, train: Sequence[Any] | None = None, 
     so ``val_accuracy`` is measured on clips never trained on; the controller of the L2 coefficients reads
     the same validation loss. ``metrics.json`` holds the final validation metrics of the ensemble
     (``val_accuracy``, ``val_loss``) and of each member, the label counts, what the split dropped
-    (``val_straddling_dropped``, ``val_overlapping_dropped``) and the training time.
+    (``val_straddling_dropped``, ``val_overlapping_dropped``) and the training time. The members train on the
+    config's device (``trainers.core.device``).
     """
+    with chosen(config.device, config.precision):
+        return _train_reward(config, train, val, progress)
+
+
+def _train_reward(config: RewardModelConfig, train: Sequence[Any] | None, val: Sequence[Any] | None,
+                  progress: bool) -> RewardTrainingResult:
+    """``train_reward`` inside its device choice."""
     if train is None:
         if not config.dataset:
             raise ValueError("train_reward: give --dataset (a built preferences folder) or judgements in memory")

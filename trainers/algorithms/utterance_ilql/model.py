@@ -26,6 +26,7 @@ from trainers.algorithms.ilql.losses import bc_loss, expectile_loss, q_loss, tra
 from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
 from trainers.algorithms.utterance_ilql.losses import utterance_positions, utterance_q_targets, utterance_v_targets
 from trainers.core.decoding import positions_from_mask
+from trainers.core.device import module_device
 from trainers.core.model import PolicyValueLM, TwinQHeads, action_targets, language_model_for, mlp_head
 from trainers.core.objective import LossOutput, masked_mean
 from trainers.core.padding import right_pad
@@ -52,6 +53,8 @@ def rows_hidden(lm: nn.Module, rows: list[list[int]], pad_id: int, cache: Any = 
     left-padded, ``prompt_mask`` their attention mask) the rows continue those prompts, and only the rows' own tokens
     go through the LM."""
     ids, mask = right_pad(rows, pad_id)
+    device = module_device(lm)
+    ids, mask = ids.to(device), mask.to(device)
     width = ids.shape[1]
     if cache is None:
         hidden = lm(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
@@ -67,7 +70,7 @@ def hidden_after(lm: nn.Module, rows: list[list[int]], pad_id: int, cache: Any =
     """The LM's last hidden state after each row of token ids (``rows_hidden``): ``[rows, n_embd]``; what an
     utterance head reads at the ``[EOA]`` that ends a row."""
     hidden, mask = rows_hidden(lm, rows, pad_id, cache, prompt_mask)
-    return hidden[torch.arange(len(rows)), mask.sum(1) - 1]
+    return hidden[torch.arange(len(rows), device=mask.device), mask.sum(1) - 1]
 
 
 class UtteranceILQLModel(nn.Module):

@@ -29,10 +29,12 @@ from trainers.core.policy import History, LanguageModelPolicy, observation_text
 
 
 class BestOfSamplesPolicy:
-    """Satisfies ``rlds_lang.env.Policy``; ``act_batch`` plays many games at once (see the module)."""
+    """Satisfies ``rlds_lang.env.Policy``; ``act_batch`` plays many games at once (see the module), on the device
+    of ``loaded``'s model in ``precision`` (``trainers.core.device``; None: ``auto``)."""
 
     def __init__(self, loaded: LoadedModel, samples: int, allowed_actions: Sequence[str] | None = None,
-                 name: str = "utterance_ilql", seed: int = 0, temperature: float = 1.0, max_action_tokens: int = 16):
+                 name: str = "utterance_ilql", seed: int = 0, temperature: float = 1.0, max_action_tokens: int = 16,
+                 precision: str | None = None):
         if samples < 1:
             raise ValueError(f"BestOfSamplesPolicy: samples must be >= 1, got {samples}")
         self.loaded = loaded
@@ -40,7 +42,7 @@ class BestOfSamplesPolicy:
         self.name = name
         self.sampler = LanguageModelPolicy(loaded.lm, loaded.tokenizer, temperature=temperature,
                                            allowed_actions=allowed_actions, max_action_tokens=max_action_tokens,
-                                           name=name, seed=seed, reuse_states=False)
+                                           name=name, seed=seed, reuse_states=False, precision=precision)
         #: JSON-ready provenance merged into ``params()``.
         self.info: dict[str, Any] = {}
         self.reset(seed)
@@ -70,7 +72,9 @@ class BestOfSamplesPolicy:
         tokenizer = self.loaded.tokenizer
         rows = [tokenizer.encode_prompt([observation_text(o) for o in observations], list(actions))
                 + tokenizer.encode(text) + [tokenizer.eoa_id] for (observations, actions), text in zip(histories, candidates)]
-        return self.loaded.model.utterance_heads.target_q(self.loaded.model.candidate_states(rows, tokenizer.pad_id))
+        with self.sampler.placement.autocast():
+            states = self.loaded.model.candidate_states(rows, tokenizer.pad_id)
+        return self.loaded.model.utterance_heads.target_q(states)
 
     def act_batch(self, histories: Sequence[History], seeds: Sequence[int] | None = None) -> list[str]:
         """The next action of several games: the highest-Q of each game's ``samples`` candidates (first on ties)."""

@@ -288,15 +288,14 @@ Some test prompts with the two agents' continuations (VADER in brackets):
 def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool, command: str) -> str:
     """Steps 1-5, then the section's markdown (``ppo_sentiment.png`` written beside ``out``; ``command``: the one
     that regenerates the section, which it names)."""
-    import torch
-
+    from trainers.core.checkpoint import load_state_file
     from trainers.experiments.ppo.rlhf import curve_rows
     from trainers.experiments.ppo.sentiment_base import pretrain_base
 
     root = runs / "sentiment"
     base = pretrain_base(BaseLMConfig(out=str(root / "base"), steps=sizes.base_steps,
                                       max_examples=sizes.base_examples), progress=progress)
-    base_state = torch.load(base / "trainer_state.pt", map_location="cpu", weights_only=False)
+    base_state = load_state_file(base / "trainer_state.pt", weights_only=False)
     reward = train_sentiment_reward(base, root, sizes, progress)
     train_sentiment_ppo(base, root, sizes, progress)
     results = evaluate_agents(root, base, sizes)

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from rlds_lang.paths import default_run
+from trainers.core.device import placement
 from trainers.core.model import ModelConfig
 
 
@@ -107,7 +108,8 @@ def base_tokenizer(config: BaseLMConfig, episodes: Sequence[dict[str, Any]]) -> 
 
 
 def pretrain_base(config: BaseLMConfig, progress: bool = False) -> Path:
-    """Trains (or reuses) the base LM; returns its checkpoint folder."""
+    """Trains (or reuses) the base LM on the device ``auto`` means here (``trainers.core.device``); returns its
+    checkpoint folder."""
     from trainers.algorithms.bc import BCConfig, BCModel
     from trainers.core.checkpoint import checkpoint_dir, save_checkpoint
 
@@ -120,14 +122,16 @@ def pretrain_base(config: BaseLMConfig, progress: bool = False) -> Path:
     torch.manual_seed(config.seed)
     bc_config = BCConfig(out=str(out), steps=config.steps, batch_size=config.batch_size, lr=config.lr,
                          seed=config.seed, model=config.model, tokenizer="continuation")
-    model = BCModel(bc_config, tokenizer)
+    place = placement()
+    model = BCModel(bc_config, tokenizer).to(place.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     rng = np.random.default_rng(config.seed)
     model.train()
     losses = []
     for step in range(1, config.steps + 1):
         index = rng.choice(len(rows), size=min(config.batch_size, len(rows)), replace=False)
-        loss = model(make_batch([rows[i] for i in index], tokenizer.pad_id)).loss
+        with place.autocast():
+            loss = model(place.move(make_batch([rows[i] for i in index], tokenizer.pad_id))).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
