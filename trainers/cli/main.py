@@ -338,12 +338,17 @@ def _add_eval_parser(sub) -> None:
     ev.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
     ev.add_argument("--answers", default="official_answers")
     ev.add_argument("--guesses", default="official_guesses")
-    ev.add_argument("--batch-games", type=int, default=64, help="games played in lockstep (batched decoding)")
+    ev.add_argument("--batch-games", type=int, default=64,
+                    help="games (Wordle) or episodes (VisDial) an agent plays at once, one batched forward pass per "
+                         "turn on its device")
     ev.add_argument("--baseline", default=None, help="agent name to compare every row with (paired)")
     ev.add_argument("--out", default=None, help="write the results as JSON")
     ev.add_argument("--plot", default=None, help="write the results plot (PNG)")
     ev.add_argument("--no-progress", dest="progress", action="store_false")
     ev.add_argument("--task", default="wordle", help="wordle (default), reddit or visdial")
+    from trainers.core.device import add_device_arguments
+
+    add_device_arguments(ev)
     from trainers.cli.tasks import (
         add_reddit_eval_arguments as add_reddit_eval_arguments,
     )
@@ -367,9 +372,24 @@ def main(argv: list[str] | None = None) -> None:
     args.argv = canonical_argv(given)
     set_running_command(command_line(args, "rlds-lang"))  # what the checkpoints it saves record
     try:
-        args.func(args)
+        if hasattr(args, "device"):  # train, eval and results (the light commands import no PyTorch)
+            run_on_device(args)
+        else:
+            args.func(args)
     finally:
         set_running_command(None)
+
+
+def run_on_device(args: argparse.Namespace) -> None:
+    """Runs a command that has ``--device`` and ``--precision`` with them as what ``auto`` means in all it runs
+    (``trainers.core.device.chosen``); a device that is absent or malformed stops it before any work."""
+    from trainers.core.device import DeviceError, chosen
+
+    try:
+        with chosen(args.device, getattr(args, "precision", "auto")):
+            args.func(args)
+    except DeviceError as error:
+        raise SystemExit(f"rlds-lang {args.command}: {error}") from None
 
 
 if __name__ == "__main__":

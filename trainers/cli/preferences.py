@@ -38,6 +38,7 @@ from rlds_lang.preferences.defaults import INITIAL_TRAINING_EPOCHS
 from trainers.algorithms.reward.model import RewardModelConfig
 from trainers.algorithms.reward.pipeline import PipelineConfig
 from trainers.algorithms.reward.trainer import RewardTrainingResult, train_reward
+from trainers.core.device import add_device_arguments
 from trainers.core.provenance import command_line
 from trainers.experiments.preferences.curves import CurvesConfig, run_curves, summarise
 from trainers.experiments.preferences.curves import render_doc as render_curves_doc
@@ -189,6 +190,7 @@ def add_preference_pages_parser(sub: Any, help_text: str) -> None:
     wordle = tasks.add_parser("wordle", help="Wordle games of 5 policies, synthetic labels, held-out ranking",
                               description=module_summary(RewardDemoConfig))
     add_dataclass_arguments(wordle, RewardDemoConfig)
+    add_device_arguments(wordle)
     wordle.add_argument("--no-progress", dest="progress", action="store_false", help="no progress lines")
     wordle.set_defaults(func=cmd_reward_demo)
 
@@ -226,6 +228,7 @@ def add_page_parser(tasks: Any, name: str, help_text: str, config_class: type, f
 
     parser = tasks.add_parser(name, help=help_text, description=module_summary(config_class))
     add_dataclass_arguments(parser, config_class)
+    add_device_arguments(parser)
     parser.add_argument("--doc", help=doc_help)
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress lines")
     parser.set_defaults(func=func)

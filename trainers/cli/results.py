@@ -1,7 +1,8 @@
 """``rlds-lang results PAGE``: the commands that regenerate the results pages of ``docs/`` from the experiments of
 ``trainers.experiments``: ``wordle`` (``docs/results.md``), ``lmrl-gym`` (``docs/lmrl_gym.md``), ``section5``
-(``docs/section5.md``), ``ppo`` (``docs/ppo.md``), ``malt`` (``docs/malt.md``), ``malt-roles`` (its two-role section) and ``preferences wordle|curves|dot``
-(``docs/preference_curves.md``, ``docs/preference_dot.md``). Each page names the command that wrote it and the
+(``docs/section5.md``), ``ppo`` (``docs/ppo.md``), ``malt`` (``docs/malt.md``), ``malt-roles`` (its two-role section), ``preferences wordle|curves|dot``
+(``docs/preference_curves.md``, ``docs/preference_dot.md``) and ``gpu`` (``docs/gpu.md``, from benchmark figures).
+Every page's command takes ``--device`` and ``--precision`` (``trainers.core.device``): where its rows train and play. Each page names the command that wrote it and the
 commit (``trainers.core.provenance``).
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlds_lang.paths import cache_dir, runs_dir
+from trainers.core.device import add_device_arguments
 from trainers.core.provenance import command_line
 from trainers.experiments.common import DECODINGS, add_decodings_argument, count_parameters, experiment_config
 from trainers.experiments.malt import (
@@ -78,13 +80,17 @@ PAGES = {
                  "the ILQL paper's Section-5 data",
     "preferences": "reward learning from preferences: Wordle ranking, label curves (docs/preference_curves.md), "
                    "moving dot (docs/preference_dot.md)",
+    "gpu": "docs/gpu.md: throughput, CPU/GPU agreement and rows trained on a GPU, from the benchmarks' figures "
+           "(docs/gpu.json); says so while none were measured on a GPU",
 }
 
 
 def page_parser(pages: Any, name: str) -> argparse.ArgumentParser:
     """Adds the page ``name`` of ``PAGES`` to ``pages`` with its help line (escaped for argparse) as help and
-    description."""
-    return pages.add_parser(name, help=PAGES[name].replace("%", "%%"), description=PAGES[name])
+    description, and ``--device`` / ``--precision`` (where its rows train and play: ``trainers.core.device``)."""
+    parser = pages.add_parser(name, help=PAGES[name].replace("%", "%%"), description=PAGES[name])
+    add_device_arguments(parser)
+    return parser
 
 
 def add_results_group(sub: Any) -> None:
@@ -96,7 +102,7 @@ def add_results_group(sub: Any) -> None:
                            description=help_text + "; each page names the command that wrote it and its commit")
     pages = group.add_subparsers(dest="page", required=True, metavar="PAGE")
     for add in (add_wordle_parser, add_lmrl_gym_parser, add_section5_parser, add_ppo_results_parser,
-                add_malt_results_parser, add_malt_roles_results_parser, add_baselines_parser):
+                add_malt_results_parser, add_malt_roles_results_parser, add_baselines_parser, add_gpu_parser):
         add(pages)
     add_preference_pages_parser(pages, PAGES["preferences"])
 
@@ -176,6 +182,15 @@ def add_baselines_parser(pages: Any) -> None:
     from trainers.experiments.baselines.run import add_arguments, run_baselines
 
     _add_trained_page(pages, "baselines", "docs/baselines.md", add_arguments, run_baselines)
+
+
+def add_gpu_parser(pages: Any) -> None:
+    """Adds ``results gpu`` (``docs/gpu.md``, from the figures of ``trainers.experiments.gpu``)."""
+    from trainers.experiments.gpu import add_arguments, run_gpu_page
+
+    parser = page_parser(pages, "gpu")
+    add_arguments(parser)
+    parser.set_defaults(func=run_gpu_page)
 
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:

@@ -211,7 +211,9 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     curves: dict[str, list[list[float]]] = {}
     with server_url(args) as url:
         backend = HttpBackend(url)
-        env = VisDialEnv(dialogues, backend, config, features=features, seed=args.seed)
+        # one environment per episode played at once (agents with act_batch; the server's bot plays one at a time)
+        envs = [VisDialEnv(dialogues, backend, config, features=features, seed=args.seed)
+                for _ in range(max(1, min(args.batch_games, args.episodes)))]
         print(f"{args.episodes} episodes on the {args.visdial_split} split of {args.data}, mode {config.mode}, "
               f"yes/no {config.yn_kind} ({config.yn_reward:g}), seed {args.seed}, server {url}")
         for name, path, options in args.agent:
@@ -220,7 +222,7 @@ def cmd_visdial_eval(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             else:
                     policy = load_policy(path, name=name, seed=args.seed, max_action_tokens=args.question_tokens,
                                          **agent_options(options))
-            returns, yes_no, curves[name] = evaluate_questioner(policy, env, args.episodes, args.seed)
+            returns, yes_no, curves[name] = evaluate_questioner(policy, envs, args.episodes, args.seed)
             mean, se = mean_and_se(returns)
             results[name] = {"mean": mean, "se": se, "episodes": len(returns), "yes_no_answers": yes_no}
             print(f"{name:16s} return {mean:+.3f} ± {se:.3f}   yes/no answers {yes_no}")

@@ -24,25 +24,27 @@ Example::
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from rlds_lang.env import run_episode
 from rlds_lang.visdial.env import VisDialEnv
+from trainers.evaluation.lockstep import play_seeded
 from trainers.evaluation.stats import column_standard_errors
 
 
-def evaluate_questioner(policy: Any, env: VisDialEnv, episodes: int, seed: int) -> tuple[list[float], int, list[list[float]]]:
+def evaluate_questioner(policy: Any, env: VisDialEnv | Sequence[VisDialEnv], episodes: int, seed: int,
+                        progress: bool = False) -> tuple[list[float], int, list[list[float]]]:
     """Returns of ``episodes`` episodes (episode i seeded ``seed + i``), the count of yes/no answers, and each
-    episode's rewards round by round."""
-    returns, yes_no, rounds = [], 0, []
-    for i in range(episodes):
-        episode = run_episode(env, policy, seed=seed + i)
-        returns.append(episode.total_reward)
-        rounds.append([float(r) for r in episode.rewards])
-        yes_no += env.yes_no_answers
-    return returns, yes_no, rounds
+    episode's rewards round by round. Given several environments (over the same dialogues and backend), an agent
+    with ``act_batch`` plays that many episodes at once, each as it would alone
+    (``trainers.evaluation.lockstep.play_seeded``)."""
+    envs = [env] if isinstance(env, VisDialEnv) else list(env)
+    played = play_seeded(envs, policy, range(seed, seed + episodes), finished=lambda e: e.yes_no_answers,
+                         progress=progress, desc=f"visdial {getattr(policy, 'name', '')}".strip())
+    returns = [episode.total_reward for episode, _ in played]
+    rounds = [[float(r) for r in episode.rewards] for episode, _ in played]
+    return returns, sum(yes_no for _, yes_no in played), rounds
 
 
 def cumulative_by_round(rounds: list[list[float]], max_rounds: int) -> tuple[np.ndarray, np.ndarray]:
