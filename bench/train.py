@@ -29,10 +29,16 @@ from trainers.core.build import tfds_build  # noqa: E402
 from trainers.core.model import ModelConfig  # noqa: E402
 
 
+def small_dataset(config: str, games: int) -> str:
+    """Builds (once, under ``.cache/bench``) ``wordle_synthetic/<config>`` capped at ``games`` games per recipe and
+    returns its folder."""
+    return tfds_build("wordle_synthetic", config, REPO / ".cache" / "bench" / f"tfds-{config}-{games}", small=games,
+                      quiet=True)
+
+
 def small_branch_dataset(games: int) -> str:
     """Builds (once) a ``branch`` dataset capped at ``games`` expert games and returns its folder."""
-    return tfds_build("wordle_synthetic", "branch", REPO / ".cache" / "bench" / f"tfds-branch-{games}", small=games,
-                      quiet=True)
+    return small_dataset("branch", games)
 
 
 def main() -> None:
