@@ -246,6 +246,7 @@ def test_agents_evaluations_and_diagnostics_make_their_tensors_on_their_device(i
         assert evaluate(constrained, config, progress=False).games == 3
         free = LanguageModelPolicy(loaded.lm, TOK, heads=loaded.heads, beta=1.0, max_action_tokens=3)
         assert len(free.act_batch([([""], []), (["", "⬛⬛⬛⬛⬛"], ["slate"])], seeds=[1, 2])) == 2
+        assert len(free.act_batch([([""], [])])) == 1  # without seeds: the agent's own generator
         assert utterance_values(loaded, ([""], []), WORDS[:2]).shape == (2,)
         assert word_log_probs(loaded, ([""], []), WORDS[:3]).shape == (3,)
         assert batch_utterance_advantages(loaded, batch)[0]
@@ -394,6 +395,7 @@ def test_visdial_episodes_played_together_equal_episodes_played_one_at_a_time(tm
     from rlds_lang.visdial.env import VisDialEnv
     from rlds_lang.visdial.fixtures import write_fixture
     from rlds_lang.visdial.rewards import RewardConfig
+    from trainers.evaluation.lockstep import play_seeded
     from trainers.evaluation.visdial import evaluate_questioner
 
     write_fixture(str(tmp_path), {"train": 6}, dim=8, seed=2)
@@ -413,3 +415,7 @@ def test_visdial_episodes_played_together_equal_episodes_played_one_at_a_time(tm
     calls.clear()
     together = evaluate_questioner(agent, envs, 5, seed=7)
     assert max(calls) == 3 and together == alone
+    # the questions too (the cached answers and rewards do not depend on them), and the images each episode drew
+    played = [[(e.actions, e.rewards, e.metadata["dialogue_index"]) for e, _ in play_seeded(envs[:n], agent, range(7, 12))]
+              for n in (1, 3)]
+    assert played[0] == played[1] and len({tuple(actions) for actions, _, _ in played[0]}) > 1
