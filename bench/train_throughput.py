@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -83,21 +83,13 @@ def matmul_flops_per_second(place: Placement, size: int, repeats: int = 5) -> fl
     return 2 * size**3 / best
 
 
-def flops_per_token(algorithm: str, config: Any, place: Placement, batches: int = 3) -> float:
-    """Training FLOPs (forward and backward) per non-padding token of ``config``'s model, counted on the first
-    ``batches`` batches of its data stream."""
+def flops_per_token(module: torch.nn.Module, batches: Iterable[dict[str, Any]], place: Placement) -> float:
+    """Training FLOPs (forward and backward) of ``module`` per non-padding token of ``batches``."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from rlds_lang.tokenizers import make_tokenizer
-    from trainers.algorithms.registry import algorithm_by_name
-    from trainers.core.loop import DistInfo, build_module, training_batches
-
-    tokenizer = make_tokenizer(config.tokenizer)
-    module = build_module(algorithm_by_name(algorithm), config, tokenizer, place).train()
-    stream = training_batches(config, tokenizer, DistInfo())
+    module.train()
     flops = tokens = 0
-    for _ in range(batches):
-        batch = next(stream)
+    for batch in batches:
         tokens += int(batch["attention_mask"].sum())
         with FlopCounterMode(display=False) as counter:
             with place.autocast():
@@ -106,6 +98,19 @@ def flops_per_token(algorithm: str, config: Any, place: Placement, batches: int 
         flops += counter.get_total_flops()
         module.zero_grad(set_to_none=True)
     return flops / tokens
+
+
+def run_flops_per_token(algorithm: str, config: Any, place: Placement, batches: int = 3) -> float:
+    """``flops_per_token`` of ``config``'s model on the first ``batches`` batches of its data stream."""
+    import itertools
+
+    from rlds_lang.tokenizers import make_tokenizer
+    from trainers.algorithms.registry import algorithm_by_name
+    from trainers.core.loop import DistInfo, build_module, training_batches
+
+    tokenizer = make_tokenizer(config.tokenizer)
+    module = build_module(algorithm_by_name(algorithm), config, tokenizer, place)
+    return flops_per_token(module, itertools.islice(training_batches(config, tokenizer, DistInfo()), batches), place)
 
 
 def setting_rows(setting: str, dataset: str, out: Path, steps: int) -> list[tuple[str, str, Any]]:
@@ -141,7 +146,7 @@ def measure(setting: str, dataset: str, steps: int, place: Placement, matmul: fl
         for name, algorithm, config in setting_rows(setting, dataset, Path(tmp), steps):
             config.device, config.precision = str(place.device), place.precision
             result = train(algorithm, config, progress=False)
-            per_token = flops_per_token(algorithm, config, place)
+            per_token = run_flops_per_token(algorithm, config, place)
             achieved = per_token * result.tokens_per_second
             rows.append({"setting": setting, "row": name, "algorithm": algorithm,
                          "model": {k: getattr(config.model, k) for k in ("n_layer", "n_embd", "n_head")},
