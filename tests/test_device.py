@@ -20,7 +20,15 @@ from rlds_lang.tokenizers import make_tokenizer
 from tests.device_helpers import CHECKED, ForgottenDevice, forgotten_device, tensors_off
 from trainers.algorithms.registry import ALGORITHMS, load_agent_model, load_policy
 from trainers.core import device as devices
-from trainers.core.device import DeviceError, Placement, chosen, placement, resolve_device, resolve_precision
+from trainers.core.device import (
+    DeviceError,
+    Placement,
+    chosen,
+    module_device,
+    placement,
+    resolve_device,
+    resolve_precision,
+)
 from trainers.core.loop import DistInfo, build_module, optimizer_step
 from trainers.core.model import ModelConfig, ValueHeads, build_language_model
 from trainers.core.policy import LanguageModelPolicy
@@ -181,6 +189,32 @@ def test_ppo_rollouts_and_updates_make_their_tensors_on_their_device(tmp_path):
         result = train_ppo(config(tmp_path / "ppo", updates=1, episodes=4), env=PickEnv(), allowed_actions=ACTIONS,
                            source="env", init=(lm, tok))
     assert result.updates == 1 and math.isfinite(result.final_metrics["loss/total"])
+
+
+def test_ppo_samples_on_its_lm_s_device_and_collects_the_rollouts_there(tmp_path, monkeypatch):
+    """The rollout policy hands the sampler its queries and uniforms on the device of its LM (``meta`` here, as
+    CUDA would be) and ``collect_rollouts`` returns every turn tensor there, where the PPO update computes with
+    them. The sampler is replaced by one that says ``ab`` (a forward pass on ``meta`` has no values to sample)."""
+    from tests.test_ppo import ACTIONS, PickEnv
+    from trainers.algorithms.ppo import rollout
+    from trainers.algorithms.ppo.rollout import RolloutPolicy, collect_rollouts
+
+    tok = CharTokenizer("ab🟩⬛")
+    lm = build_language_model(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=32), tok.vocab_size,
+                              tok.pad_id).to(META)
+    given: list[set[torch.device]] = []
+
+    def says_ab(model, queries, query_mask, length, temperature, uniforms, constraint=None):
+        given.append({queries.device, query_mask.device, uniforms.device, module_device(model)})
+        return torch.tensor([tok.encode("ab") + [tok.eoa_id]], device="cpu")[:, :length]
+
+    monkeypatch.setattr(rollout, "generate", says_ab)
+    policy = RolloutPolicy(lm, tok, 4, 3, 1.0, ACTIONS)
+    policy.info = {"ppo_update": 1}
+    turns = collect_rollouts(PickEnv(), policy, [0, 1], tmp_path / "r", "env", truncate_after=1, penalty=-1.0)
+    assert len(given) == 2 and all(devices_seen == {META} for devices_seen in given)
+    assert len(turns) == 2 and tensors_off(turns, META) == []
+    assert turns.responses.shape == (2, 3) and turns.scores.shape == (2,)
 
 
 def test_reward_models_train_and_predict_with_their_tensors_on_their_device():
