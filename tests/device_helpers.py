@@ -78,4 +78,14 @@ def tensors_off(obj: Any, device: torch.device, path: str = "", seen: set[int] |
     return found
 
 
-__all__ = ["CHECKED", "ForgottenDevice", "forgotten_device", "tensors_off"]
+def eager_attention(module: torch.nn.Module) -> torch.nn.Module:
+    """``module`` with every Hugging Face model in it set to eager attention (returned for chaining): the SDPA
+    path asks whether the padding mask is all ones (``Tensor.item``), which ``meta`` tensors cannot answer."""
+    for part in module.modules():
+        config = getattr(part, "config", None)
+        if config is not None and hasattr(config, "_attn_implementation"):
+            config._attn_implementation = "eager"
+    return module
+
+
+__all__ = ["CHECKED", "ForgottenDevice", "forgotten_device", "tensors_off", "eager_attention"]

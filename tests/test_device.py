@@ -17,7 +17,7 @@ import torch
 
 from rlds_lang.char_tokenizer import CharTokenizer
 from rlds_lang.tokenizers import make_tokenizer
-from tests.device_helpers import CHECKED, ForgottenDevice, forgotten_device, tensors_off
+from tests.device_helpers import CHECKED, ForgottenDevice, eager_attention, forgotten_device, tensors_off
 from trainers.algorithms.registry import ALGORITHMS, load_agent_model, load_policy
 from trainers.core import device as devices
 from trainers.core.device import (
@@ -177,6 +177,25 @@ def test_a_training_step_of_every_token_trainer_makes_its_tensors_on_its_device(
         for _ in range(2):  # the second step runs the targets the first one moved
             metrics = optimizer_step(module, module, optimizer, [batch], 1.0, DistInfo(), place)
     assert math.isfinite(metrics["loss"])
+
+
+#: CHAI marks the states it samples at with ``torch.nonzero``, whose output size depends on values ``meta`` has not.
+DATA_DEPENDENT = {"chai"}
+
+
+@pytest.mark.parametrize("algorithm", [a for a in TOKEN_TRAINERS if a not in DATA_DEPENDENT])
+def test_a_token_trainer_s_loss_and_target_update_compute_on_its_device(algorithm, batch, tmp_path):
+    """The forward pass, loss, backward pass and target update of a token trainer, with the module and the batch
+    on ``meta``: a device that, like CUDA, refuses to mix with a CPU tensor of more than one element, so a loss
+    that makes a tensor with an explicit ``device="cpu"`` (which the factory check lets pass) fails here."""
+    place = Placement(META)
+    module = eager_attention(build_module(ALGORITHMS[algorithm], token_config(algorithm, tmp_path), TOK, place))
+    out = module(place.move(batch))
+    out.loss.backward()
+    module.after_optimizer_step()
+    assert out.loss.device == META and out.count.device == META
+    assert {value.device for value in out.metrics.values()} <= {META}
+    assert tensors_off(module, META) == [] and all(p.grad is None or p.grad.device == META for p in module.parameters())
 
 
 def test_ppo_rollouts_and_updates_make_their_tensors_on_their_device(tmp_path):
