@@ -143,14 +143,19 @@ def test_every_train_eval_and_results_command_takes_device_and_precision():
         assert {"--device", "--precision"} <= options, path
 
 
-def test_device_cuda_without_cuda_stops_train_and_eval_with_the_error(no_cuda, tmp_path):
+def test_device_cuda_without_cuda_stops_train_and_eval_with_the_error(no_cuda, tmp_path, capsys):
+    """A usage error, as argparse's are: one line on stderr naming the device, exit status 2, before any work."""
     from trainers.cli.main import main
 
-    with pytest.raises(SystemExit, match=r"rlds-lang train: --device cuda: this machine has no CUDA device"):
+    with pytest.raises(SystemExit) as stopped:
         main(["train", "bc", "--dataset", str(tmp_path), "--out", str(tmp_path / "bc"), "--device", "cuda"])
-    assert not (tmp_path / "bc").exists()  # refused before any work
-    with pytest.raises(SystemExit, match=r"rlds-lang eval: --device cuda:1: this machine has no CUDA device"):
+    assert stopped.value.code == 2 and not (tmp_path / "bc").exists()  # refused before any work
+    assert capsys.readouterr().err == ("rlds-lang train: --device cuda: this machine has no CUDA device "
+                                       "(torch.cuda.is_available() is False)\n")
+    with pytest.raises(SystemExit) as stopped:
         main(["eval", "--optimal", "--games", "1", "--device", "cuda:1"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.startswith("rlds-lang eval: --device cuda:1: this machine has no CUDA device")
 
 
 # -- every tensor is made with its device ---------------------------------------------------------------------------

@@ -382,14 +382,16 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_on_device(args: argparse.Namespace) -> None:
     """Runs a command that has ``--device`` and ``--precision`` with them as what ``auto`` means in all it runs
-    (``trainers.core.device.chosen``); a device that is absent or malformed stops it before any work."""
+    (``trainers.core.device.chosen``); a device that is absent or malformed stops it before any work, as a usage
+    error: one line on stderr naming it, exit status 2."""
     from trainers.core.device import DeviceError, chosen
 
     try:
         with chosen(args.device, getattr(args, "precision", "auto")):
             args.func(args)
-    except DeviceError as error:
-        raise SystemExit(f"rlds-lang {args.command}: {error}") from None
+    except DeviceError as error:  # a usage error, as argparse's are: one line on stderr, exit status 2
+        print(f"rlds-lang {args.command}: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
