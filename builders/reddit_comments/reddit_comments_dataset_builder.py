@@ -38,6 +38,7 @@ from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
 from loggers.dataset_cards import manual_folder, read_card
+from loggers.beam_runner import LocalBeamRunner
 from loggers.reddit_recipes import record_comments
 from rlds_lang.reddit.data import MAX_DUMP_LINE_BYTES, RedditComment, RedditDataError, read_folder, rejection_report
 from rlds_lang.reddit.rewards import DEFAULT_SCALE, REWARD_KINDS, PrecomputedReward, make_reward
@@ -128,7 +129,7 @@ def raw_rewards(config: RedditConfig, comments: list[RedditComment], manual_dir:
     return PrecomputedReward(reward.kind, reward.fingerprint(), dict(zip(texts, reward.rewards(texts))))
 
 
-class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
+class Builder(LocalBeamRunner, common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for reddit_comments (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")

@@ -26,6 +26,7 @@ from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
 from loggers.dataset_cards import manual_folder, read_card
+from loggers.beam_runner import LocalBeamRunner
 from loggers.reader import log_dirs
 from loggers.trees import TREE_EPISODE_METADATA, TreeSpec, record_and_read_trees
 from rlds_lang.trees import TREE_STEP_FIELDS
@@ -88,7 +89,7 @@ def _shard_episodes(item: tuple[TreesConfig, int, int]):
                                  [config.seed + t for t in range(start, stop)], f"{config.name}-{start:06d}")
 
 
-class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
+class Builder(LocalBeamRunner, common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for response_trees (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")

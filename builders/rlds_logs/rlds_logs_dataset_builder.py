@@ -29,6 +29,7 @@ import tensorflow_datasets as tfds
 from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
+from loggers.beam_runner import LocalBeamRunner
 from loggers.log_schema import LogSchema, examples_of_log_dir, read_log_schema
 from loggers.reader import log_dirs
 from rlds_lang.spec_schema import dataset_config
@@ -57,7 +58,7 @@ class LogsConfig(rlds_base.DatasetConfig):
 CONFIGS = [LogsConfig(name="dummy", description="The shipped example: 4 episodes of a plain text environment.")]
 
 
-class Builder(tfds.core.GeneratorBasedBuilder):
+class Builder(LocalBeamRunner, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for rlds_logs (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")

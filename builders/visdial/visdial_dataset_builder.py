@@ -25,6 +25,7 @@ from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
 from loggers.dataset_cards import manual_folder, read_card
+from loggers.beam_runner import LocalBeamRunner
 from loggers.visdial_recipes import record_dialogues
 from rlds_lang.visdial.data import (FEATURES_FILE, SPLITS, Dialogue, FeatureStore, VisDialDataError, cache_file,
                                     dialogue_file, load_reward_cache, read_split)
@@ -107,7 +108,7 @@ def read_manual_split(manual_dir: str, split: str, config: VisDialConfig) -> tup
     return dialogues, load_reward_cache(str(folder / cache_file(split, kind)), expected=len(dialogues))
 
 
-class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
+class Builder(LocalBeamRunner, common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for visdial (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")

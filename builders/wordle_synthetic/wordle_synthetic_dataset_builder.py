@@ -42,6 +42,7 @@ from tensorflow_datasets.rlds import rlds_base
 
 from loggers import tfds_examples as common
 from loggers.dataset_cards import manual_folder, read_card
+from loggers.beam_runner import LocalBeamRunner
 from loggers.reader import log_dirs
 from loggers.wordle_recipes import play_shard
 from rlds_lang.wordle import ilql_adversarial, lmrl_gym
@@ -113,7 +114,7 @@ CONFIGS = [
 ]
 
 
-class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
+class Builder(LocalBeamRunner, common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for wordle_synthetic (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.1.0")

@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 
 from loggers import tfds_examples as common
 from loggers.dataset_cards import manual_folder, read_card
+from loggers.beam_runner import LocalBeamRunner
 from loggers.wordle_recipes import record_retrofits
 from rlds_lang.wordle import retrofit as rf
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
@@ -155,7 +156,7 @@ def eval_tweet_ids(tweet_ids: list[str], fraction: float, salt: str) -> set[str]
     return {tweet_id.decode("utf-8") for batch in batches for tweet_id in batch}
 
 
-class Builder(common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
+class Builder(LocalBeamRunner, common.SmallBuilds, tfds.core.GeneratorBasedBuilder):
     """DatasetBuilder for wordle_tweets (see the module docstring)."""
 
     VERSION = tfds.core.Version("1.0.0")

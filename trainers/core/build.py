@@ -1,7 +1,9 @@
 """Building datasets from the command line's side: ``tfds build`` of a builder by name, and finding the result.
 
-The CLI's demo, the results script (``trainers.experiments.results``) and the benchmarks build datasets exactly as a
-user would, with the ``tfds`` command line of the running interpreter's environment.
+The CLI's demo, the results script (``trainers.experiments.results``) and the benchmarks build datasets by name as a
+user would with ``tfds build NAME --imports rlds_lang_datasets``, in a child process of the running interpreter
+(``trainers.core.build_child``: the same build without the ``tfds`` command's INFO logging and ``DatasetInfo``
+dump); the build shows its progress and warnings, and ``tfds_build`` says how many episodes went where.
 
 Example::
 
@@ -71,7 +73,7 @@ def check_split_sizes(folder: str | os.PathLike, expected: Mapping[str, int]) ->
 
 def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: str | os.PathLike | None = None,
                small: int | None = None, quiet: bool = False,
-               beam_options: str = "runner=DirectRunner,direct_num_workers=1",
+               beam_options: str = "runner=FnApiRunner,direct_num_workers=1",
                shard_cache: str | os.PathLike | None = None, expected: Mapping[str, int] | None = None,
                file_format: str | None = None, config_fields: Mapping[str, Any] | None = None) -> str:
     """Runs ``tfds build <name> --imports rlds_lang_datasets --config <config>`` into ``data_dir`` (unless already
@@ -84,8 +86,8 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     builder does not list, named ``config`` with these fields (TFDS's ``--config`` JSON form; how
     ``rlds_logs/<name>`` is built from a log folder).
 
-    ``beam_options`` go to ``--beam_pipeline_options``: Beam's local DirectRunner by default (Beam 2.77
-    otherwise tries to download its Prism runner first); e.g. ``runner=DirectRunner,direct_num_workers=2,
+    ``beam_options`` go to ``--beam_pipeline_options``: Beam's in-process ``FnApiRunner`` by default (Beam 2.77's
+    ``DirectRunner`` first tries to download its Prism runner); e.g. ``runner=FnApiRunner,direct_num_workers=2,
     direct_running_mode=multi_processing`` for a parallel local build, or a Dataflow/Flink/Spark runner.
 
     ``expected`` (split -> episodes) is checked against what the build wrote, and against a dataset found
@@ -110,7 +112,7 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
                              "or remove the folder first")
         check_split_sizes(existing, expected or {})
         return existing
-    command = [str(Path(sys.executable).with_name("tfds")), "build", name, "--imports", DATASETS_MODULE,
+    command = [sys.executable, "-m", "trainers.core.build_child", name, "--imports", DATASETS_MODULE,
                "--data_dir", str(data_dir)]
     if config_fields is not None:
         command += ["--config", json.dumps({"name": config, **config_fields})]
@@ -134,7 +136,8 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
         raise FileNotFoundError(f"tfds build {name}/{built_config} finished but wrote no dataset under {data_dir}")
     check_split_sizes(folder, expected or {})
     if not quiet:
-        print(f"built {name}/{built_config} in {time.perf_counter() - started:.1f} s -> {folder}")
+        counts = ", ".join(f"{split} {n:,} episodes" for split, n in split_sizes(folder).items())
+        print(f"built {name}/{built_config} in {time.perf_counter() - started:.1f} s: {counts} -> {folder}")
     return folder
 
 
