@@ -1,10 +1,10 @@
 """rlds-lang: record, build, load, train and evaluate language RL datasets (RLDS episodes) from the command line.
 
-``rlds-lang demo`` runs the main job small (``trainers.experiments.demo``): record expert and random-mixture games of
-a 32-word Wordle with ``loggers.record``, ``tfds build`` them with ``builders/wordle_synthetic`` (config
-``manual_dir``), ``tfds.load`` them back (statistics, one episode as coloured squares), train BC and ILQL briefly,
-play them beside a random and the expert agent on the same seeded games, print the table with a computed verdict
-per learned agent and write the plot (``--doc PATH``: the same as a markdown guide).
+``rlds-lang demo`` runs the main job small (``trainers.experiments.demo``): record games of a 32-word Wordle, mostly
+random play and a minority by an expert, with ``loggers.record``, ``tfds build`` them with
+``builders/wordle_synthetic`` (config ``manual_dir``), ``tfds.load`` them back, train BC and ILQL briefly, play them
+beside the random player and the expert on the same new games, print the table with the computed verdicts (ILQL
+against BC first) and write the run's report and plot (``--doc PATH``: the same as a markdown guide).
 ``rlds-lang record`` records any Wordle policy to a log folder; ``rlds-lang build`` runs ``tfds build`` of a dataset by
 name, or builds a folder of your own logs (``--name``); ``rlds-lang datasets list|show`` prints the catalog
 (``trainers.cli.datasets``).
@@ -32,7 +32,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rlds_lang.paths import runs_dir
 
 
 def cmd_record(args: argparse.Namespace) -> Path:
@@ -48,21 +47,6 @@ def cmd_record(args: argparse.Namespace) -> Path:
     print(f"recorded {result.num_episodes} episodes, {result.num_steps} steps in {result.seconds:.1f} s "
           f"-> {result.data_dir}")
     return Path(result.data_dir)
-
-
-def cmd_demo(args: argparse.Namespace) -> None:
-    """Runs ``trainers.experiments.demo`` with the command line's settings; prints its report, writes ``--doc``."""
-    import dataclasses
-
-    from trainers.experiments.demo import FULL, run_demo, timestamped, write_document
-
-    settings = dataclasses.replace(FULL, episodes=args.episodes, train_steps=args.train_steps,
-                                   eval_games=args.eval_games, beta_games=args.beta_games, seed=args.seed,
-                                   workers=args.workers)
-    report = run_demo(settings, timestamped(args.workdir))
-    print(report.text())
-    if args.doc:
-        print(f"guide -> {write_document(report, args.doc)}")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -135,7 +119,9 @@ def build_parser(light_only: bool = False) -> argparse.ArgumentParser:
 
     train_missing = missing_modules(TRAIN_MODULES)
     if not train_missing and not light_only:
-        _add_demo_parser(sub)
+        from trainers.cli.demo import add_demo_parser
+
+        add_demo_parser(sub)
     rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
     rec.add_argument("--policy", default="optimal")
     rec.add_argument("--policy-params", default="{}", help="JSON parameters of the policy")
@@ -188,39 +174,6 @@ def _add_training_commands(sub: Any) -> None:
     from trainers.cli.diagnose import add_top_advantage_parser as add_top_advantage_parser
 
     add_top_advantage_parser(sub)
-
-
-def _add_demo_parser(sub: Any) -> None:
-    """``rlds-lang demo``: its options default to ``trainers.experiments.demo.FULL``."""
-    from trainers.experiments.demo import FULL as DEMO
-
-    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate, on a "
-                                       "32-word Wordle (a few minutes)",
-                          description="Records expert and random-mixture games of a 32-word Wordle, builds them with "
-                                      "tfds build, loads them with tfds.load, trains BC and ILQL briefly and plays "
-                                      "them beside a random and the expert agent on the same seeded games; prints "
-                                      "the table with a computed verdict per learned agent and writes one PNG "
-                                      "(training curves beside the returns). Settings: trainers/experiments/demo.py.")
-    demo.add_argument("--episodes", type=int, default=DEMO.episodes,
-                      help=f"games recorded per policy (expert, random mixture) (default: {DEMO.episodes})")
-    demo.add_argument("--train-steps", type=int, default=DEMO.train_steps,
-                      help=f"optimizer steps of each trainer (default: {DEMO.train_steps})")
-    demo.add_argument("--eval-games", type=int, default=DEMO.eval_games,
-                      help=f"evaluation games per agent (default: {DEMO.eval_games})")
-    demo.add_argument("--beta-games", type=int, default=DEMO.beta_games,
-                      help=f"held-out games per ILQL beta of {list(DEMO.beta_grid)} that choose the one played "
-                           f"(default: {DEMO.beta_games})")
-    demo.add_argument("--workers", type=int, default=DEMO.workers,
-                      help=f"recording processes (default: {DEMO.workers})")
-    demo.add_argument("--seed", type=int, default=DEMO.seed,
-                      help=f"seed of training and of the evaluation games (default: {DEMO.seed})")
-    demo.add_argument("--workdir", default=str(runs_dir()),
-                      help="a new timestamped folder under this one holds the run (default: $RLDS_LANG_RUNS or "
-                           "'runs' in the user data directory)")
-    demo.add_argument("--doc", default=None, metavar="PATH",
-                      help="also write the report as a markdown guide to PATH, with its plot beside it as <stem>.png "
-                           "(docs/demo.md is made by: rlds-lang demo --doc docs/demo.md)")
-    demo.set_defaults(func=cmd_demo)
 
 
 class FiledUnder:
@@ -365,8 +318,10 @@ def _add_eval_parser(sub) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rlds-lang`` console script."""
     from trainers.cli.former import canonical_argv
+    from trainers.core.native_logs import quiet_native_logs
     from trainers.core.provenance import command_line, set_running_command
 
+    quiet_native_logs()  # before any command loads TensorFlow or EnvLogger: their C++ INFO lines stay off
     given = sys.argv[1:] if argv is None else argv
     args = build_parser(light_only=bool(given) and given[0] in LIGHT_COMMANDS).parse_args(given)
     args.argv = canonical_argv(given)

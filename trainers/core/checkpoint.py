@@ -73,7 +73,7 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     (``checkpoint/DATA_STATE``; ``transforms.torch_bridge.ResumableBatches.save``), inside the same atomic
     write, so a resumed run finds the stream's position of exactly the step it resumes from."""
     from trainers.core.config import config_to_dict
-    from trainers.core.model import plain_language_model
+    from trainers.core.model import plain_language_model, transformers_progress_bars_off
     from trainers.core.provenance import running_command
 
     final = checkpoint_dir(out)
@@ -81,7 +81,8 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    plain_language_model(model.lm).save_pretrained(tmp / "lm")
+    with transformers_progress_bars_off():  # a bar of one shard per checkpoint, in every run's output otherwise
+        plain_language_model(model.lm).save_pretrained(tmp / "lm")
     torch.save(model.state_dict(), tmp / "model.pt")
     torch.save(trainer_state, tmp / "trainer_state.pt")
     command = running_command()  # what saved it, when a command line did: a page can name it

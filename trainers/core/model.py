@@ -16,10 +16,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -62,6 +63,21 @@ class ModelConfig:
     logit_scale: float | None = None
 
 
+@contextlib.contextmanager
+def transformers_progress_bars_off() -> Iterator[None]:
+    """Inside: ``transformers`` shows no progress bar (its "Loading weights" bar of ``from_pretrained`` and "Writing
+    model shards" bar of ``save_pretrained``); the setting before is restored."""
+    from transformers.utils import logging as transformers_logging
+
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
+
+
 def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int | None = None,
                          eos_id: int | None = None, spellings: Sequence[str] | None = None) -> nn.Module:
     """A ``GPT2LMHeadModel`` for the task's vocabulary, randomly initialised or loaded from ``checkpoint``.
@@ -83,7 +99,8 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
     if config.checkpoint is not None:
         if not os.path.isdir(config.checkpoint):
             raise FileNotFoundError(f"ModelConfig.checkpoint: {config.checkpoint!r} is not a folder")
-        model = GPT2LMHeadModel.from_pretrained(config.checkpoint)
+        with transformers_progress_bars_off():  # a bar per load of a few dozen tensors, in every run's output
+            model = GPT2LMHeadModel.from_pretrained(config.checkpoint)
         if model.config.vocab_size != vocab_size:
             raise ValueError(f"checkpoint {config.checkpoint!r} has vocab_size {model.config.vocab_size}, "
                              f"the tokenizer {vocab_size}")
@@ -344,6 +361,7 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
     return batch["input_ids"][:, 1:], mask
 
 
-__all__ = ["ModelConfig", "build_language_model", "language_model_for", "SPELLING_LENGTH", "SpelledEmbedding",
-           "TiedOutput", "spell_embeddings", "PolicyValueLM", "plain_language_model", "mlp_head", "polyak_update",
-           "TwinQHeads", "DECODE_WITH", "ValueHeads", "value_trunk", "trunk_hidden", "action_targets"]
+__all__ = ["ModelConfig", "build_language_model", "transformers_progress_bars_off", "language_model_for",
+           "SPELLING_LENGTH", "SpelledEmbedding", "TiedOutput", "spell_embeddings", "PolicyValueLM",
+           "plain_language_model", "mlp_head", "polyak_update", "TwinQHeads", "DECODE_WITH", "ValueHeads",
+           "value_trunk", "trunk_hidden", "action_targets"]

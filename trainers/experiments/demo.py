@@ -1,26 +1,40 @@
-"""``rlds-lang demo``: the whole pipeline on a Wordle small enough that a tiny model visibly learns it in minutes.
+"""``rlds-lang demo``: why run offline RL -- on recorded games that are mostly poor play, ILQL learns from the rewards
+to play better than its data, where behaviour cloning plays like the data's average.
 
-What it does, in order: records games of an expert (``OptimalPolicy``) and of a random mixture (a random word
-consistent with the feedback half of the time, else any random word) with ``loggers.record``; builds them with
-``tfds build`` (``builders/wordle_synthetic``, config ``manual_dir``); loads them back with ``tfds.load`` (statistics
-and one game); trains behaviour cloning (BC) and ILQL on them through ``trainers.algorithms.registry.train``; and
-plays every agent -- a uniformly random valid-word agent, BC, ILQL and the expert -- on the same seeded games
-(``trainers.evaluation.wordle``). It prints a table, a verdict per learned agent computed from the paired return
-difference to the random agent (``trainers.evaluation.stats.paired_difference``), and writes one PNG with the
-training curves beside the returns; ``document`` renders the same as markdown (``rlds-lang demo --doc``).
+What it does, in order: records Wordle games on a 32-word list with ``loggers.record``, a minority by an expert
+(``OptimalPolicy``) and the rest by a player guessing a uniformly random list word every turn (``RECORDED``,
+``DemoSettings.expert_share``); builds them with ``tfds build`` (``builders/wordle_synthetic``, config
+``manual_dir``); reads them back with ``tfds.load`` (games, mean return and win rate per policy); trains behaviour
+cloning (BC), then ILQL's values, through ``trainers.algorithms.registry.train``; chooses ILQL's ``beta`` on
+held-out games; and plays the random player, BC, ILQL and the expert on the same new seeded games
+(``trainers.evaluation.wordle``). It prints the table, the verdicts computed from the paired return differences on
+those games (``trainers.experiments.demo_report``, ``trainers.evaluation.stats``; ILQL against BC first) and which
+word each agent opened with, and writes the run's report (``report.md``, with the plot ``demo.png`` and
+``results.json``) into its folder; ``rlds-lang demo --doc docs/demo.md`` writes the same report there, with the
+verdicts of ``DOC_SEEDS`` seeds.
 
-Why this setting learns where the full game does not in a few minutes on a CPU: the word list is the shipped
-32-word ``demo_words`` (guesses and answers at once), every word is one token and each feedback is five
-(letter, colour) cells (``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer``), and the model starts its output
-logits at a scale that lets it commit to a few words early (``ModelConfig.logit_scale``). Each choice counts: BC of
-the full setting won 79% of 200 games; with the same data and steps it won 47.5% without the logit scale and 62%
-with feedback as one token (``rlds_lang.tokenizers.word_tokenizer``). BC and ILQL are the pair shown because they are
-the ILQL paper's comparison: BC imitates every recorded game, ILQL learns values from the rewards and tilts the same
-imitation by ``beta * (Q - V)``; ``beta`` is chosen on held-out games, as LMRL-Gym's scripts choose it (the authors'
-16 played worse than BC after this short training).
+Why this data: BC imitates every recorded move, so it plays the expert's moves about as often as the data holds
+them and random words otherwise. ILQL learns Q and V from the same games' rewards (-1 per guess that is not the
+answer): after the expert's opening word the data's games are mostly the expert's and end within a few guesses,
+after any other opening they are random play that rarely wins, so ``Q - V`` favours the expert's opening and the
+moves that follow it. Where half the data is the expert's, BC already plays like the expert and ILQL has
+little to add; on random play alone no move stands out to a few hundred training steps. The
+case shown is the one offline RL is for: good play is in the data but not most of it, and no label says which games
+are good -- only the rewards do.
 
-Size: one module, like every results page's experiment: the demo's settings, its run and the page it prints belong
-together, and its report class is most of the length.
+How ILQL is trained here: as in LMRL-Gym's Wordle agents, the policy is the trained BC model, held fixed
+(``awac_weight=0``), and Q and V sit on a second transformer that starts from BC's weights
+(``separate_value_trunk``); the agent samples from BC's logits plus ``beta * (Q - V)``. At ``beta = 0`` it is BC
+exactly, so every difference between the two rows is the values'. The values' target Q heads follow the trained
+ones faster than the ILQL authors' rate (``DemoSettings.ilql_alpha``): their 0.005 is for 100,000s of steps, and here
+a few hundred steps carry the end of a game back to its first guess. (With the values on the policy's own transformer, ILQL's
+default, a few hundred steps of value learning either move the values too little to matter or, with the faster
+target, spoil the imitation the policy plays.)
+
+Why this Wordle learns in a minute on a CPU: the word list is the shipped 32-word ``demo_words`` (guesses and
+answers at once), every word is one token and each feedback is five (letter, colour) cells
+(``rlds_lang.wordle.board_tokenizer.WordBoardTokenizer``), and the model starts its output logits at a scale that
+lets it commit to a few words early (``ModelConfig.logit_scale``).
 
 Example::
 
@@ -35,11 +49,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from trainers.core.provenance import generated_by
+from trainers.experiments.demo_report import DemoReport, PolicyData, Verdict, opening_shares, verdicts
 
 #: the word list of guesses and answers (``rlds_lang.wordle.words.demo_words``; 32 words, MIT, with its source).
 WORDS = "demo_words"
@@ -47,35 +62,36 @@ WORDS = "demo_words"
 TOKENIZER = f"words_board:{WORDS}"
 #: the colouring rule and hidden-word mode of the games (the ordinary game).
 RULE, MODE = "official", "fixed"
-#: the recorded policies: ``(name for make_policy, its parameters)``; the expert, then the random mixture.
-RECORDED = (("optimal", {}), ("random_mixture", {"prob_smart": 0.5}))
-#: recorded game ``i`` of policy ``k`` is seeded ``RECORD_SEED + k * RECORD_SEED_STRIDE + i``; the evaluation's
-#: games are seeded from ``DemoSettings.seed`` (0 by default), so they are not the recorded games.
+#: the recorded policies: ``(name for make_policy, its parameters)``; the expert, then the random player.
+RECORDED = (("optimal", {}), ("random_mixture", {"prob_smart": 0.0}))
+#: recorded game ``i`` of policy ``k`` is seeded ``RECORD_SEED + (seed * len(RECORDED) + k) * RECORD_SEED_STRIDE + i``
+#: (``seed``: ``DemoSettings.seed``); the evaluation's games are seeded ``seed + i``, so they are not recorded games.
 RECORD_SEED, RECORD_SEED_STRIDE = 1_000_000, 1_000_000
 #: the algorithms trained, in the table's order.
 ALGORITHMS = ("bc", "ilql")
-#: the baseline of the verdicts: a uniformly random word of the list every turn.
+#: the agent that guesses a uniformly random word of the list every turn.
 RANDOM = "random"
-#: a learned agent "beats random" when its mean paired return difference exceeds this many standard errors.
-VERDICT_SE = 2.0
 #: the held-out games that choose ILQL's ``beta`` are seeded from ``DemoSettings.seed + BETA_SEED_OFFSET``.
 BETA_SEED_OFFSET = 500_000
-#: torch threads while training and playing: a model this small gains little from a second thread, and on a shared
-#: 2-core machine two threads spin against the other processes (measured: 60 BC steps took 5.9 s on one thread,
-#: 33 s on two, with two test suites running beside them).
+#: torch threads of each training and playing process: a model this small gains little from a second thread, and
+#: on a shared 2-core machine two threads spin against the other processes.
 TORCH_THREADS = 1
 #: the command that regenerates the committed guide, run from the repository's root.
 DOC_COMMAND = "rlds-lang demo --doc docs/demo.md"
+#: seeds the guide reports (the command's ``--seed`` and the next ones): the verdicts must hold for each.
+DOC_SEEDS = 3
 
 
 @dataclasses.dataclass(frozen=True)
 class DemoSettings:
     """How big the demo runs: games recorded, training, model and evaluation (``FULL`` is the command's)."""
 
-    #: games recorded per policy (expert and random mixture).
-    episodes: int = 400
+    #: games recorded in all.
+    episodes: int = 800
+    #: the share of them the expert plays (rounded; the random player plays the rest).
+    expert_share: float = 0.3
     #: optimizer steps of each trainer.
-    train_steps: int = 400
+    train_steps: int = 300
     #: episodes per optimizer step.
     batch_size: int = 32
     #: AdamW learning rate.
@@ -88,145 +104,37 @@ class DemoSettings:
     n_head: int = 4
     #: the starting scale of the output logits (``trainers.core.model.ModelConfig.logit_scale``).
     logit_scale: float = 10.0
+    #: Polyak rate of ILQL's target Q heads (``ILQLConfig.alpha``).
+    ilql_alpha: float = 0.05
     #: ILQL plays its BC logits perturbed by ``beta * (Q - V)``; ``beta`` is chosen among these on held-out games
     #: (0 is ILQL's own imitation head alone; 16 is the ILQL authors' Wordle value).
-    beta_grid: tuple[float, ...] = (0.0, 1.0, 4.0, 16.0)
+    beta_grid: tuple[float, ...] = (0.0, 1.0, 4.0, 16.0, 64.0)
     #: held-out games per ``beta`` of the grid (seeded apart from the table's and the recorded games).
     beta_games: int = 100
     #: games each agent plays (the same seeded games for every agent).
     eval_games: int = 200
-    #: seed of training and of the evaluation's games.
+    #: seed of the recorded games, of training and of the evaluation's games.
     seed: int = 0
-    #: recording processes.
-    workers: int = 2
+    #: recording processes (1: in this process, the fastest for a few hundred games).
+    workers: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("episodes", "train_steps", "batch_size", "eval_games", "beta_games", "workers"):
+        for name in ("episodes", "train_steps", "batch_size", "beta_games", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"DemoSettings.{name} must be >= 1, got {getattr(self, name)}")
         if self.eval_games < 2:
             raise ValueError(f"DemoSettings.eval_games must be >= 2 for a standard error, got {self.eval_games}")
+        if not 0 < self.expert_share < 1:
+            raise ValueError(f"DemoSettings.expert_share must be between 0 and 1, got {self.expert_share}")
+
+    def recorded_games(self) -> dict[str, int]:
+        """Games recorded per policy of ``RECORDED``: the expert's share (at least 1), the rest random."""
+        expert = min(self.episodes - 1, max(1, round(self.episodes * self.expert_share))) if self.episodes > 1 else 1
+        return {RECORDED[0][0]: expert, RECORDED[1][0]: self.episodes - expert}
 
 
-#: the command's setting: on the 2-core machine the whole demo takes under 3 minutes.
+#: the command's setting.
 FULL = DemoSettings()
-
-
-@dataclasses.dataclass
-class Verdict:
-    """A learned agent against the random agent on the same games: the mean paired return difference and its SE."""
-
-    agent: str
-    difference: float
-    stderr: float
-    win_rate: float
-
-    @property
-    def beats_random(self) -> bool:
-        """Whether the agent's return is above the random agent's by more than ``VERDICT_SE`` standard errors."""
-        return self.difference > VERDICT_SE * self.stderr
-
-    def sentence(self) -> str:
-        """The verdict in plain words, with its numbers."""
-        ratio = self.difference / self.stderr if self.stderr > 0 else float("inf")
-        verb = "beats" if self.beats_random else "does NOT beat"
-        return (f"{self.agent} {verb} random by more than {VERDICT_SE:g} SE: return difference "
-                f"{self.difference:+.3f} ± {self.stderr:.3f} ({ratio:.1f} SE), win rate {self.win_rate:.1%}.")
-
-
-@dataclasses.dataclass
-class DemoReport:
-    """Everything the demo measured: the settings, the evaluation results, the verdicts and where files went."""
-
-    settings: DemoSettings
-    results: list[Any]
-    verdicts: list[Verdict]
-    workdir: Path
-    plot: Path
-    dataset_dir: str
-    seconds: float
-    recorded: dict[str, int]
-    #: ILQL's mean return on the held-out games for each ``beta`` tried, and the one chosen.
-    beta_returns: dict[float, float]
-    beta: float
-    #: the machine's one-minute load average when the run started (other processes sharing the CPU).
-    load_average: float = float("nan")
-
-    def ilql_against_bc(self) -> str:
-        """ILQL's paired return difference to BC on the same games, in plain words (computed, like the verdicts)."""
-        from trainers.evaluation.stats import paired_separation
-
-        by_name = {r.name: r for r in self.results}
-        difference, stderr, side = paired_separation(by_name["ilql"], by_name["bc"])
-        said = {1: "ILQL plays better than BC by more than 2 SE", -1: "ILQL plays worse than BC by more than 2 SE",
-                0: "ILQL and BC are within 2 SE of each other"}[side]
-        return f"ILQL − BC (same games): {difference:+.3f} ± {stderr:.3f}: {said}."
-
-    def table(self) -> str:
-        """The markdown table of every agent, with the paired difference to the random agent."""
-        from trainers.evaluation.wordle import results_table
-
-        return results_table(self.results, baseline=RANDOM)
-
-    def setting_lines(self) -> list[str]:
-        """What was trained on what, in plain words."""
-        s = self.settings
-        counts = ", ".join(f"{n} {name}" for name, n in self.recorded.items())
-        return [
-            f"Wordle on a 32-word list (`{WORDS}`: every word is both a possible answer and an allowed guess; "
-            f"{RULE} colouring, 6 guesses, reward -1 per guess that is not the answer, 0 for the winning one).",
-            f"Data: {counts} games recorded with loggers.record, built with tfds build and read back with tfds.load.",
-            f"Trained on it: BC (imitates every recorded move) and ILQL (learns Q and V from the rewards and plays "
-            f"the imitation tilted by β·(Q − V)), each {s.train_steps} steps of {s.batch_size} games "
-            f"on a randomly initialised GPT-2 ({s.n_layer} layers, width {s.n_embd}) that reads each guess as one "
-            f"token and each feedback as five (letter, colour) tokens.",
-            f"ILQL's β = {self.beta:g}, chosen on {s.beta_games} held-out games (mean return "
-            + ", ".join(f"β={b:g}: {r:.3f}" for b, r in self.beta_returns.items()) + ").",
-            f"Evaluated: every agent plays the same {s.eval_games} seeded games (not the recorded ones); the learned "
-            f"agents sample each guess among the 32 words from what they learned (temperature 1); `{RANDOM}` "
-            f"guesses a uniformly random list word each turn, `optimal` is the expert that recorded half the data.",
-        ]
-
-    def column_lines(self) -> list[str]:
-        """What the table's columns mean."""
-        return [
-            "mean reward ± SE: the mean return per game (0 = solved on the first guess, -6 = not solved) and its "
-            "standard error; win rate ± SE: the share of games solved within 6 guesses.",
-            f"Δ vs {RANDOM} ± SE: the mean per-game return difference to the random agent on the same games, with "
-            f"its paired standard error; beyond 2 SE: whether that difference is larger than twice its SE.",
-        ]
-
-    def text(self) -> str:
-        """The plain-text summary the command prints after its progress lines."""
-        lines = ["", "What you are looking at:", *("  " + line for line in self.setting_lines()), "",
-                 self.table(), "", "Columns:", *("  " + line for line in self.column_lines()), "", "Verdicts:"]
-        lines += ["  " + v.sentence() for v in self.verdicts] + ["  " + self.ilql_against_bc()]
-        lines += ["", f"Plot (training curves beside the returns): {self.plot}",
-                  f"demo finished in {self.seconds:.0f} s; everything is under {self.workdir}"]
-        return "\n".join(lines)
-
-    def document(self, plot_name: str) -> str:
-        """The guide ``docs/demo.md`` as markdown, showing the plot ``plot_name`` (a path relative to the guide)."""
-        today = datetime.date.today().isoformat()
-        lines = ["# The demo: Wordle agents that learn in a few minutes", "",
-                 f"{generated_by(DOC_COMMAND)} on {today}, in "
-                 f"{self.seconds:.0f} s on a {os.cpu_count()}-core machine whose load average was "
-                 f"{self.load_average:.1f} when it started. `rlds-lang demo` alone prints the same without writing "
-                 "this page; `rlds-lang demo --help` lists its options.", "",
-                 "The pipeline: record games (`loggers.record`) -> `tfds build` (`builders/wordle_synthetic`, config "
-                 "`manual_dir`) -> `tfds.load` -> train BC and ILQL (`trainers.algorithms.registry.train`) -> play "
-                 "every agent on the same seeded games (`trainers.evaluation.wordle`). The code and its settings: "
-                 "`trainers/experiments/demo.py`.", "", "## What was trained on what", ""]
-        lines += ["- " + line for line in self.setting_lines()]
-        lines += ["", "## The table", "", self.table(), ""]
-        lines += ["- " + line for line in self.column_lines()]
-        lines += ["", "## Verdicts (computed from the table's games)", ""]
-        lines += ["- " + v.sentence() for v in self.verdicts] + ["- " + self.ilql_against_bc()]
-        lines += ["", "## Training curves and returns", "", f"![training curves and returns]({plot_name})", "",
-                  "Left: BC's loss (negative log-likelihood of the recorded guesses) by step. Middle: ILQL's loss "
-                  "terms by step. Right: each agent's mean return ± 1 SE on the evaluation games, with its win "
-                  "rate under its name.", ""]
-        return "\n".join(lines)
 
 
 def make_env(seed: int = 0) -> Any:
@@ -237,72 +145,81 @@ def make_env(seed: int = 0) -> Any:
 
 
 def random_agent() -> Any:
-    """The baseline: a uniformly random word of the list every turn."""
+    """The random player: a uniformly random word of the list every turn (it records most of the data)."""
     from rlds_lang.wordle.policies import RandomMixturePolicy
 
     return RandomMixturePolicy(prob_smart=0.0, answers=WORDS, guesses=WORDS, rule=RULE)
 
 
 def expert_agent() -> Any:
-    """The expert that records half the data and tops the table (myopic maximum information gain)."""
+    """The expert that records the minority of the data and tops the table (myopic maximum information gain)."""
     from rlds_lang.wordle.policies import OptimalPolicy
 
     return OptimalPolicy(answers=WORDS, guesses=WORDS, rule=RULE)
 
 
 def record_games(settings: DemoSettings, logs: Path) -> dict[str, int]:
-    """Records ``settings.episodes`` games of each policy of ``RECORDED`` under ``logs/<policy>``; returns the
-    counts."""
+    """Records ``settings.recorded_games()`` under ``logs/<policy>`` in this process; returns the counts."""
     from loggers import record
     from rlds_lang.wordle.policies import make_policy
 
     counts = {}
-    for k, (name, params) in enumerate(RECORDED):
+    for k, ((name, params), games) in enumerate(zip(RECORDED, settings.recorded_games().values())):
         policy = make_policy(name, answers=WORDS, guesses=WORDS, rule=RULE, **params)
-        result = record(make_env(), policy, settings.episodes, logs / name,
-                        seed=RECORD_SEED + k * RECORD_SEED_STRIDE, run_name=f"demo-{name}",
+        seed = RECORD_SEED + (settings.seed * len(RECORDED) + k) * RECORD_SEED_STRIDE
+        result = record(make_env(), policy, games, logs / name, seed=seed, run_name=f"demo-{name}",
                         workers=settings.workers, progress=False)
         counts[name] = result.num_episodes
     return counts
 
 
-def render_episode(steps: Sequence[dict]) -> str:
-    """One Wordle episode as lines ``guess  squares  reward``."""
-    return "\n".join(f"  {step['action']}  {nxt['observation']['text']}  reward {step['reward']:+.0f}"
-                     for step, nxt in zip(steps, steps[1:]))
-
-
-def show_dataset(dataset_dir: str, say: Callable[[str], None]) -> None:
-    """Loads the built dataset with ``tfds.load`` and shows its statistics and its first game."""
+def read_back(dataset_dir: str) -> dict[str, PolicyData]:
+    """Reads the built dataset with ``tfds.load``: games, mean return and win rate of each policy of ``RECORDED``
+    (``transforms.statistics.dataset_statistics`` of its episodes)."""
     from transforms.loading import load
-    from transforms.statistics import compute_statistics
+    from transforms.statistics import dataset_statistics
 
     episodes = load(dataset_dir)
-    say("\n".join("  " + line for line in compute_statistics(episodes).table().splitlines()))
-    first = next(iter(episodes.take(1)))
-    steps = [{"action": st["action"].decode(), "reward": float(st["reward"]),
-              "observation": {"text": st["observation"]["text"].decode()}}
-             for st in first["steps"].as_numpy_iterator()]
-    meta = {k: first[k].numpy().decode() for k in ("episode_id", "answer", "policy")}
-    say(f"  episode {meta['episode_id']} (answer {meta['answer']!r}, policy {meta['policy']}):")
-    say(render_episode(steps))
+    summary = {}
+    for name, _ in RECORDED:
+        stats = dataset_statistics(episodes.filter(lambda episode, name=name: episode["policy"] == name))
+        summary[name] = PolicyData(stats["episodes"], stats["mean_return"], stats["win_rate"])
+    return summary
 
 
 def train_configs(settings: DemoSettings, dataset_dir: str, workdir: Path) -> dict[str, Any]:
-    """The BC and ILQL configs of the demo, by algorithm name."""
+    """The BC and ILQL configs of the demo, by algorithm name, in training order: ILQL's policy is BC's trained
+    language model (``workdir/bc/checkpoint/lm``), held fixed, and its values sit on a second transformer that
+    starts from the same weights (``separate_value_trunk``, ``awac_weight=0``)."""
     from trainers.algorithms.bc import BCConfig
     from trainers.algorithms.ilql.ilql import ILQLConfig
+    from trainers.core.checkpoint import checkpoint_dir
     from trainers.core.model import ModelConfig
 
     s = settings
     model = ModelConfig(n_layer=s.n_layer, n_embd=s.n_embd, n_head=s.n_head, n_positions=64,
                         logit_scale=s.logit_scale)
     common = dict(dataset=dataset_dir, steps=s.train_steps, batch_size=s.batch_size, lr=s.lr,
-                  warmup_steps=min(s.warmup_steps, s.train_steps), max_length=64, model=model, tokenizer=TOKENIZER,
+                  warmup_steps=min(s.warmup_steps, s.train_steps), max_length=64, tokenizer=TOKENIZER,
                   log_every=max(1, min(10, s.train_steps // 10)), checkpoint_every=s.train_steps, seed=s.seed,
                   resume=False)
-    return {"bc": BCConfig(out=str(workdir / "bc"), **common),
-            "ilql": ILQLConfig(out=str(workdir / "ilql"), **common)}
+    bc_lm = checkpoint_dir(workdir / "bc") / "lm"
+    # the BC checkpoint's output layer holds the logit scale already
+    ilql_model = dataclasses.replace(model, checkpoint=str(bc_lm), logit_scale=None)
+    return {"bc": BCConfig(out=str(workdir / "bc"), model=model, **common),
+            "ilql": ILQLConfig(out=str(workdir / "ilql"), model=ilql_model, separate_value_trunk=True,
+                               awac_weight=0.0, alpha=s.ilql_alpha, **common)}
+
+
+def train_agents(settings: DemoSettings, dataset_dir: str, workdir: Path) -> dict[str, Any]:
+    """Trains BC, then ILQL's values on top of it (``train_configs``), on ``TORCH_THREADS`` threads; returns their
+    ``TrainResult`` by algorithm."""
+    from trainers.algorithms.registry import train
+    from trainers.evaluation.wordle import torch_threads
+
+    with torch_threads(TORCH_THREADS):
+        return {algorithm: train(algorithm, config, progress=False)
+                for algorithm, config in train_configs(settings, dataset_dir, workdir).items()}
 
 
 def eval_config(settings: DemoSettings, games: int, seed: int) -> Any:
@@ -340,103 +257,91 @@ def evaluate_agents(settings: DemoSettings, workdir: Path, beta: float) -> list[
     return [evaluate(policy, config, name=name, progress=False) for name, policy in agents]
 
 
-def verdicts(results: Sequence[Any]) -> list[Verdict]:
-    """Each learned agent's paired return difference to the random agent (``paired_difference``)."""
-    from trainers.evaluation.stats import paired_difference
-
-    by_name = {r.name: r for r in results}
-    found = []
-    for name in ALGORITHMS:
-        difference, stderr = paired_difference(by_name[name], by_name[RANDOM])
-        found.append(Verdict(name, difference, stderr, by_name[name].win_rate))
-    return found
-
-
-def plot_demo(results: Sequence[Any], workdir: Path, path: Path) -> Path:
-    """One PNG: BC's loss, ILQL's loss terms (by step) and every agent's mean return ± 1 SE."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from trainers.core.plots import read_metrics
-
-    curves = {"bc": ("nll",), "ilql": ("awac_loss", "q_loss", "v_loss")}
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for ax, (algorithm, keys) in zip(axes, curves.items()):
-        rows = read_metrics(workdir / algorithm / "metrics.jsonl")
-        for key in keys:
-            points = [(row["step"], row[key]) for row in rows if key in row]
-            ax.plot([p[0] for p in points], [p[1] for p in points], lw=1.4, label=key)
-        ax.set_title(f"{algorithm.upper()} training loss", fontsize=10)
-        ax.set_xlabel("optimizer step")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-    ax = axes[2]
-    x = np.arange(len(results))
-    ax.bar(x, [r.mean_reward for r in results], yerr=[r.stderr for r in results], capsize=4,
-           color=["tab:gray" if r.name in (RANDOM, "optimal") else "tab:blue" for r in results])
-    ax.set_xticks(x, [f"{r.name}\nwins {r.win_rate:.0%}" for r in results])
-    ax.set_ylim(-6, 0)
-    ax.set_title(f"mean return ± 1 SE ({results[0].games} games each)", fontsize=10)
-    ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"rlds-lang demo: Wordle on the {WORDS} list", fontsize=11)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+def warm_up_libraries() -> None:
+    """Imports the libraries that reading the data back and training need (TensorFlow, TFDS, ``transformers``'
+    GPT-2): ``run_demo`` runs it in a thread while the build runs in its own process, so that the seconds these
+    imports take overlap the build's. An import that fails here fails again, with its error, where it is used."""
+    try:
+        import tensorflow  # noqa: F401
+        import tensorflow_datasets  # noqa: F401
+        from transformers import GPT2LMHeadModel  # noqa: F401
+    except ImportError:
+        pass
 
 
 def run_demo(settings: DemoSettings, workdir: str | Path, say: Callable[[str], None] = print) -> DemoReport:
-    """Runs the demo in the new folder ``workdir`` (it must not exist yet) and returns its report.
+    """Runs the demo in the new folder ``workdir`` (it must not exist yet), writes its report there and returns it.
 
     ``say`` receives the progress lines (the report's ``text`` is not said: the caller prints or writes it).
     """
-    from trainers.algorithms.registry import train
     from trainers.core.build import tfds_build
+    from trainers.core.native_logs import quiet_native_logs
     from trainers.evaluation.wordle import save_results, torch_threads
 
+    quiet_native_logs()  # the recording and the training processes inherit it
     started, load_average = time.perf_counter(), os.getloadavg()[0]
     workdir = Path(workdir)
     if workdir.exists():
         raise FileExistsError(f"demo: {workdir} already exists; give a new folder")
     logs, data = workdir / "logs", workdir / "tfds"
-    say(f"[1/5] recording {settings.episodes} expert and {settings.episodes} random-mixture games of Wordle on the "
+    planned = settings.recorded_games()
+    say(f"[1/5] recording {planned['optimal']} expert and {planned['random_mixture']} random games of Wordle on the "
         f"{WORDS} list into {logs}")
     recorded = record_games(settings, logs)
     say(f"[2/5] tfds build wordle_synthetic --imports rlds_lang_datasets --config manual_dir --manual_dir {logs}")
-    dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs)
-    say(f"[3/5] tfds.load {dataset_dir}: statistics and one game")
-    show_dataset(dataset_dir, say)
-    say(f"[4/5] training BC and ILQL for {settings.train_steps} steps each")
+    built = time.perf_counter()
+    warming = threading.Thread(target=warm_up_libraries, name="demo-imports", daemon=True)
+    warming.start()  # on the other core while the build process runs
+    dataset_dir = tfds_build("wordle_synthetic", "manual_dir", data, manual_dir=logs, quiet=True)
+    warming.join()
+    say(f"      built in {time.perf_counter() - built:.0f} s -> {dataset_dir}")
+    data_summary = read_back(dataset_dir)
+    say("[3/5] tfds.load: " + "; ".join(f"{policy} {d.games} games, mean return {d.mean_return:.2f}, won "
+                                        f"{d.win_rate:.0%}" for policy, d in data_summary.items()))
+    say(f"[4/5] training BC, then ILQL's values on top of it, {settings.train_steps} steps of "
+        f"{settings.batch_size} games each")
+    trained = train_agents(settings, dataset_dir, workdir)
+    say("      " + "; ".join(f"{algorithm}: {result.seconds:.0f} s, final loss "
+                             f"{result.final_metrics.get('loss', float('nan')):.3f}"
+                             for algorithm, result in trained.items()))
     with torch_threads(TORCH_THREADS):
-        for algorithm, config in train_configs(settings, dataset_dir, workdir).items():
-            result = train(algorithm, config, progress=False)
-            say(f"      {algorithm}: {result.steps} steps in {result.seconds:.0f} s, final loss "
-                f"{result.final_metrics.get('loss', float('nan')):.3f}")
         beta, tried = choose_beta(settings, workdir)
         say(f"      ILQL's beta on {settings.beta_games} held-out games: "
             + ", ".join(f"{b:g} -> {r.mean_reward:.3f}" for b, r in tried.items()) + f"; chosen {beta:g}")
-        say(f"[5/5] playing random, BC, ILQL and the expert on the same {settings.eval_games} seeded games")
+        say(f"[5/5] playing random, BC, ILQL and the expert on the same {settings.eval_games} new games")
         results = evaluate_agents(settings, workdir, beta)
     save_results(results, workdir / "results.json")
-    plot = plot_demo(results, workdir, workdir / "demo.png")
-    beta_returns = {b: r.mean_reward for b, r in tried.items()}
-    return DemoReport(settings, results, verdicts(results), workdir, plot, dataset_dir, time.perf_counter() - started,
-                      recorded, beta_returns, beta, load_average)
+    report = DemoReport(settings=settings, results=results, verdicts=verdicts(results), workdir=workdir,
+                        plot=workdir / "demo.png", dataset_dir=dataset_dir, seconds=time.perf_counter() - started,
+                        recorded=recorded, data=data_summary, beta_returns={b: r.mean_reward for b, r in tried.items()},
+                        beta=beta, openings=opening_shares(results), load_average=load_average)
+    report.write(workdir / "report.md")
+    return report
 
 
-def write_document(report: DemoReport, path: str | Path) -> Path:
-    """Writes the report as the markdown guide ``path`` with its plot beside it (``<stem>.png``)."""
+def run_seeds(settings: DemoSettings, root: str | Path, seeds: int, say: Callable[[str], None] = print) -> list[DemoReport]:
+    """``run_demo`` with ``settings.seed`` and the next ``seeds - 1`` seeds, each in ``root/seed-<seed>`` (one seed:
+    in ``root``)."""
+    root = Path(root)
+    if seeds == 1:
+        return [run_demo(settings, root, say)]
+    reports = []
+    for seed in range(settings.seed, settings.seed + seeds):
+        say(f"seed {seed}:")
+        reports.append(run_demo(dataclasses.replace(settings, seed=seed), root / f"seed-{seed}", say))
+    return reports
+
+
+def write_document(reports: Sequence[DemoReport], path: str | Path) -> Path:
+    """Writes the first report as the markdown guide ``path``, with its plot beside it (``<stem>.png``) and the
+    verdicts of every report's seed."""
     import shutil
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     plot = path.with_suffix(".png")
-    shutil.copyfile(report.plot, plot)
-    path.write_text(report.document(plot.name), encoding="utf-8")
+    shutil.copyfile(reports[0].plot, plot)
+    path.write_text(reports[0].document(plot.name, DOC_COMMAND, seeds=reports), encoding="utf-8")
     return path
 
 
@@ -445,8 +350,8 @@ def timestamped(root: str | Path, prefix: str = "demo") -> Path:
     return Path(root) / f"{prefix}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-__all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "VERDICT_SE", "BETA_SEED_OFFSET",
-           "TORCH_THREADS", "DOC_COMMAND", "DemoSettings", "FULL", "Verdict", "DemoReport", "make_env", "random_agent",
-           "expert_agent", "record_games", "render_episode", "show_dataset", "train_configs", "TOKENIZER",
-           "eval_config", "choose_beta", "evaluate_agents", "verdicts", "plot_demo", "run_demo", "write_document",
+__all__ = ["WORDS", "RULE", "MODE", "RECORDED", "ALGORITHMS", "RANDOM", "BETA_SEED_OFFSET", "TORCH_THREADS",
+           "DOC_COMMAND", "DOC_SEEDS", "DemoSettings", "FULL", "Verdict", "DemoReport", "make_env", "random_agent",
+           "expert_agent", "record_games", "read_back", "train_configs", "train_agents", "TOKENIZER", "warm_up_libraries",
+           "eval_config", "choose_beta", "evaluate_agents", "verdicts", "run_demo", "run_seeds", "write_document",
            "timestamped"]
