@@ -221,7 +221,7 @@ def test_the_guide_tabulates_every_seed_and_counts_the_verdicts_that_held():
 
 def test_help_shows_the_full_settings():
     defaults = vars(build_parser().parse_args(["demo"]))
-    for field in ("episodes", "train_steps", "eval_games", "beta_games", "workers", "seed"):
+    for field in ("episodes", "expert_share", "train_steps", "eval_games", "beta_games", "workers", "seed"):
         assert defaults[field] == getattr(FULL, field)
     assert defaults["doc"] is None and defaults["doc_seeds"] == demo.DOC_SEEDS >= 3
 

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def cmd_record(args: argparse.Namespace) -> Path:
     """Records ``args.episodes`` games of a named Wordle policy into ``args.out`` (must be new)."""
     from loggers import record
