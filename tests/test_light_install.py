@@ -158,3 +158,15 @@ def test_the_light_commands_answer_without_importing_the_extras(tmp_path):
     assert "wordle_synthetic: " in run.stdout and "heavy imported: []" in run.stdout, run.stdout[-2000:]
     assert f"build: Try the shipped dummy data first: rlds-lang build visdial --config yn --data-dir {tmp_path / 'tfds'}" \
         " --dummy-data" in run.stdout
+
+
+def test_a_command_whose_reader_leaves_ends_without_a_traceback(tmp_path):
+    """``rlds-lang datasets list | head``: the pipe's reader is gone before the listing is written; the command
+    stops with status 1 and says nothing on stderr (it printed a BrokenPipeError traceback)."""
+    script = "from trainers.cli.main import main; main(['datasets', 'list'])"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()  # the reader leaves at once, as `head` does after its lines
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 1 and b"Traceback" not in stderr and b"BrokenPipe" not in stderr, stderr[-2000:]

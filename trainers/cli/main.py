@@ -330,6 +330,9 @@ def main(argv: list[str] | None = None) -> None:
             run_on_device(args)
         else:
             args.func(args)
+    except BrokenPipeError:  # the reader of stdout left (`rlds-lang datasets list | head`): stop without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush has nowhere to fail
+        sys.exit(1)
     finally:
         set_running_command(None)
 
