@@ -375,7 +375,9 @@ def test_beam_builder_builds_array_record(tmp_path):
 
     main(["build", "wordle_synthetic", "--config", "expert", "--data-dir", str(tmp_path), "--small", "3",
           "--file-format", "array_record"])
-    source = open_source("wordle_synthetic", config="expert", data_dir=str(tmp_path))
+    from loggers.tfds_examples import small_config_name
+
+    source = open_source("wordle_synthetic", config=small_config_name("expert", 3), data_dir=str(tmp_path))
     assert len(source) == 3
     assert all(episode["steps"][len(episode["steps"]) - 1]["is_last"] for episode in source)
 
