@@ -129,7 +129,9 @@ class LmrlGymCachedTest(_Base):
 
         with tempfile.TemporaryDirectory() as cache, mock.patch.dict(os.environ, {"RLDS_LANG_SHARD_CACHE": cache}):
             super()._download_and_prepare_as_dataset(builder)
-            self.assertEqual(sorted(os.listdir(os.path.join(cache, "lmrl_gym"))),
+            # the test's small build keeps its shards under its own config name, apart from a full build's
+            self.assertEqual(builder.builder_config.name, "lmrl_gym_small3")
+            self.assertEqual(sorted(os.listdir(os.path.join(cache, builder.builder_config.name))),
                              ["lmrl_gym_eval-0000", "lmrl_gym_train-0000"])
 
 
