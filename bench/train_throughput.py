@@ -137,14 +137,17 @@ def setting_rows(setting: str, dataset: str, out: Path, steps: int) -> list[tupl
     return out_rows
 
 
-def measure(setting: str, dataset: str, steps: int, place: Placement, matmul: float) -> list[dict[str, Any]]:
-    """Trains each row of ``setting`` for ``steps`` steps and returns its figures."""
+def measure(setting: str, dataset: str, steps: int, place: Placement, matmul: float,
+            reader_workers: int = 0) -> list[dict[str, Any]]:
+    """Trains each row of ``setting`` for ``steps`` steps (its batches decoded by ``reader_workers`` processes)
+    and returns its figures."""
     from trainers.algorithms.registry import train
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, algorithm, config in setting_rows(setting, dataset, Path(tmp), steps):
             config.device, config.precision = str(place.device), place.precision
+            config.reader_workers = reader_workers
             result = train(algorithm, config, progress=False)
             per_token = run_flops_per_token(algorithm, config, place)
             achieved = per_token * result.tokens_per_second
@@ -153,7 +156,7 @@ def measure(setting: str, dataset: str, steps: int, place: Placement, matmul: fl
                          "tokenizer": config.tokenizer, "batch_size": config.batch_size, "steps": steps,
                          "tokens_per_second": result.tokens_per_second, "flops_per_token": per_token,
                          "flops_per_second": achieved, "matmul_ratio": achieved / matmul,
-                         "data_wait_share": result.data_wait_share})
+                         "data_wait_share": result.data_wait_share, "reader_workers": reader_workers})
     return rows
 
 
@@ -167,6 +170,8 @@ def main() -> None:
                         help="a built dataset folder for a setting (default: a small build of its dataset)")
     parser.add_argument("--games", type=int, default=300, help="games per recipe of the default small builds")
     parser.add_argument("--steps", type=int, default=30, help="optimizer steps of each row")
+    parser.add_argument("--reader-workers", type=int, default=0,
+                        help="DataLoader processes that decode batches (an ArrayRecord build; 0: the training process)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
     parser.add_argument("--matmul-size", type=int, default=None,
                         help="side of the reference matrix product (default: 8192 on CUDA, 1024 on the CPU)")
@@ -187,7 +192,7 @@ def main() -> None:
     rows = []
     for setting in args.settings:
         dataset = given.get(setting) or small_dataset("branch" if setting == "wordle" else "lmrl_gym", args.games)
-        rows += measure(setting, dataset, args.steps, place, matmul)
+        rows += measure(setting, dataset, args.steps, place, matmul, args.reader_workers)
     print(f"{'setting':<9} {'row':<5} {'tokens/s':>10} {'FLOP/token':>11} {'GFLOP/s':>9} {'of matmul':>9} "
           f"{'data wait':>9}")
     for row in rows:

@@ -30,6 +30,7 @@ class Throughput:
         self.window_start = self.started
         self.window_tokens = self.window_wait = 0.0
         self._pending_wait = 0.0
+        self.steady_steps = 0
 
     def waited(self, seconds: float) -> None:
         """Records how long the coming step waited for its data."""
@@ -41,6 +42,7 @@ class Throughput:
         if self.steady_start is None:  # the first step: start-up, not throughput
             self.steady_start = self.window_start = now
             return
+        self.steady_steps += 1
         self.total_tokens += tokens
         self.total_wait += self._pending_wait
         self.window_tokens += tokens
@@ -65,6 +67,12 @@ class Throughput:
             return 0.0, 0.0
         span = time.perf_counter() - self.steady_start
         return (self.total_tokens / span, self.total_wait / span) if span > 0 else (0.0, 0.0)
+
+    def steps_per_second(self) -> float:
+        """Steps per second from the end of the first step to now (0 before a second step)."""
+        if self.steady_start is None or self.steady_steps == 0:
+            return 0.0
+        return self.steady_steps / (time.perf_counter() - self.steady_start)
 
 
 class MetricsLog:

@@ -187,6 +187,8 @@ class TrainResult:
     tokens_per_second: float
     data_wait_share: float
     total_seconds: float | None = None
+    #: steps per second from the end of the first step on (start-up excluded, like ``tokens_per_second``).
+    steps_per_second: float = 0.0
 
 
 def warmup_schedule(warmup: int) -> Callable[[int], float]:
@@ -258,7 +260,8 @@ def _train(spec: AlgorithmSpec, config: Any, place: Placement, progress: bool) -
             if info.is_main and config.keep_every and step % config.keep_every == 0:
                 keep_snapshot(config.out, step)
     run.close()
-    return TrainResult(out, step, run.last, run.clock.seconds(), *run.clock.overall(), total_seconds=saved_seconds)
+    return TrainResult(out, step, run.last, run.clock.seconds(), *run.clock.overall(), total_seconds=saved_seconds,
+                       steps_per_second=run.clock.steps_per_second())
 
 
 def accumulate_gradients(model: nn.Module, micro: list[dict[str, Any]], info: DistInfo = DistInfo(),

@@ -64,8 +64,19 @@ def merge(figures: dict[str, list[dict[str, Any]]], path: Path) -> None:
     for field in ("device", "rows"):
         if field not in entry:
             raise ValueError(f"{path}: a {kind} figures file needs the field {field!r}")
-    key = (entry["device"], entry.get("precision"))
-    figures[kind] = [e for e in figures[kind] if (e["device"], e.get("precision")) != key] + [entry]
+    figures[kind] = [e for e in figures[kind] if entry_key(e) != entry_key(entry)] + [entry]
+
+
+def reader_workers(entry: dict[str, Any]) -> int:
+    """The DataLoader processes that decoded an entry's training batches (0: the training process; files written
+    before the figure existed name none)."""
+    return int(entry.get("reader_workers", next((r.get("reader_workers", 0) for r in entry.get("rows", [])), 0)))
+
+
+def entry_key(entry: dict[str, Any]) -> tuple[str, Any, int]:
+    """What a newer figures file of the same kind replaces: an entry of the same device, precision and reader
+    processes (runs that differ in one of them stay side by side)."""
+    return entry["device"], entry.get("precision"), reader_workers(entry)
 
 
 def on_gpu(figures: dict[str, list[dict[str, Any]]]) -> bool:
@@ -75,15 +86,16 @@ def on_gpu(figures: dict[str, list[dict[str, Any]]]) -> bool:
 
 def _throughput(entries: list[dict[str, Any]]) -> str:
     lines = ["| device | precision | setting | row | tokens/s | FLOP per token | achieved GFLOP/s | "
-             "matrix product GFLOP/s | achieved / matrix product | waiting for data |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "matrix product GFLOP/s | achieved / matrix product | waiting for data | reader processes |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for entry in entries:
         where = f"{entry['device_name']} ({entry['device']})"
         for row in entry["rows"]:
             lines.append(f"| {where} | {entry['precision']} | {row['setting']} | {row['row']} | "
                          f"{row['tokens_per_second']:,.0f} | {row['flops_per_token']:,.0f} | "
                          f"{row['flops_per_second'] / 1e9:,.1f} | {entry['matmul']['flops_per_second'] / 1e9:,.1f} | "
-                         f"{row['matmul_ratio']:.1%} | {row['data_wait_share']:.1%} |")
+                         f"{row['matmul_ratio']:.1%} | {row['data_wait_share']:.1%} | "
+                         f"{row.get('reader_workers', 0)} |")
     return "\n".join(lines)
 
 
@@ -111,12 +123,41 @@ def _trained(entries: list[dict[str, Any]]) -> str:
     for entry in entries:
         lines = [f"{entry.get('setting', '')} On {entry['device_name']} ({entry['device']}), {entry['precision']}, "
                  f"model {entry.get('model', '')}.", "",
-                 "| row | steps | training minutes | games | mean return ± SE | win rate |",
-                 "| --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['name']} | {r['steps']:,} | {r['train_minutes']:.1f} | {r['games']:,} | "
-                  f"{r['mean_reward']:.3f} ± {r['stderr']:.3f} | {r['win_rate']:.3f} |" for r in entry["rows"]]
+                 "| row | steps | training minutes | games | mean return ± SE | win rate | published | "
+                 "difference (SE) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in entry["rows"]:
+            published = r.get("published_mean_reward")
+            versus = ("| |" if published is None else
+                      f"| {published:.3f} | {r['mean_reward'] - published:+.3f} ({shortfall(r):+.1f}) |")
+            lines.append(f"| {r['name']} | {r['steps']:,} | {r['train_minutes']:.1f} | {r['games']:,} | "
+                         f"{r['mean_reward']:.3f} ± {r['stderr']:.3f} | {r['win_rate']:.3f} {versus}")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def shortfall(row: dict[str, Any]) -> float:
+    """A trained row's mean return minus its published one, in standard errors of the row's mean."""
+    return (row["mean_reward"] - row["published_mean_reward"]) / max(row["stderr"], 1e-12)
+
+
+def summary(figures: dict[str, list[dict[str, Any]]]) -> str:
+    """The page's computed verdicts: the CPU/GPU agreement and the trained rows against their published returns
+    (a row more than 2 SE below its published return did not reach it)."""
+    lines = []
+    for entry in figures["device_agreement"]:
+        verdicts = agreement_verdict(entry)
+        agreeing = [row for row, agrees in verdicts if agrees]
+        lines.append(f"- CPU and {entry['device_name']}: {len(agreeing)} of {len(verdicts)} rows agree in fp32 "
+                     f"within {entry['tolerance']:g} relative ({', '.join(agreeing) or 'none'}).")
+    for entry in figures["trained_rows"]:
+        rows = [r for r in entry["rows"] if r.get("published_mean_reward") is not None]
+        short = [r for r in rows if shortfall(r) < -2]
+        if rows:
+            verdict = ("**not reached**" if short else "reached")
+            lines.append(f"- Published returns {verdict} on {entry['device_name']}: {len(short)} of {len(rows)} "
+                         f"played rows are more than 2 SE below their published mean return "
+                         f"({', '.join(r['name'] for r in short) or 'none'}).")
+    return "\n".join(lines)
 
 
 def render(figures: dict[str, list[dict[str, Any]]], command: str, source: str = FIGURES.as_posix()) -> str:
@@ -135,7 +176,7 @@ have none. The figures this page is for come from the benchmarks run on a GPU ma
   on the GPU in fp32, and whether they agree within the stated tolerance;
 - rows trained and played on the GPU (`trained_rows`, see `trainers.experiments.gpu`).
 """
-    sections = [head]
+    sections = [head + ("\n" + summary(figures) if summary(figures) else "")]
     if figures["train_throughput"]:
         sections.append("## Throughput\n\nBC and ILQL at the results pages' sizes (`bench/train_throughput.py`): "
                         "tokens/s of the training loop, the FLOPs a step computes per token times that, and the "
