@@ -1,11 +1,15 @@
-"""A tiny pretrained causal LM for tests, saved as Hugging Face saves one: a 1-layer GPT-2 (random weights) and a
-small byte-level BPE tokenizer trained on Wordle's words and feedback squares, with GPT-2's ``<|endoftext|>`` as its
-only special token (bos, eos and unk at once, as GPT-2's)."""
+"""Tiny pretrained causal LMs for tests, saved as Hugging Face saves one: a 1-layer GPT-2 or Llama (random
+weights) and a small byte-level BPE tokenizer trained on Wordle's words and feedback squares, with GPT-2's
+``<|endoftext|>`` as its only special token (bos, eos and unk at once, as GPT-2's); and three games played by a
+checkpoint trained from one."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 #: GPT-2's one special token.
 ENDOFTEXT = "<|endoftext|>"
@@ -14,11 +18,11 @@ WORDS = ("crane", "slate", "abide", "speed", "geese", "these", "lever", "eerie",
 SQUARES = ("⬛", "🟨", "🟩")
 
 
-def save_tiny_gpt2(folder: str | os.PathLike, n_embd: int = 32, n_positions: int = 128, seed: int = 0) -> Path:
-    """Writes a 1-layer GPT-2 and its BPE tokenizer into ``folder`` (``save_pretrained``) and returns it."""
-    import torch
+def save_bpe_tokenizer(folder: str | os.PathLike) -> tuple[Path, int, int]:
+    """Writes the small byte-level BPE tokenizer into ``folder`` (``save_pretrained``); returns ``(folder, its
+    vocabulary size, the id of <|endoftext|>)``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
     folder = Path(folder)
     bpe = Tokenizer(models.BPE())
@@ -32,9 +36,73 @@ def save_tiny_gpt2(folder: str | os.PathLike, n_embd: int = 32, n_positions: int
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token=ENDOFTEXT, eos_token=ENDOFTEXT,
                                         unk_token=ENDOFTEXT)
     tokenizer.save_pretrained(folder)
+    return folder, bpe.get_vocab_size(), bpe.token_to_id(ENDOFTEXT)
+
+
+def save_tiny_gpt2(folder: str | os.PathLike, n_embd: int = 32, n_positions: int = 128, seed: int = 0) -> Path:
+    """Writes a 1-layer GPT-2 and its BPE tokenizer into ``folder`` (``save_pretrained``) and returns it."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    folder, vocab_size, eot = save_bpe_tokenizer(folder)
     torch.manual_seed(seed)
-    eot = bpe.token_to_id(ENDOFTEXT)
-    config = GPT2Config(vocab_size=bpe.get_vocab_size(), n_positions=n_positions, n_embd=n_embd, n_layer=1, n_head=2,
+    config = GPT2Config(vocab_size=vocab_size, n_positions=n_positions, n_embd=n_embd, n_layer=1, n_head=2,
                         bos_token_id=eot, eos_token_id=eot, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     GPT2LMHeadModel(config).save_pretrained(folder)
     return folder
+
+
+def save_tiny_llama(folder: str | os.PathLike, hidden_size: int = 24, seed: int = 0) -> Path:
+    """Writes a 1-layer Llama (random weights; a family whose config has ``hidden_size`` and no ``n_embd``, and
+    whose body is ``.model``, not ``.transformer``) with the same BPE tokenizer into ``folder``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    folder, vocab_size, eot = save_bpe_tokenizer(folder)
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=128, bos_token_id=eot, eos_token_id=eot)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def play_three_games(checkpoint: Path, tmp_path: Path):
+    """Three greedy games of the toy words (answers and guesses), played by the agent of ``checkpoint``."""
+    from trainers.algorithms.registry import load_policy
+    from trainers.evaluation.wordle import EvalConfig, evaluate
+
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(WORDS) + "\n")
+    policy = load_policy(checkpoint, allowed_actions=list(WORDS), greedy=True)
+    games = evaluate(policy, EvalConfig(games=3, answers=str(words), guesses=str(words)), progress=False)
+    assert len(games.actions) == 3 and games.invalid == 0
+    assert all(action in WORDS for game in games.actions for action in game)
+    return games
+
+
+def episodes(*games) -> Any:
+    """Episodes of ``(observations, actions, rewards)``, each ended by a last step without an action (a
+    ``transforms.token_layout.StepsBatch``)."""
+    from transforms.token_layout import StepsBatch
+
+    observation, action, reward, last, lengths = [], [], [], [], []
+    for observations, actions, rewards in games:
+        n = len(observations)
+        observation += list(observations)
+        action += list(actions) + [""]
+        reward += list(rewards) + [0.0]
+        last += [i == n - 1 for i in range(n)]
+        lengths.append(n)
+    return StepsBatch(observation, action, np.array(reward), np.array(last), np.array(last),
+                      np.concatenate([[0], np.cumsum(lengths)]), np.array([b"e%d" % i for i in range(len(games))], object))
+
+
+def train_config(algorithm: str, dataset: str, out: Path, model_folder: Path, **kwargs):
+    """``algorithm``'s config for a few small steps from ``model_folder`` (``kwargs`` override)."""
+    from trainers.algorithms.registry import algorithm_by_name
+    from trainers.core.model import ModelConfig
+
+    base = dict(dataset=dataset, out=str(out), model=ModelConfig(pretrained=str(model_folder)), max_length=64,
+                batch_size=4, lr=3e-3, warmup_steps=0, log_every=1, checkpoint_every=1000, shuffle_buffer=16, steps=3)
+    return algorithm_by_name(algorithm).config_class(**{**base, **kwargs})

@@ -16,7 +16,7 @@ import torch
 
 from rlds_lang.pretrained_tokenizer import ADDED, PretrainedTokenizer
 from rlds_lang.tokenizers import load_tokenizer
-from tests.pretrained_fixtures import ENDOFTEXT, WORDS, save_tiny_gpt2
+from tests.pretrained_fixtures import ENDOFTEXT, WORDS, episodes, play_three_games, save_tiny_gpt2, train_config
 from tests.toy_data import build_dataset, wordle_like
 from trainers.core.model import ModelConfig, language_model_for
 from trainers.core.pretrained import pretrained_tokenizer, resolve_pretrained, task_tokenizer
@@ -56,20 +56,6 @@ def no_network(monkeypatch) -> list:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     return attempts
-
-
-def episodes(*games) -> StepsBatch:
-    """Episodes of ``(observations, actions, rewards)``, each ended by a last step without an action."""
-    observation, action, reward, last, lengths = [], [], [], [], []
-    for observations, actions, rewards in games:
-        n = len(observations)
-        observation += list(observations)
-        action += list(actions) + [""]
-        reward += list(rewards) + [0.0]
-        last += [i == n - 1 for i in range(n)]
-        lengths.append(n)
-    return StepsBatch(observation, action, np.array(reward), np.array(last), np.array(last),
-                      np.concatenate([[0], np.cumsum(lengths)]), np.array([b"e%d" % i for i in range(len(games))], object))
 
 
 def one_episode(observations, actions, rewards) -> StepsBatch:
@@ -261,20 +247,6 @@ def test_one_step_of_bc_and_ilql_trains_the_pretrained_trunk_and_the_heads_on_it
         assert module.heads.target_q1[0].weight.grad is None       # the target heads follow by Polyak averaging
 
 
-def play_three_games(checkpoint: Path, tmp_path: Path):
-    """Three greedy games of the toy words (answers and guesses), played by the agent of ``checkpoint``."""
-    from trainers.algorithms.registry import load_policy
-    from trainers.evaluation.wordle import EvalConfig, evaluate
-
-    words = tmp_path / "words.txt"
-    words.write_text("\n".join(WORDS) + "\n")
-    policy = load_policy(checkpoint, allowed_actions=list(WORDS), greedy=True)
-    games = evaluate(policy, EvalConfig(games=3, answers=str(words), guesses=str(words)), progress=False)
-    assert len(games.actions) == 3 and games.invalid == 0
-    assert all(action in WORDS for game in games.actions for action in game)
-    return games
-
-
 @pytest.mark.parametrize("algorithm", ["bc", "ilql"])
 def test_a_checkpoint_from_a_pretrained_model_loads_and_plays_without_the_models_folder(algorithm, tiny, tok, tmp_path):
     from trainers.algorithms.registry import algorithm_by_name, built_from_checkpoint, load_agent_model
@@ -293,14 +265,6 @@ def test_a_checkpoint_from_a_pretrained_model_loads_and_plays_without_the_models
     for name, value in module.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], value), name
     play_three_games(checkpoint, tmp_path)
-
-
-def train_config(algorithm: str, dataset: str, out: Path, model_folder: Path, **kwargs):
-    from trainers.algorithms.registry import algorithm_by_name
-
-    base = dict(dataset=dataset, out=str(out), model=ModelConfig(pretrained=str(model_folder)), max_length=64,
-                batch_size=4, lr=3e-3, warmup_steps=0, log_every=1, checkpoint_every=1000, shuffle_buffer=16, steps=3)
-    return algorithm_by_name(algorithm).config_class(**{**base, **kwargs})
 
 
 @pytest.mark.parametrize("algorithm", ["bc", "ilql"])

@@ -135,7 +135,8 @@ def _pretrained(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int |
     if clashing:
         raise ValueError(f"ModelConfig.pretrained={config.pretrained!r} cannot be combined with "
                          f"{', '.join(clashing)}: they describe a model built from our own tokenizer")
-    return pretrained_language_model(config.pretrained, vocab_size, pad_id, bos_id, eos_id)
+    with transformers_progress_bars_off():  # a "Loading weights" bar per model built, in every run's output
+        return pretrained_language_model(config.pretrained, vocab_size, pad_id, bos_id, eos_id)
 
 
 def language_model_for(config: ModelConfig, tokenizer: Any) -> nn.Module:
@@ -273,6 +274,10 @@ class PolicyValueLM(nn.Module):
 
     def __init__(self, policy: nn.Module, value: nn.Module):
         super().__init__()
+        if getattr(policy.config, "model_type", "gpt2") != "gpt2":
+            raise ValueError(f"a separate value trunk renumbers GPT-2's attention blocks into one shared cache; "
+                             f"{policy.config.model_type!r} models share the policy's trunk with the value heads "
+                             f"(leave separate_value_trunk off)")
         self.policy = policy
         #: the value trunk: the body of a GPT-2 LM (its output layer is not needed).
         self.value = value.transformer
@@ -318,7 +323,7 @@ def plain_language_model(lm: nn.Module) -> nn.Module:
     if isinstance(lm, PolicyValueLM):  # the policy alone: a separate value trunk is part of model.pt only
         lm = lm.policy
     lm = getattr(lm, "wrapped_lm", lm)  # a wrapper's GPT-2 alone (the Decision Transformer's return embedding too)
-    embedding, head = lm.transformer.wte, lm.lm_head
+    embedding, head = lm.get_input_embeddings(), lm.get_output_embeddings()
     if not isinstance(embedding, SpelledEmbedding) and not isinstance(head, ScaledOutput):
         return lm
     from transformers import GPT2LMHeadModel
@@ -335,12 +340,35 @@ def plain_language_model(lm: nn.Module) -> nn.Module:
 
 def value_trunk(lm: nn.Module) -> nn.Module:
     """The transformer body whose last hidden states the value heads read: a ``PolicyValueLM``'s value trunk, or
-    the body (``.transformer``) of a plain GPT-2 LM that shares it with the policy."""
-    return lm.value if isinstance(lm, PolicyValueLM) else lm.transformer
+    the body (``base_model``: GPT-2's ``.transformer``, a Llama's ``.model``) of a plain LM that shares it with the
+    policy."""
+    return lm.value if isinstance(lm, PolicyValueLM) else lm.base_model
+
+
+#: the names a ``transformers`` config gives the width of its hidden states, in the order they are tried.
+HIDDEN_SIZE_NAMES = ("hidden_size", "n_embd", "d_model")
+
+
+def hidden_size(lm: nn.Module) -> int:
+    """The width of ``lm``'s last hidden states (what value, reward and return heads read), whatever the model
+    family: its config's ``hidden_size`` (GPT-2 maps it to ``n_embd``; Llama, GPT-NeoX, Mistral name it so), else
+    ``n_embd``/``d_model``, else the input embedding's width.
+
+    >>> hidden_size(build_language_model(ModelConfig(n_layer=1, n_embd=16, n_head=2, n_positions=8), 10, pad_id=0))
+    16
+    """
+    config = getattr(lm, "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    for name in HIDDEN_SIZE_NAMES:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return int(lm.get_input_embeddings().embedding_dim)
 
 
 def trunk_hidden(trunk: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """A GPT-2 body's last hidden states for a whole sequence, without a cache: ``[batch, time, n_embd]``."""
+    """A transformer body's last hidden states for a whole sequence, without a cache: ``[batch, time, hidden]``."""
     return trunk(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
 
 
@@ -364,4 +392,4 @@ def action_targets(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.
 __all__ = ["ModelConfig", "build_language_model", "transformers_progress_bars_off", "language_model_for",
            "SPELLING_LENGTH", "SpelledEmbedding", "TiedOutput", "spell_embeddings", "PolicyValueLM",
            "plain_language_model", "mlp_head", "polyak_update", "TwinQHeads", "DECODE_WITH", "ValueHeads",
-           "value_trunk", "trunk_hidden", "action_targets"]
+           "value_trunk", "HIDDEN_SIZE_NAMES", "hidden_size", "trunk_hidden", "action_targets"]

@@ -35,7 +35,7 @@ from trainers.algorithms.utterance_ilql.losses import utterance_positions, utter
 from trainers.algorithms.utterance_ilql.model import UtteranceHeads, rows_hidden
 from trainers.core.decoding import next_token_logits, sample_tokens
 from trainers.core.device import module_device
-from trainers.core.model import action_targets, language_model_for
+from trainers.core.model import action_targets, hidden_size, language_model_for
 from trainers.core.objective import LossOutput, masked_mean
 from trainers.core.padding import left_pad
 
@@ -146,7 +146,7 @@ class ChaiModel(nn.Module):
         self.separators = (tokenizer.eoo_id, tokenizer.eoa_id)
         self.lm = language_model_for(config.model, tokenizer).requires_grad_(False).eval()
         #: named as utterance ILQL's, so that its agent (``BestOfSamplesPolicy``) plays this model too.
-        self.utterance_heads = UtteranceHeads(self.lm.config.n_embd, with_value=False)
+        self.utterance_heads = UtteranceHeads(hidden_size(self.lm), with_value=False)
 
     def train(self, mode: bool = True) -> "ChaiModel":
         """``nn.Module.train`` for the heads; the frozen LM stays in eval mode."""

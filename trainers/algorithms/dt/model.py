@@ -22,7 +22,7 @@ from torch import nn
 from trainers.algorithms.dt.config import DTConfig
 from trainers.algorithms.dt.losses import with_return_prefix
 from trainers.algorithms.ilql.losses import bc_loss
-from trainers.core.model import action_targets, language_model_for
+from trainers.core.model import action_targets, hidden_size, language_model_for
 from trainers.core.objective import LossOutput
 
 
@@ -41,7 +41,7 @@ class ReturnConditionedLM(nn.Module):
         super().__init__()
         #: the plain GPT-2 LM (what ``trainers.core.model.plain_language_model`` saves as ``lm/``).
         self.wrapped_lm = lm
-        self.return_embedding = nn.Linear(1, lm.config.n_embd)
+        self.return_embedding = nn.Linear(1, hidden_size(lm))
         self.bos_id = int(bos_id)
         #: the return the agent plays for (a setting, not a parameter).
         self.target_return = float(target_return)

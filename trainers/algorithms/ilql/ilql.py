@@ -71,6 +71,7 @@ from trainers.core.model import (
     PolicyValueLM,
     ValueHeads,
     action_targets,
+    hidden_size,
     language_model_for,
     trunk_hidden,
     value_trunk,
@@ -199,7 +200,7 @@ class ILQLModel(nn.Module):
         self.lm = language_model_for(config.model, tokenizer)
         if config.separate_value_trunk:
             self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
-        self.heads = ValueHeads(self.lm.config.n_embd, tokenizer.vocab_size, decode_with=config.decode_with)
+        self.heads = ValueHeads(hidden_size(self.lm), tokenizer.vocab_size, decode_with=config.decode_with)
         if config.head_init_value is not None:
             self.heads.start_at(config.head_init_value)
         #: with ``target_network="trunk"``: the Polyak copy of the value trunk the target Q heads read; else None.

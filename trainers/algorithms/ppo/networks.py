@@ -36,7 +36,7 @@ from trainers.algorithms.ppo.losses import (
     response_logits,
     token_logprobs,
 )
-from trainers.core.model import language_model_for
+from trainers.core.model import hidden_size, language_model_for
 from trainers.core.decoding import PrefixConstraint, positions_from_mask, sample_tokens
 
 
@@ -59,7 +59,7 @@ class PolicyWithValue(nn.Module):
     def __init__(self, lm: nn.Module, zero_init_value: bool = True):
         super().__init__()
         self.lm = disable_dropout(lm)
-        hidden = int(lm.config.n_embd)
+        hidden = hidden_size(lm)
         self.value_head = nn.Linear(hidden, 1)
         if zero_init_value:
             nn.init.zeros_(self.value_head.weight)

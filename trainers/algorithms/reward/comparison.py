@@ -119,7 +119,7 @@ def build_comparison_model(example_clip: Any, reward_config: Any, config: Compar
     members = build_members(inputs, reward_config, tokenizer)
     if lm is not None:
         for member in members:
-            member.trunk.load_state_dict(lm.transformer.state_dict())
+            member.trunk.load_state_dict(lm.base_model.state_dict())
     return RewardModel(members, inputs, tokenizer, reward_config,
                        state={"trained_on": "comparisons", "init_from": config.init_from}).to(
                            resolve_device(getattr(reward_config, "device", "auto")))

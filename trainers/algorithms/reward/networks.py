@@ -194,14 +194,15 @@ class TextStepReward(nn.Module):
 
     def __init__(self, model_config, tokenizer, hidden: int, dropout: float, batch_norm: bool, head: str = "mlp"):
         super().__init__()
-        from trainers.core.model import language_model_for
+        from trainers.core.model import hidden_size, language_model_for
 
         if head not in TEXT_HEADS:
             raise ValueError(f"head must be one of {TEXT_HEADS}, got {head!r}")
         lm = language_model_for(model_config, tokenizer)
-        self.trunk = lm.transformer
-        self.head = reward_head(lm.config.n_embd, hidden, dropout, batch_norm) if head == "mlp" else \
-            reward_head_init_(nn.Linear(lm.config.n_embd, 1))
+        self.trunk = lm.base_model  # the body of any causal LM (GPT-2's .transformer, a Llama's .model)
+        width = hidden_size(lm)
+        self.head = reward_head(width, hidden, dropout, batch_norm) if head == "mlp" else \
+            reward_head_init_(nn.Linear(width, 1))
 
     def forward(self, steps: dict[str, torch.Tensor]) -> torch.Tensor:
         """Rewards ``[steps]`` of a text batch from ``encode_steps``."""

@@ -27,7 +27,7 @@ from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
 from trainers.algorithms.utterance_ilql.losses import utterance_positions, utterance_q_targets, utterance_v_targets
 from trainers.core.decoding import positions_from_mask
 from trainers.core.device import module_device
-from trainers.core.model import PolicyValueLM, TwinQHeads, action_targets, language_model_for, mlp_head
+from trainers.core.model import PolicyValueLM, TwinQHeads, action_targets, hidden_size, language_model_for, mlp_head
 from trainers.core.objective import LossOutput, masked_mean
 from trainers.core.padding import right_pad
 
@@ -86,7 +86,7 @@ class UtteranceILQLModel(nn.Module):
             self.lm = PolicyValueLM(self.lm, language_model_for(config.model, tokenizer))
         #: named so that token-level decoders and diagnostics, which read ``LoadedModel.heads``, do not take these
         #: one-output heads for ILQL's per-token ones.
-        self.utterance_heads = UtteranceHeads(self.lm.config.n_embd)
+        self.utterance_heads = UtteranceHeads(hidden_size(self.lm))
 
     def forward(self, batch: dict[str, torch.Tensor]) -> LossOutput:
         """The weighted TD, expectile and BC terms (their mean over the batch's action tokens for the loop)."""
