@@ -73,3 +73,20 @@ def test_a_separate_value_trunk_is_refused_for_a_family_other_than_gpt2(llama, t
     config = train_config("ilql", "unused", Path("unused"), llama, separate_value_trunk=True)
     with pytest.raises(ValueError, match="'llama' models share the policy's trunk"):
         ILQLModel(config, tok)
+
+
+def test_ppos_value_head_and_a_reward_models_trunk_read_a_llama(llama, tok):
+    from trainers.algorithms.ppo.config import PPOConfig
+    from trainers.algorithms.ppo.trainer import initial_model
+    from trainers.algorithms.reward.networks import TextStepReward
+    from trainers.core.model import ModelConfig
+
+    ids = torch.tensor([tok.encode_prompt(["", "⬛🟨⬛⬛🟩"], ["crane"])])
+    mask = torch.ones_like(ids)
+    _, model, _ = initial_model(PPOConfig(model=ModelConfig(pretrained=str(llama))))
+    logits, values = model(ids, mask)
+    assert model.value_head.in_features == 24 and values.shape == ids.shape
+    assert logits.shape == (*ids.shape, tok.vocab_size)
+    reward = TextStepReward(ModelConfig(pretrained=str(llama)), tok, hidden=8, dropout=0.0, batch_norm=False)
+    assert type(reward.trunk).__name__ == "LlamaModel" and reward.head[0].in_features == 24
+    assert reward({"input_ids": ids, "attention_mask": mask}).shape == (1,)

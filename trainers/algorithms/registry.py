@@ -39,6 +39,7 @@ from trainers.algorithms.utterance_ilql.model import UtteranceILQLModel
 from trainers.core import loop
 from trainers.core.checkpoint import (
     LoadedModel,
+    built_from_checkpoint,
     checkpoint_step,
     load_state_file,
     read_checkpoint_config,
@@ -49,14 +50,29 @@ from trainers.core.provenance import repository_path
 
 
 def fit_dpo(config: DPOConfig, progress: bool = True) -> TrainResult:
-    """DPO from its config: loads the starting policy (``config.init``) and the reference (``config.reference``,
-    default the starting policy) and runs ``trainers.algorithms.dpo.trainer.train_dpo``."""
-    if not config.init:
-        raise ValueError("DPOConfig.init is empty: give the checkpoint folder of the starting policy")
+    """DPO from its config: loads the starting policy (``config.init``, or the pretrained LM of
+    ``config.model.pretrained`` with its own tokenizer) and the reference (``config.reference``, default the
+    starting policy) and runs ``trainers.algorithms.dpo.trainer.train_dpo``."""
+    pretrained = config.model.pretrained
+    if not config.init and not pretrained:
+        raise ValueError("DPOConfig.init is empty: give the checkpoint folder of the starting policy (or a "
+                         "pretrained LM: --model.pretrained PATH_OR_NAME)")
+    if config.init and pretrained:
+        raise ValueError(f"DPOConfig: init={config.init!r} and model.pretrained={pretrained!r}: the init checkpoint "
+                         f"brings its model and tokenizer; give one or the other")
     torch.manual_seed(config.seed)  # loading builds each model from random weights first: seeded, like training
-    start = load_agent_model(config.init)
+    start = load_agent_model(config.init) if config.init else pretrained_start(config)
     reference = load_agent_model(config.reference).lm if config.reference else None
     return train_dpo(config, start, reference, progress)
+
+
+def pretrained_start(config: DPOConfig) -> LoadedModel:
+    """The starting policy of a DPO run from ``config.model.pretrained``: that LM (embedding table grown by the
+    token MDP's special tokens) and its own tokenizer, as ``load_agent_model`` would hand back a checkpoint's."""
+    from trainers.core.pretrained import task_tokenizer
+
+    tokenizer = task_tokenizer(config)
+    return LoadedModel("pretrained", config, DPOModel(config, tokenizer).eval(), tokenizer, 0)
 
 
 ALGORITHMS: dict[str, AlgorithmSpec] = {
@@ -108,18 +124,6 @@ def load_agent_model(path: str | os.PathLike, device: str | torch.device | None 
     model.load_state_dict(load_state_file(path / "model.pt"))
     model.to(target).eval().requires_grad_(False)
     return LoadedModel(algorithm, config, model, tokenizer, checkpoint_step(path))
-
-
-def built_from_checkpoint(config: Any, path: str | os.PathLike) -> Any:
-    """``config`` to rebuild a checkpoint's module with: one trained from a pretrained model
-    (``ModelConfig.pretrained``) starts from the checkpoint's own ``lm/`` folder (its architecture and resized
-    embedding table), so the model it was fine-tuned from need not be at hand where the checkpoint is played."""
-    import dataclasses
-
-    model = getattr(config, "model", None)
-    if model is None or not getattr(model, "pretrained", None):
-        return config
-    return dataclasses.replace(config, model=dataclasses.replace(model, pretrained=os.fspath(Path(path) / "lm")))
 
 
 #: ``load_policy``'s ``adv_clip`` default: the checkpoint's own.
@@ -224,5 +228,5 @@ def agent_options(options: dict[str, str]) -> dict[str, Any]:
     return kwargs
 
 
-__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "load_agent_model", "built_from_checkpoint", "FROM_CHECKPOINT", "load_policy",
+__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "pretrained_start", "load_agent_model", "built_from_checkpoint", "FROM_CHECKPOINT", "load_policy",
            "set_target_return", "parse_agent", "AGENT_OPTIONS", "agent_options"]

@@ -65,6 +65,16 @@ def checkpoint_dir(out: str | os.PathLike) -> Path:
     return Path(out) / CHECKPOINT
 
 
+def built_from_checkpoint(config: Any, path: str | os.PathLike) -> Any:
+    """``config`` to rebuild a checkpoint's module with: one trained from a pretrained model
+    (``ModelConfig.pretrained``) starts from the checkpoint's own ``lm/`` folder (its architecture and resized
+    embedding table), so the model it was fine-tuned from need not be at hand where the checkpoint is played."""
+    model = getattr(config, "model", None)
+    if model is None or not getattr(model, "pretrained", None):
+        return config
+    return dataclasses.replace(config, model=dataclasses.replace(model, pretrained=os.fspath(Path(path) / "lm")))
+
+
 def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: nn.Module, tokenizer: Any,
                     trainer_state: dict[str, Any], data_state: Callable[[Path], None] | None = None) -> Path:
     """Writes ``out/checkpoint`` atomically (temporary folder, then rename) and returns its path.
@@ -203,5 +213,5 @@ def resume_trainer(config: Any, module: nn.Module, optimizer: Any, scheduler: An
     return int(state["step"]), state.get("train_seconds")
 
 
-__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "saved_by", "trainer_state", "resume_trainer",
+__all__ = ["SNAPSHOTS", "keep_snapshot", "snapshots", "load_trainer_state", "restore_trainer_state", "LoadedModel", "CHECKPOINT", "DATA_STATE", "checkpoint_dir", "built_from_checkpoint", "checkpoint_step", "save_checkpoint", "read_checkpoint_config", "saved_by", "trainer_state", "resume_trainer",
            "load_state_file"]

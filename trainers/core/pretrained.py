@@ -101,6 +101,21 @@ def pretrained_language_model(source: str, vocab_size: int, pad_id: int, bos_id:
     return model
 
 
+def pretrained_architecture(folder: str | Path) -> Any:
+    """A causal LM of the architecture that ``folder/config.json`` describes (written by ``config.save_pretrained``
+    of a model built by ``pretrained_language_model``: its resized vocabulary and special ids included), with
+    fresh float32 weights for the caller to load its own into. For checkpoints that keep the weights elsewhere
+    (a reward model's ``weights.pt``); a folder without ``config.json`` is a ``FileNotFoundError`` naming it."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    folder = Path(folder)
+    if not (folder / MODEL_CONFIG).is_file():
+        raise FileNotFoundError(f"{folder}: no {MODEL_CONFIG} describing the pretrained model's architecture")
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+
+
 def task_tokenizer(config: Any) -> Any:
     """The token view a training config asks for: ``config.model.pretrained``'s own tokenizer when it names a
     pretrained model, else the tokenizer named by ``config.tokenizer`` (``rlds_lang.tokenizers.make_tokenizer``).
@@ -118,4 +133,4 @@ def task_tokenizer(config: Any) -> Any:
 
 
 __all__ = ["MODEL_CONFIG", "hub_cache", "resolve_pretrained", "pretrained_tokenizer", "pretrained_language_model",
-           "task_tokenizer"]
+           "pretrained_architecture", "task_tokenizer"]

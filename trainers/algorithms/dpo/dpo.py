@@ -56,12 +56,14 @@ LOSS_TYPES = ("sigmoid", "ipo")
 @dataclasses.dataclass
 class DPOConfig(TrainConfig):
     """DPO hyperparameters on top of ``TrainConfig`` (``dataset``: response-tree logs or a built tree dataset folder;
-    ``batch_size``: pairs per step; ``model`` and ``tokenizer`` are taken from ``init``; ``grad_accum``,
+    ``batch_size``: pairs per step; ``model`` and ``tokenizer`` are taken from ``init``, or with ``model.pretrained``
+    and no ``init`` the run starts from that pretrained LM and its own tokenizer; ``grad_accum``,
     ``top_p``, ``token_reward``, ``config`` and ``data_dir`` are not used and must keep their defaults)."""
 
     #: output folder.
     out: str = default_run("dpo")
-    #: checkpoint folder of the starting policy (e.g. a BC run's ``checkpoint``); required.
+    #: checkpoint folder of the starting policy (e.g. a BC run's ``checkpoint``); required unless
+    #: ``model.pretrained`` names the pretrained LM to start from.
     init: str = ""
     #: checkpoint folder of the reference model; None = the starting policy (``init``) itself.
     reference: str | None = None

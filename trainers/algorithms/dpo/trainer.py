@@ -25,6 +25,7 @@ from trainers.algorithms.dpo.data import (
     tree_pairs,
 )
 from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel, reference_logps, tokens_in
+from trainers.core.checkpoint import built_from_checkpoint
 from trainers.core.loop import TrainResult
 from trainers.core.tensor_loop import fit_tensors
 
@@ -61,7 +62,9 @@ def prepare(config: DPOConfig, start: Any, reference: nn.Module | None = None,
     reference = start.lm if reference is None else reference
     tensors.update(reference_logps(reference, tensors))
     del reference
-    module = DPOModel(config, start.tokenizer)
+    # a start fine-tuned from a pretrained LM is rebuilt from its checkpoint's own lm/ (the folder it was fine-tuned
+    # from need not be at hand); its weights are the start's either way
+    module = DPOModel(built_from_checkpoint(config, config.init) if config.init else config, start.tokenizer)
     module.lm.load_state_dict(start.lm.state_dict())
     return config, start.tokenizer, module, tensors
 

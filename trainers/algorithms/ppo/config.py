@@ -90,9 +90,10 @@ class PPOConfig:
     checkpoint_every: int = 10
     #: continue from ``out/checkpoint`` when it exists (exactly: weights, optimizer, beta, schedule, games).
     resume: bool = True
-    #: the model when ``init`` is empty (replaced by the init checkpoint's model otherwise).
+    #: the model when ``init`` is empty (replaced by the init checkpoint's model otherwise); with
+    #: ``model.pretrained`` PPO starts from that pretrained LM (policy and frozen reference) and its tokenizer.
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
-    #: tokenizer name when ``init`` is empty.
+    #: tokenizer name when ``init`` and ``model.pretrained`` are empty.
     tokenizer: str = "wordle"
     #: where to train and roll out: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``
     #: (``trainers.core.device``).

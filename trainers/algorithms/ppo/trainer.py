@@ -206,6 +206,14 @@ def _rollout_metrics(batch: Batch, beta: float) -> dict[str, float]:
             "response_tokens": float(maskf.sum(1).mean()), "turns": float(len(r))}
 
 
+def rollout_policy(config: Any, model: nn.Module, tokenizer: Any, allowed_actions: list[str] | None,
+                   precision: str | None = None) -> RolloutPolicy:
+    """The sampler of ``run``'s rollouts: ``model``'s policy LM prompting and decoding with ``tokenizer`` (the
+    model's own: a character tokenizer, or a pretrained LM's), the config's lengths and temperature."""
+    return RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
+                         allowed_actions, precision=precision)
+
+
 def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env: Any,
         allowed_actions: list[str] | None, source: Any, state: dict[str, Any] | None, progress: bool) -> PPOResult:
     """The update loop of ``trainers.algorithms.ppo.trainer.train_ppo`` (``state``: a checkpoint's trainer state to
@@ -228,8 +236,7 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
         update = int(state["update"])
         saved_seconds = state.get("train_seconds")  # None: saved before checkpoints carried it
     before = saved_seconds
-    policy = RolloutPolicy(model.lm, tokenizer, config.query_length, config.response_length, config.temperature,
-                           allowed_actions, precision=place.precision)
+    policy = rollout_policy(config, model, tokenizer, allowed_actions, place.precision)
     trained: nn.Module = (nn.parallel.DistributedDataParallel(model, device_ids=ddp_device_ids(place.device))
                           if info.world_size > 1 else model)
     run_log = RunLog(out, "ppo", config.updates, update, checkpoint_every=config.checkpoint_every,
@@ -284,20 +291,25 @@ def run(config: Any, model: nn.Module, reference: nn.Module, tokenizer: Any, env
 
 
 def initial_model(config: PPOConfig) -> tuple[PPOConfig, PPOModel, Any]:
-    """``(config with the init's model, policy + value head, tokenizer)``: from ``config.init`` or random, built on
-    the CPU (the caller moves it)."""
-    from rlds_lang.tokenizers import make_tokenizer
+    """``(config with the init's model, policy + value head, tokenizer)``: from ``config.init``, else from
+    ``config.model`` (random, or the pretrained LM of ``model.pretrained`` with its own tokenizer), built on the CPU
+    (the caller moves it)."""
     from trainers.algorithms.registry import load_agent_model
+    from trainers.core.checkpoint import built_from_checkpoint
+    from trainers.core.pretrained import task_tokenizer
 
     torch.manual_seed(config.seed)
     if not config.init:
-        tokenizer = make_tokenizer(config.tokenizer)
+        tokenizer = task_tokenizer(config)
         with torch.device("cpu"):
             return config, PPOModel(config, tokenizer), tokenizer
+    if config.model.pretrained:
+        raise ValueError(f"PPOConfig: init={config.init!r} and model.pretrained={config.model.pretrained!r}: the "
+                         f"init checkpoint brings its model and tokenizer; give one or the other")
     loaded = load_agent_model(config.init, "cpu")
     config = dataclasses.replace(config, model=loaded.config.model)
-    with torch.device("cpu"):
-        model = PPOModel(config, loaded.tokenizer)
+    with torch.device("cpu"):  # a model fine-tuned from a pretrained one is rebuilt from the init's own lm/
+        model = PPOModel(built_from_checkpoint(config, config.init), loaded.tokenizer)
     model.lm.load_state_dict(loaded.lm.state_dict())
     if loaded.algorithm == "ppo":
         model.value_head.load_state_dict(loaded.model.value_head.state_dict())
@@ -363,4 +375,4 @@ def _train_ppo(config: PPOConfig, env: Any, allowed_actions: list[str] | None, s
     return run(config, model, reference, tokenizer, env, allowed_actions, source, state, progress)
 
 
-__all__ = ["PPOResult", "Batch", "prepare_batch", "ppo_update", "run", "initial_model", "make_env", "resume_state", "train_ppo"]
+__all__ = ["PPOResult", "Batch", "prepare_batch", "ppo_update", "rollout_policy", "run", "initial_model", "make_env", "resume_state", "train_ppo"]

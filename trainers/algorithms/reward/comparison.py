@@ -100,8 +100,9 @@ def build_comparison_model(example_clip: Any, reward_config: Any, config: Compar
     """A fresh ``RewardModel`` for clips like ``example_clip`` with the recipe's linear head, each member's trunk
     copied from ``config.init_from`` when given (the reward config's model and tokenizer are taken from it), on
     ``reward_config``'s device (``trainers.core.device``)."""
-    from rlds_lang.tokenizers import make_tokenizer
     from trainers.algorithms.reward.model import RewardModel, build_members
+    from trainers.core.checkpoint import built_from_checkpoint
+    from trainers.core.pretrained import task_tokenizer
     from trainers.algorithms.reward.networks import infer_inputs
 
     inputs = infer_inputs([example_clip])
@@ -113,9 +114,11 @@ def build_comparison_model(example_clip: Any, reward_config: Any, config: Compar
 
         loaded = load_agent_model(config.init_from)
         lm, tokenizer = loaded.lm, loaded.tokenizer
-        reward_config = dataclasses.replace(reward_config, model=loaded.config.model)
+        # a checkpoint fine-tuned from a pretrained LM: its trunk's architecture is its own lm/ folder's
+        reward_config = dataclasses.replace(reward_config,
+                                            model=built_from_checkpoint(loaded.config, config.init_from).model)
     reward_config = dataclasses.replace(reward_config, head="linear")
-    tokenizer = tokenizer or make_tokenizer(reward_config.tokenizer)
+    tokenizer = tokenizer or task_tokenizer(reward_config)
     members = build_members(inputs, reward_config, tokenizer)
     if lm is not None:
         for member in members:

@@ -44,7 +44,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -64,6 +64,8 @@ from trainers.core.device import Placement, module_device, resolve_device
 from trainers.core.model import ModelConfig
 
 CHECKPOINT_KIND = "reward_model"
+#: the folder of a checkpoint whose text trunk came from a pretrained LM: that LM's ``config.json`` (resized).
+PRETRAINED_ARCHITECTURE = "lm"
 #: the file of a training checkpoint that holds what exact resumption needs beside the weights.
 TRAINER_STATE = "trainer_state.pt"
 
@@ -131,7 +133,8 @@ class RewardModelConfig:
     max_tokens: int = 64
     #: the transformer of each member for text observations (small: 2 CPU cores).
     model: ModelConfig = dataclasses.field(default_factory=_small_transformer)
-    #: tokenizer name for text observations (``rlds_lang.tokenizers.TOKENIZERS``).
+    #: tokenizer name for text observations (``rlds_lang.tokenizers.TOKENIZERS``); with ``model.pretrained`` each
+    #: member's trunk is that pretrained LM's body and its own tokenizer is used instead.
     tokenizer: str = "wordle"
     #: seed of parameters, bootstraps and batch order.
     seed: int = 0
@@ -263,6 +266,8 @@ class RewardModel:
         np.save(tmp / "normalisation.npy", self.normalizer.state())
         if self.tokenizer is not None:
             self.tokenizer.save(tmp / "tokenizer.json")
+        if self.config.model.pretrained and self.inputs.kind == "text":  # the trunk's architecture, for ``load``
+            self.members[0].trunk.config.save_pretrained(tmp / PRETRAINED_ARCHITECTURE)
         description = {"kind": CHECKPOINT_KIND, "config": config_to_dict(self.config),
                        "inputs": self.inputs.to_dict(), "state": self.state}
         (tmp / "config.json").write_text(json.dumps(description, sort_keys=True, indent=2))
@@ -309,7 +314,12 @@ class RewardModel:
         if missing:
             raise FileNotFoundError(f"{path}: reward-model checkpoint is missing {', '.join(missing)}")
         tokenizer = load_tokenizer(path / "tokenizer.json") if inputs.kind == "text" else None
-        members = build_members(inputs, config, tokenizer)
+        architecture = None
+        if config.model.pretrained and inputs.kind == "text":  # its weights are weights.pt: no need of its folder
+            from trainers.core.pretrained import pretrained_architecture
+
+            architecture = lambda: pretrained_architecture(path / PRETRAINED_ARCHITECTURE)  # noqa: E731
+        members = build_members(inputs, config, tokenizer, architecture)
         try:
             members.load_state_dict(load_state_file(path / "weights.pt"))
         except Exception as error:  # unpickling or shape errors: say which file
@@ -350,14 +360,16 @@ def scatter_steps(clips: Sequence[Any], values: np.ndarray, owner: torch.Tensor)
     return out
 
 
-def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None) -> nn.ModuleList:
-    """``config.members`` freshly initialised predictors for ``inputs`` (member ``m`` seeded ``seed + m``)."""
+def build_members(inputs: StepInputs, config: RewardModelConfig, tokenizer=None,
+                  architecture: Callable[[], nn.Module] | None = None) -> nn.ModuleList:
+    """``config.members`` freshly initialised predictors for ``inputs`` (member ``m`` seeded ``seed + m``);
+    ``architecture`` builds each text member's LM (default: from ``config.model``)."""
     members = []
     for m in range(config.members):
         torch.manual_seed(config.seed + m)
-        members.append(build_predictor(inputs, config, tokenizer))
+        members.append(build_predictor(inputs, config, tokenizer, architecture() if architecture else None))
     return nn.ModuleList(members)
 
 
 __all__ = ["RewardModelConfig", "RewardModel", "build_members", "checkpoint_folder", "eval_mode", "scatter_steps", "CHECKPOINT_KIND",
-           "TRAINER_STATE"]
+           "PRETRAINED_ARCHITECTURE", "TRAINER_STATE"]

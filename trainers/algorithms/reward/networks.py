@@ -190,15 +190,18 @@ TEXT_HEADS = ("mlp", "linear")
 
 
 class TextStepReward(nn.Module):
-    """``r_hat`` of a text step: a small GPT-2 trunk over ``[BOS] o [EOO] a [EOA]``, a head on the last token."""
+    """``r_hat`` of a text step: a causal LM's trunk (a small GPT-2, or a pretrained LM's body with
+    ``model_config.pretrained``) over ``[BOS] o [EOO] a [EOA]``, a head on the last token. ``lm``: the LM whose
+    body becomes the trunk (default: ``language_model_for(model_config, tokenizer)``)."""
 
-    def __init__(self, model_config, tokenizer, hidden: int, dropout: float, batch_norm: bool, head: str = "mlp"):
+    def __init__(self, model_config, tokenizer, hidden: int, dropout: float, batch_norm: bool, head: str = "mlp",
+                 lm: nn.Module | None = None):
         super().__init__()
         from trainers.core.model import hidden_size, language_model_for
 
         if head not in TEXT_HEADS:
             raise ValueError(f"head must be one of {TEXT_HEADS}, got {head!r}")
-        lm = language_model_for(model_config, tokenizer)
+        lm = language_model_for(model_config, tokenizer) if lm is None else lm
         self.trunk = lm.base_model  # the body of any causal LM (GPT-2's .transformer, a Llama's .model)
         width = hidden_size(lm)
         self.head = reward_head(width, hidden, dropout, batch_norm) if head == "mlp" else \
@@ -257,11 +260,12 @@ class ImageStepReward(nn.Module):
         return self.head(torch.cat([features, steps["actions"]], dim=1)).squeeze(-1)
 
 
-def build_predictor(inputs: StepInputs, config, tokenizer=None) -> nn.Module:
-    """One ensemble member for ``inputs``, sized by a ``RewardModelConfig``."""
+def build_predictor(inputs: StepInputs, config, tokenizer=None, lm: nn.Module | None = None) -> nn.Module:
+    """One ensemble member for ``inputs``, sized by a ``RewardModelConfig`` (``lm``: a text member's LM, see
+    ``TextStepReward``)."""
     if inputs.kind == "text":
         return TextStepReward(config.model, tokenizer, config.hidden, config.dropout, config.batch_norm,
-                              getattr(config, "head", "mlp"))
+                              getattr(config, "head", "mlp"), lm)
     if inputs.kind == "vector":
         return VectorStepReward(inputs.obs_shape[0] + inputs.action_dim, config.hidden, config.layers,
                                 config.dropout, config.batch_norm)

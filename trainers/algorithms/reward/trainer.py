@@ -135,13 +135,13 @@ class RewardModelTrainer:
 
     def build(self, judgements: Sequence[Any]) -> RewardModel:
         """Builds the (untrained) members for the kind of clips in ``judgements`` unless built already."""
-        from rlds_lang.tokenizers import make_tokenizer
+        from trainers.core.pretrained import task_tokenizer
 
         if self.model is not None:
             return self.model
         inputs = infer_inputs([judgements[0].left])
         if inputs.kind == "text" and self.tokenizer is None:
-            self.tokenizer = make_tokenizer(self.config.tokenizer)
+            self.tokenizer = task_tokenizer(self.config)  # a pretrained trunk's own, else the config's named one
         members = build_members(inputs, self.config, self.tokenizer if inputs.kind == "text" else None)
         members.to(self.placement.device)
         self.model = RewardModel(members, inputs, self.tokenizer if inputs.kind == "text" else None, self.config)
