@@ -275,3 +275,18 @@ def test_a_reward_model_on_a_pretrained_trunk_trains_saves_and_scores_without_th
     loaded = RewardModel.load(tmp_path / "checkpoint", "cpu")
     assert (tmp_path / "checkpoint" / "lm" / "config.json").is_file() and loaded.tokenizer == trainer.tokenizer
     assert torch.equal(loaded.member_step_rewards(clips)[0], expected)
+
+
+# --- MALT --------------------------------------------------------------------------------------------------------
+
+def test_malt_refuses_a_start_trained_from_a_pretrained_model_and_says_why(tiny, tok, tmp_path):
+    from trainers.algorithms.bc import BCConfig, BCModel
+    from trainers.algorithms.malt.malt import MALTConfig, run_malt
+    from trainers.core.checkpoint import save_checkpoint
+    from trainers.core.model import ModelConfig
+
+    config = BCConfig(out=str(tmp_path / "bc"), model=ModelConfig(pretrained=str(tiny)))
+    checkpoint = save_checkpoint(tmp_path / "bc", "bc", config, BCModel(config, tok), tok, {"step": 0})
+    with pytest.raises(ValueError, match=r"trained from the pretrained LM .*tokenizer is not in that folder"):
+        run_malt(MALTConfig(init=str(checkpoint), out=str(tmp_path / "malt")), progress=False)
+    assert not (tmp_path / "malt").exists()                         # refused before anything is written

@@ -268,6 +268,21 @@ def evaluate_round(config: MALTConfig, checkpoint: Path, name: str, progress: bo
     return {"games": float(result.games), "mean": float(result.mean_reward), "se": float(result.stderr)}
 
 
+def refuse_pretrained_start(init: str | Path) -> None:
+    """A ``ValueError`` when the checkpoint ``init`` was trained from a pretrained LM (``--model.pretrained``):
+    MALT retrains BC each round from the previous round's ``lm/`` folder as ``--model.checkpoint``, a model built
+    here with a named tokenizer, while a pretrained LM's tokenizer lives in the checkpoint's ``tokenizer.json``,
+    not in ``lm/``, so the rounds would lose it."""
+    from trainers.core.checkpoint import read_checkpoint_config
+
+    pretrained = (read_checkpoint_config(init)[1].get("model") or {}).get("pretrained")
+    if pretrained:
+        raise ValueError(f"MALTConfig.init={str(init)!r} was trained from the pretrained LM {pretrained!r}: MALT does "
+                         f"not take one. Its rounds retrain BC from the previous round's lm/ folder with a named "
+                         f"tokenizer (--model.checkpoint), and a pretrained LM's own tokenizer is not in that folder; "
+                         f"start MALT from a checkpoint of a model built here")
+
+
 def run_malt(config: MALTConfig, progress: bool = True) -> list[RoundManifest]:
     """Runs (or resumes) every round of ``config`` on its device (``trainers.core.device``: the rounds' sampling,
     BC and DPO); returns the round manifests."""
@@ -281,6 +296,7 @@ def _run_malt(config: MALTConfig, progress: bool) -> list[RoundManifest]:
 
     if not config.init:
         raise ValueError("MALTConfig.init is empty: give the checkpoint folder of a trained BC policy")
+    refuse_pretrained_start(config.init)
     if not 0 <= config.num_initial_ei_rounds <= config.rounds:
         raise ValueError(f"num_initial_ei_rounds={config.num_initial_ei_rounds} must be in [0, rounds={config.rounds}]")
     env = make_env(config)
@@ -317,4 +333,5 @@ def rounds_table(manifests: list[RoundManifest]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MALTConfig", "ei_round", "env_config", "evaluate_round", "malt_round", "make_env", "rounds_table", "run_malt"]
+__all__ = ["MALTConfig", "ei_round", "env_config", "evaluate_round", "malt_round", "make_env", "refuse_pretrained_start",
+           "rounds_table", "run_malt"]
