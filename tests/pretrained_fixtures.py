@@ -10,12 +10,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 #: GPT-2's one special token.
 ENDOFTEXT = "<|endoftext|>"
 #: the words the tokenizer is trained on (``tests.toy_data.wordle_like``'s, and a few more).
 WORDS = ("crane", "slate", "abide", "speed", "geese", "these", "lever", "eerie", "elder", "sassy", "essay")
 SQUARES = ("⬛", "🟨", "🟩")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    """A tiny GPT-2 and its BPE tokenizer in a temporary folder (``save_tiny_gpt2``), one per test module."""
+    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
+
+
+@pytest.fixture(scope="module")
+def tok(tiny) -> Any:
+    """``tiny``'s tokenizer as the task's token view (a ``PretrainedTokenizer``)."""
+    from trainers.core.pretrained import pretrained_tokenizer
+
+    return pretrained_tokenizer(str(tiny))
 
 
 def save_bpe_tokenizer(folder: str | os.PathLike) -> tuple[Path, int, int]:

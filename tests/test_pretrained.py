@@ -16,23 +16,14 @@ import torch
 
 from rlds_lang.pretrained_tokenizer import ADDED, PretrainedTokenizer
 from rlds_lang.tokenizers import load_tokenizer
-from tests.pretrained_fixtures import ENDOFTEXT, WORDS, episodes, play_three_games, save_tiny_gpt2, train_config
+from tests.pretrained_fixtures import ENDOFTEXT, episodes, play_three_games, train_config
+from tests.pretrained_fixtures import tiny, tok  # noqa: F401  (module fixtures)
 from tests.toy_data import build_dataset, wordle_like
 from trainers.core.model import ModelConfig, language_model_for
 from trainers.core.pretrained import pretrained_tokenizer, resolve_pretrained, task_tokenizer
 from transforms.token_layout import StepsBatch, TokenMDPConfig, layout
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
-
-
-@pytest.fixture(scope="module")
-def tok(tiny) -> PretrainedTokenizer:
-    return pretrained_tokenizer(str(tiny))
 
 
 @pytest.fixture(scope="module")

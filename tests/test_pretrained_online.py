@@ -12,20 +12,10 @@ import pytest
 import torch
 
 from rlds_lang.pretrained_tokenizer import PretrainedTokenizer
-from tests.pretrained_fixtures import WORDS, play_three_games, save_tiny_gpt2
-from trainers.core.pretrained import pretrained_tokenizer
+from tests.pretrained_fixtures import WORDS, play_three_games
+from tests.pretrained_fixtures import tiny, tok  # noqa: F401  (module fixtures)
 
 torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny_gpt2"))
-
-
-@pytest.fixture(scope="module")
-def tok(tiny) -> PretrainedTokenizer:
-    return pretrained_tokenizer(str(tiny))
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +171,6 @@ def test_train_reward_from_a_pretrained_model_puts_its_body_under_the_heads_and_
 
     from transformers import GPT2LMHeadModel
 
-    from rlds_lang.preferences.segments import clips_from_episode  # noqa: F401  (the judgements' clips)
     from trainers.algorithms.reward.model import RewardModel
     from trainers.cli.main import main
 
