@@ -25,7 +25,8 @@ HEAVY = {"torch", "transformers", "tensorboard", "fastapi", "uvicorn"}
 FOR_THE_TRAIN_EXTRA = {"transforms.torch_bridge", "transforms.data_source"}
 #: the modules of the command line that a light install imports: the parser and the record, build, datasets and
 #: stats commands (the commands that need the extras are imported only when those are installed).
-LIGHT_CLI = {"trainers", "trainers.cli", "trainers.cli.main", "trainers.cli.build", "trainers.cli.datasets",
+LIGHT_CLI = {"trainers", "trainers.cli", "trainers.cli.main", "trainers.cli.commands", "trainers.cli.record",
+             "trainers.cli.build", "trainers.cli.datasets",
              "trainers.cli.stats", "trainers.cli.extras", "trainers.cli.former", "trainers.core",
              "trainers.core.build", "trainers.core.provenance"}
 

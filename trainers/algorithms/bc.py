@@ -16,24 +16,14 @@ Example (train, then the CLI: ``rlds-lang train bc --dataset DIR --steps 500``):
 
 from __future__ import annotations
 
-import dataclasses
 
 import torch
 from torch import nn
 
-from rlds_lang.paths import default_run
 from trainers.algorithms.ilql.losses import bc_loss
-from trainers.core.config import TrainConfig
+from trainers.algorithms.bc_config import BCConfig
 from trainers.core.model import action_targets, language_model_for
 from trainers.core.objective import LossOutput
-
-
-@dataclasses.dataclass
-class BCConfig(TrainConfig):
-    """BC / %BC hyperparameters: all of ``TrainConfig`` (``top_p`` turns BC into %BC)."""
-
-    #: output folder.
-    out: str = default_run("bc")
 
 
 class BCModel(nn.Module):

@@ -12,29 +12,24 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from trainers.algorithms.bc import BCConfig, BCModel
-from trainers.algorithms.chai.config import ChaiConfig
+from trainers.algorithms.bc import BCModel
+from trainers.algorithms.catalog import AGENT_OPTIONS, CATALOG, agent_options, parse_agent
 from trainers.algorithms.chai.model import ChaiModel
-from trainers.algorithms.cql.config import CQLConfig
 from trainers.algorithms.cql.model import CQLModel
-from trainers.algorithms.dpo.dpo import DPOConfig, DPOModel
+from trainers.algorithms.dpo.config import DPOConfig
+from trainers.algorithms.dpo.dpo import DPOModel
 from trainers.algorithms.dpo.trainer import train_dpo
-from trainers.algorithms.dt.config import DTConfig
 from trainers.algorithms.dt.model import DTModel
-from trainers.algorithms.ilql.ilql import ILQLConfig, ILQLModel
-from trainers.algorithms.ilql.mc import MCConfig, MCModel
-from trainers.algorithms.ppo.config import PPOConfig
+from trainers.algorithms.ilql.ilql import ILQLModel
+from trainers.algorithms.ilql.mc import MCModel
 from trainers.algorithms.ppo.networks import PPOModel
-from trainers.algorithms.psi.config import PsiConfig
 from trainers.algorithms.psi.model import PsiModel
-from trainers.algorithms.utterance_ilql.config import UtteranceILQLConfig
 from trainers.algorithms.utterance_ilql.model import UtteranceILQLModel
 from trainers.core import loop
 from trainers.core.checkpoint import (
@@ -75,24 +70,16 @@ def pretrained_start(config: DPOConfig) -> LoadedModel:
     return LoadedModel("pretrained", config, DPOModel(config, tokenizer).eval(), tokenizer, 0)
 
 
+#: each algorithm's module (its ``forward`` is the loss), by name; its config and description are the catalog's.
+MODEL_CLASSES: dict[str, type] = {"bc": BCModel, "ilql": ILQLModel, "dpo": DPOModel, "ppo": PPOModel, "mc": MCModel,
+                                  "cql": CQLModel, "psi": PsiModel, "dt": DTModel,
+                                  "utterance_ilql": UtteranceILQLModel, "chai": ChaiModel}
+#: the algorithms that run their own steps (``AlgorithmSpec.fit``) instead of the shared token-batch loop.
+FITS = {"dpo": fit_dpo}
+
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "bc": AlgorithmSpec("bc", BCConfig, BCModel, "behaviour cloning on action tokens (--top_p for %BC)"),
-    "ilql": AlgorithmSpec("ilql", ILQLConfig, ILQLModel, "per-token implicit language Q-learning"),
-    "dpo": AlgorithmSpec("dpo", DPOConfig, DPOModel, "DPO on the preference pairs of response trees (--init CKPT)",
-                         fit=fit_dpo),
-    # online: trained by trainers.algorithms.ppo.trainer.train_ppo (its own `train ppo` parser), listed so checkpoints load
-    "ppo": AlgorithmSpec("ppo", PPOConfig, PPOModel, "online PPO in an environment (lm-human-preferences recipe)"),
-    "mc": AlgorithmSpec("mc", MCConfig, MCModel, "ILQL's heads regressed onto Monte-Carlo returns (no TD)"),
-    "cql": AlgorithmSpec("cql", CQLConfig, CQLModel, "token-level conservative Q-learning (max TD target + CE of Q)"),
-    "psi": AlgorithmSpec("psi", PsiConfig, PsiModel, "psi-learning (Huber TD towards r/r_scale + log pi_beta + "
-                         "gamma logsumexp Q)"),
-    "dt": AlgorithmSpec("dt", DTConfig, DTModel, "Decision Transformer (BC given a return prefix; "
-                        "--agent NAME=DIR,target_return=R)"),
-    "utterance_ilql": AlgorithmSpec("utterance_ilql", UtteranceILQLConfig, UtteranceILQLModel,
-                                    "utterance-level ILQL (one Q and V per utterance; acts by the best of N BC samples)"),
-    "chai": AlgorithmSpec("chai", ChaiConfig, ChaiModel, "CHAI: utterance-level double Q over a frozen LM "
-                          "(--model.checkpoint BC_LM), target = max over K sampled next utterances"),
-}
+    name: AlgorithmSpec(name, entry.config_class, MODEL_CLASSES[name], entry.description, fit=FITS.get(name))
+    for name, entry in CATALOG.items()}
 
 
 def algorithm_by_name(name: str) -> AlgorithmSpec:
@@ -188,45 +175,5 @@ def set_target_return(loaded: LoadedModel, target_return: float, path: str | os.
     loaded.lm.target_return = float(target_return)
 
 
-def parse_agent(spec: str) -> tuple[str, str, dict[str, str]]:
-    """``NAME=PATH[,key=value...]`` -> ``(name, path, options)``; errors name the malformed spec."""
-    head, *options = spec.split(",")
-    name, sep, path = head.partition("=")
-    if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"--agent {spec!r}: expected NAME=CHECKPOINT[,beta=16,greedy=true,adv_clip=none]")
-    parsed = {}
-    for option in options:
-        key, sep, value = option.partition("=")
-        if not sep or key not in AGENT_OPTIONS:
-            raise argparse.ArgumentTypeError(f"--agent {spec!r}: unknown option {option!r} "
-                                             f"(known: {', '.join(k + '=' for k in AGENT_OPTIONS)})")
-        parsed[key] = value
-    return name, path, parsed
-
-
-#: the options of ``--agent NAME=PATH,key=value`` (``parse_agent``), each a ``load_policy`` argument.
-AGENT_OPTIONS = ("beta", "greedy", "temperature", "target_return", "adv_clip")
-
-
-def agent_options(options: dict[str, str]) -> dict[str, Any]:
-    """``load_policy``'s keyword arguments from ``parse_agent``'s options (``adv_clip=none``: no cap); the options
-    not given keep ``load_policy``'s defaults.
-
-    >>> agent_options({"beta": "4", "greedy": "true", "adv_clip": "none"})
-    {'beta': 4.0, 'greedy': True, 'adv_clip': None}
-    """
-    from trainers.core.config import parse_bool
-
-    kwargs: dict[str, Any] = {}
-    for key, value in options.items():
-        if key == "greedy":
-            kwargs[key] = parse_bool(value)
-        elif key == "adv_clip" and value.lower() == "none":
-            kwargs[key] = None
-        else:
-            kwargs[key] = float(value)
-    return kwargs
-
-
-__all__ = ["ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "pretrained_start", "load_agent_model", "built_from_checkpoint", "FROM_CHECKPOINT", "load_policy",
+__all__ = ["MODEL_CLASSES", "FITS", "ALGORITHMS", "algorithm_by_name", "train", "fit_dpo", "pretrained_start", "load_agent_model", "built_from_checkpoint", "FROM_CHECKPOINT", "load_policy",
            "set_target_return", "parse_agent", "AGENT_OPTIONS", "agent_options"]

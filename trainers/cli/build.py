@@ -22,8 +22,9 @@ from trainers.cli.datasets import NO_CONFIG, card_of, cards, config_names
 
 def add_build_parser(sub: Any) -> None:
     """``rlds-lang build NAME --config C --data-dir DIR`` or ``rlds-lang build LOGS --name NAME --data-dir DIR``."""
-    build = sub.add_parser("build", help="build a dataset by name (e.g. wordle_synthetic), or a folder of your own "
-                                         "logs with --name, into a TFDS data folder",
+    from trainers.cli.commands import COMMAND_HELP
+
+    build = sub.add_parser("build", help=COMMAND_HELP["build"],
                            description="Runs `tfds build NAME --imports rlds_lang_datasets --config CONFIG` "
                                        "(trainers.core.build.tfds_build) unless the dataset is built there already, "
                                        "after checking the manual folder against the dataset's card; with --name, "

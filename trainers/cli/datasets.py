@@ -266,7 +266,9 @@ def cmd_datasets(args: argparse.Namespace) -> None:
 
 def add_datasets_parser(sub: Any) -> None:
     """``rlds-lang datasets list|show NAME|dummy NAME --out DIR|docs --out DIR``."""
-    parser = sub.add_parser("datasets", help="the catalog of datasets: list them, show one's card, write the docs pages",
+    from trainers.cli.commands import COMMAND_HELP
+
+    parser = sub.add_parser("datasets", help=COMMAND_HELP["datasets"],
                             description="The catalog: every dataset's configs, what each episode holds, sizes, "
                                         "source, licence, citation and how to build it.")
     inner = parser.add_subparsers(dest="datasets_command", required=True, metavar="COMMAND")

@@ -50,8 +50,9 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 def add_demo_parser(sub: Any) -> None:
     """Adds ``demo`` to the sub-command parsers ``sub`` of ``rlds-lang``; its defaults are ``DEMO``'s."""
-    demo = sub.add_parser("demo", help="record -> tfds build -> tfds.load -> train BC and ILQL -> evaluate, on a "
-                                       "32-word Wordle whose games are mostly random play (about 100 s of CPU time)",
+    from trainers.cli.commands import COMMAND_HELP
+
+    demo = sub.add_parser("demo", help=COMMAND_HELP["demo"],
                           description="Records a 32-word Wordle's games, a minority by an expert and the rest by a "
                                       "random player, builds them with tfds build, loads them with tfds.load, "
                                       "trains BC and ILQL on them and plays both beside the random player and the "
@@ -59,7 +60,7 @@ def add_demo_parser(sub: Any) -> None:
                                       "(does ILQL beat BC?) and writes the run's report, plot and results into its "
                                       "folder. Settings: trainers/experiments/demo.py.")
     demo.add_argument("--episodes", type=int, default=DEMO.episodes,
-                      help=f"games recorded in all, {DEMO.expert_share:.0%} of them by the expert "
+                      help=f"games recorded in all, {100 * DEMO.expert_share:.0f}%% of them by the expert "
                            f"(default: {DEMO.episodes})")
     demo.add_argument("--expert-share", type=open_share, default=DEMO.expert_share, metavar="SHARE",
                       help=f"the share of the games the expert plays, between 0 and 1 (default: {DEMO.expert_share}; "

@@ -29,8 +29,9 @@ def cmd_top_advantage(args: argparse.Namespace) -> str:
 
 def add_top_advantage_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Adds the ``top-advantage`` command."""
-    parser = sub.add_parser("top-advantage", help="the actions of a dataset with the largest and smallest advantage "
-                                                  "under a value-based agent (ilql, mc, cql, psi)")
+    from trainers.cli.commands import COMMAND_HELP
+
+    parser = sub.add_parser("top-advantage", help=COMMAND_HELP["top-advantage"])
     parser.add_argument("--agent", required=True, help="checkpoint folder of a value-based agent")
     parser.add_argument("--dataset", required=True, help="a folder written by tfds build, or a dataset name")
     parser.add_argument("--split", default="train")

@@ -6,8 +6,8 @@ any arguments and exits naming the extra to install.
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
+import functools
+from typing import Any, Callable
 
 #: the modules of the ``train`` and ``web`` extras whose absence leaves out the commands that need them.
 TRAIN_MODULES = ("torch", "transformers")
@@ -34,9 +34,21 @@ def missing_modules(names: tuple[str, ...]) -> list[str]:
     return missing
 
 
+def missing_extra_help(what: str, extra: str, missing: list[str]) -> str:
+    """The help line of a command that does ``what`` and whose ``extra`` is not installed (``missing``)."""
+    return f"{what} (needs pip install 'rlds-lang[{extra}]': {', '.join(missing)} not installed)"
+
+
+def missing_extra(name: str, what: str, extra: str, missing: list[str]) -> tuple[str, Callable[[Any], None]]:
+    """``(help line, parser-adding function)`` of the command ``name`` whose extra is not installed
+    (``add_missing_extra``), for ``rlds-lang``'s command table."""
+    return missing_extra_help(what, extra, missing), functools.partial(add_missing_extra, name=name, what=what,
+                                                                       extra=extra, missing=missing)
+
+
 def add_missing_extra(sub: Any, name: str, what: str, extra: str, missing: list[str]) -> None:
     """A command whose extra is not installed: it parses any arguments and exits saying what to install."""
-    help_text = f"{what} (needs pip install 'rlds-lang[{extra}]': {', '.join(missing)} not installed)"
+    help_text = missing_extra_help(what, extra, missing)
     parser = sub.add_parser(name, help=help_text, description=help_text, add_help=False)
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
@@ -47,4 +59,5 @@ def add_missing_extra(sub: Any, name: str, what: str, extra: str, missing: list[
     parser.set_defaults(func=refuse)
 
 
-__all__ = ["NEEDS_TRAIN", "TRAIN_MODULES", "WEB_MODULES", "add_missing_extra", "missing_modules"]
+__all__ = ["NEEDS_TRAIN", "TRAIN_MODULES", "WEB_MODULES", "add_missing_extra", "missing_extra", "missing_extra_help",
+           "missing_modules"]

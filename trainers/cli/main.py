@@ -5,9 +5,9 @@ random play and a minority by an expert, with ``loggers.record``, ``tfds build``
 ``builders/wordle_synthetic`` (config ``manual_dir``), ``tfds.load`` them back, train BC and ILQL briefly, play them
 beside the random player and the expert on the same new games, print the table with the computed verdicts (ILQL
 against BC first) and write the run's report and plot (``--doc PATH``: the same as a markdown guide).
-``rlds-lang record`` records any Wordle policy to a log folder; ``rlds-lang build`` runs ``tfds build`` of a dataset by
-name, or builds a folder of your own logs (``--name``); ``rlds-lang datasets list|show`` prints the catalog
-(``trainers.cli.datasets``).
+``rlds-lang record`` records any Wordle policy to a log folder (``trainers.cli.record``); ``rlds-lang build`` runs
+``tfds build`` of a dataset by name, or builds a folder of your own logs (``--name``); ``rlds-lang datasets list|show``
+prints the catalog (``trainers.cli.datasets``).
 ``rlds-lang stats`` prints the statistics table of a built dataset (by folder or by name), with a win rate where the
 task has a win rule, and plots its return, episode length and action length distributions to a PNG
 (``trainers.cli.stats``). Without the ``train`` extra (PyTorch) the commands that need it say what to install
@@ -26,26 +26,10 @@ trees + DPO) rounds (``trainers.algorithms.malt.malt``).
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import sys
-from pathlib import Path
-from typing import Any
-
-
-def cmd_record(args: argparse.Namespace) -> Path:
-    """Records ``args.episodes`` games of a named Wordle policy into ``args.out`` (must be new)."""
-    from loggers import record
-    from rlds_lang.wordle.env import WordleEnv
-    from rlds_lang.wordle.policies import make_policy
-
-    env = WordleEnv(rule=args.rule, mode=args.mode, seed=args.seed)
-    policy = make_policy(args.policy, **json.loads(args.policy_params))
-    result = record(env, policy, args.episodes, args.out, seed=args.seed, run_name=args.run_name,
-                    workers=args.workers)
-    print(f"recorded {result.num_episodes} episodes, {result.num_steps} steps in {result.seconds:.1f} s "
-          f"-> {result.data_dir}")
-    return Path(result.data_dir)
+from typing import Any, Callable
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -108,71 +92,74 @@ LIGHT_COMMANDS = ("record", "build", "datasets", "stats")
 
 
 def build_parser(light_only: bool = False) -> argparse.ArgumentParser:
-    """The argument parser of ``rlds-lang``; with ``light_only``, of the ``LIGHT_COMMANDS`` alone."""
+    """The argument parser of ``rlds-lang``; with ``light_only``, of the ``LIGHT_COMMANDS`` alone. Each command's
+    options are built when the command is named (``trainers.cli.commands.LazySubParsers``): ``rlds-lang --help``
+    and each command's ``--help`` import what that command's options need, and its run what the run needs."""
     from rlds_lang import __version__
+    from trainers.cli.commands import LazySubParsers
 
     parser = CommandParser(prog="rlds-lang", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"rlds-lang {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser)
-    from trainers.cli.extras import NEEDS_TRAIN, TRAIN_MODULES, WEB_MODULES, add_missing_extra, missing_modules
-
-    train_missing = missing_modules(TRAIN_MODULES)
-    if not train_missing and not light_only:
-        from trainers.cli.demo import add_demo_parser
-
-        add_demo_parser(sub)
-    rec = sub.add_parser("record", help="record Wordle games of a policy to EnvLogger logs")
-    rec.add_argument("--policy", default="optimal")
-    rec.add_argument("--policy-params", default="{}", help="JSON parameters of the policy")
-    rec.add_argument("--episodes", type=int, default=100)
-    rec.add_argument("--out", required=True, help="a new folder for the logs")
-    rec.add_argument("--rule", default="official", choices=["official", "ilql"])
-    rec.add_argument("--mode", default="fixed", choices=["fixed", "adversarial_resample"])
-    rec.add_argument("--seed", type=int, default=0)
-    rec.add_argument("--run-name", default="run")
-    rec.add_argument("--workers", type=int, default=1)
-    rec.set_defaults(func=cmd_record)
-    from trainers.cli.build import add_build_parser
-    from trainers.cli.datasets import add_datasets_parser
-
-    add_build_parser(sub)
-    add_datasets_parser(sub)
-    from trainers.cli.stats import add_stats_parser
-
-    add_stats_parser(sub)
-    if light_only:
-        return parser
-    if train_missing:
-        for name, help_text in NEEDS_TRAIN.items():
-            add_missing_extra(sub, name, help_text, "train", train_missing)
-    else:
-        _add_training_commands(sub)
-    web_missing = missing_modules(WEB_MODULES)
-    if web_missing:
-        add_missing_extra(sub, "web", "the browser tool (creator_web)", "web", web_missing)
-    else:
-        _add_web_parser(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=argparse.ArgumentParser,
+                                action=LazySubParsers)
+    for name, (help_text, add) in command_table(light_only).items():
+        sub.add_lazy(name, help_text, add)
     return parser
 
 
-def _add_training_commands(sub: Any) -> None:
-    """Every command that needs PyTorch (the ``train`` extra): train, eval, results, malt, preferences, the task
-    groups and top-advantage."""
-    _add_train_parsers(sub)
-    _add_eval_parser(sub)
-    from trainers.cli.results import add_results_group
+def added_by(module: str, function: str) -> Callable[[Any], Any]:
+    """The parser-adding function ``module.function``, imported when it is called (when its command is named)."""
 
-    add_results_group(sub)
-    from trainers.cli.train import add_malt_parser as add_malt_parser
+    def add(sub: Any) -> Any:
+        import importlib
 
-    add_malt_parser(sub)
-    from trainers.cli.preferences import add_parser as add_preferences_parser
+        return getattr(importlib.import_module(module), function)(sub)
 
-    add_preferences_parser(sub)
-    _add_task_groups(sub)
-    from trainers.cli.diagnose import add_top_advantage_parser as add_top_advantage_parser
+    return add
 
-    add_top_advantage_parser(sub)
+
+def command_table(light_only: bool = False) -> dict[str, tuple[str, Callable[[Any], Any]]]:
+    """Every command of ``rlds-lang`` in the order its help lists them: name -> (help line, the function that adds
+    its parser). A command whose extra is not installed parses anything and says what to install
+    (``trainers.cli.extras``); with ``light_only``, the ``LIGHT_COMMANDS`` alone."""
+    from trainers.cli.commands import COMMAND_HELP, results_help, train_help
+    from trainers.cli.extras import (
+        NEEDS_TRAIN,
+        TRAIN_MODULES,
+        WEB_MODULES,
+        missing_extra,
+        missing_modules,
+    )
+
+    light = {"record": (COMMAND_HELP["record"], added_by("trainers.cli.record", "add_record_parser")),
+             "build": (COMMAND_HELP["build"], added_by("trainers.cli.build", "add_build_parser")),
+             "datasets": (COMMAND_HELP["datasets"], added_by("trainers.cli.datasets", "add_datasets_parser")),
+             "stats": (COMMAND_HELP["stats"], added_by("trainers.cli.stats", "add_stats_parser"))}
+    if light_only:
+        return light
+    train_missing = missing_modules(TRAIN_MODULES)
+    table = {} if train_missing else {"demo": (COMMAND_HELP["demo"], added_by("trainers.cli.demo", "add_demo_parser"))}
+    table.update(light)
+    if train_missing:
+        table.update({name: missing_extra(name, what, "train", train_missing) for name, what in NEEDS_TRAIN.items()})
+    else:
+        table.update({
+            "train": (train_help(), _add_train_parsers),
+            "eval": (COMMAND_HELP["eval"], _add_eval_parser),
+            "results": (results_help(), added_by("trainers.cli.results", "add_results_group")),
+            "malt": (COMMAND_HELP["malt"], added_by("trainers.cli.train", "add_malt_parser")),
+            "preferences": (COMMAND_HELP["preferences"], added_by("trainers.cli.preferences", "add_parser")),
+            **{group: (help_text, functools.partial(_add_task_group, group))
+               for group, (help_text, _) in TASK_GROUPS.items()},
+            "top-advantage": (COMMAND_HELP["top-advantage"],
+                              added_by("trainers.cli.diagnose", "add_top_advantage_parser")),
+        })
+    web_missing = missing_modules(WEB_MODULES)
+    if web_missing:
+        table["web"] = missing_extra("web", "the browser tool (creator_web)", "web", web_missing)
+    else:
+        table["web"] = (COMMAND_HELP["web"], _add_web_parser)
+    return table
 
 
 class FiledUnder:
@@ -210,23 +197,25 @@ TASK_GROUPS = {
 }
 
 
-def _add_task_groups(sub: Any) -> None:
-    """``rlds-lang visdial serve|guesser|tokenizer`` and ``rlds-lang reddit upvotes|tokenizer``; the former flat names
+def _add_task_group(group: str, sub: Any) -> None:
+    """``rlds-lang visdial serve|guesser|tokenizer`` or ``rlds-lang reddit upvotes|tokenizer``; the former flat names
     (``visdial-serve``, ...) stay as hidden aliases (``trainers.cli.former``)."""
     from trainers.cli import tasks
 
-    for group, (help_text, commands) in TASK_GROUPS.items():
-        parser = sub.add_parser(group, help=help_text, description=help_text)
-        inner = parser.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
-        for function, former, name in commands:
-            getattr(tasks, function)(FiledUnder(inner, {former: name}))
+    help_text, commands = TASK_GROUPS[group]
+    parser = sub.add_parser(group, help=help_text, description=help_text)
+    inner = parser.add_subparsers(dest=f"{group}_command", required=True, metavar="COMMAND")
+    for function, former, name in commands:
+        getattr(tasks, function)(FiledUnder(inner, {former: name}))
 
 
 def _add_web_parser(sub) -> None:
-    web = sub.add_parser("web", help="the browser tool (creator_web): play tasks, judge clip pairs, review episodes")
+    from trainers.cli.commands import COMMAND_HELP
+
+    web = sub.add_parser("web", help=COMMAND_HELP["web"])
     web.add_argument("--host", default="127.0.0.1", help="interface to bind (default: this machine only)")
     web.add_argument("--port", type=int, default=8765)
-    from creator_web.server import add_data_dir_argument, add_server_arguments
+    from creator_web.options import add_data_dir_argument, add_server_arguments
 
     add_data_dir_argument(web)
     add_server_arguments(web)
@@ -241,18 +230,18 @@ def cmd_web(args: argparse.Namespace) -> None:
 
 
 def _add_train_parsers(sub) -> None:
-    from trainers.algorithms.registry import ALGORITHMS
+    from trainers.algorithms.catalog import CATALOG
+    from trainers.cli.commands import train_help
     from trainers.core.config import add_dataclass_arguments
 
-    names = ", ".join([*ALGORITHMS, "online_pbc", "reward"])  # the registry's, then the two with parsers of their own
-    train = sub.add_parser("train", help=f"train an algorithm ({names}) from an RLDS dataset or its environment")
+    train = sub.add_parser("train", help=train_help())
     algorithms = train.add_subparsers(dest="algorithm", required=True)
-    for name, spec in ALGORITHMS.items():
+    for name, spec in CATALOG.items():
         if name == "ppo":  # online: rollouts instead of a dataset, its own parser below
             continue
-        shown = spec.description.replace("%", "%%")  # argparse formats help texts (bc's says "%BC")
-        parser = algorithms.add_parser(name, help=shown,
-                                       description=f"{shown}; options are the fields of "
+        # argparse %-formats help lines (bc's says "%BC"), not descriptions
+        parser = algorithms.add_parser(name, help=spec.description.replace("%", "%%"),
+                                       description=f"{spec.description}; options are the fields of "
                                                    f"{spec.config_class.__module__}.{spec.config_class.__name__}")
         add_dataclass_arguments(parser, spec.config_class)
         parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -260,7 +249,7 @@ def _add_train_parsers(sub) -> None:
     from trainers.cli.train import add_ppo_parser
 
     add_ppo_parser(algorithms)
-    from trainers.algorithms.online_pbc import OnlinePBCConfig
+    from trainers.algorithms.online_pbc_config import OnlinePBCConfig
     from trainers.cli.train import cmd_train_online_pbc
 
     online = algorithms.add_parser("online_pbc", help="online filtered BC: rounds of play, record, keep the best, BC",
@@ -276,10 +265,10 @@ def _add_train_parsers(sub) -> None:
 
 
 def _add_eval_parser(sub) -> None:
-    from trainers.algorithms.registry import parse_agent
+    from trainers.algorithms.catalog import parse_agent
+    from trainers.cli.commands import COMMAND_HELP
 
-    ev = sub.add_parser("eval", help="play trained agents on the same seeded episodes of a task (--task wordle, "
-                                   "reddit or visdial); table with paired differences, JSON, plot")
+    ev = sub.add_parser("eval", help=COMMAND_HELP["eval"])
     ev.add_argument("--agent", action="append", default=[], type=parse_agent,
                     help="NAME=CHECKPOINT[,beta=B,greedy=true,temperature=T,target_return=R] (repeatable); ILQL's "
                          "beta defaults to its config's, BC's to 0; target_return: what a Decision Transformer plays for")
@@ -298,7 +287,7 @@ def _add_eval_parser(sub) -> None:
     ev.add_argument("--plot", default=None, help="write the results plot (PNG)")
     ev.add_argument("--no-progress", dest="progress", action="store_false")
     ev.add_argument("--task", default="wordle", help="wordle (default), reddit or visdial")
-    from trainers.core.device import add_device_arguments
+    from trainers.core.device_options import add_device_arguments
 
     add_device_arguments(ev)
     from trainers.cli.tasks import (
@@ -316,6 +305,7 @@ def _add_eval_parser(sub) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``rlds-lang`` console script."""
+    from trainers.cli.commands import UsageError
     from trainers.cli.former import canonical_argv
     from trainers.core.native_logs import quiet_native_logs
     from trainers.core.provenance import command_line, set_running_command
@@ -330,6 +320,9 @@ def main(argv: list[str] | None = None) -> None:
             run_on_device(args)
         else:
             args.func(args)
+    except UsageError as error:  # as argparse's errors are: one line on stderr, exit status 2
+        print(f"rlds-lang {args.command}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     except BrokenPipeError:  # the reader of stdout left (`rlds-lang datasets list | head`): stop without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush has nowhere to fail
         sys.exit(1)

@@ -29,22 +29,20 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any
 
 from rlds_lang.preferences.defaults import INITIAL_TRAINING_EPOCHS
-from trainers.algorithms.reward.model import RewardModelConfig
-from trainers.algorithms.reward.pipeline import PipelineConfig
-from trainers.algorithms.reward.trainer import RewardTrainingResult, train_reward
-from trainers.core.device import add_device_arguments
+from trainers.algorithms.reward.config import PipelineConfig, RewardModelConfig
+from trainers.core.device_options import add_device_arguments
 from trainers.core.provenance import command_line
 from trainers.experiments.preferences.curves import CurvesConfig, run_curves, summarise
 from trainers.experiments.preferences.curves import render_doc as render_curves_doc
 from trainers.experiments.preferences.dot import DotDemoConfig, run_dot_demo
 from trainers.experiments.preferences.dot import render_doc as render_dot_doc
 from trainers.experiments.preferences.wordle_demo import RewardDemoConfig, run_demo
+
+if TYPE_CHECKING:  # the commands import PyTorch when they run, not when their options are built
+    from trainers.algorithms.reward.trainer import RewardTrainingResult
 
 WORKFLOWS = ("collect-and-train", "collect-only", "train-only", "use-model")
 
@@ -106,6 +104,8 @@ def train_only(config: PipelineConfig, args: argparse.Namespace) -> dict[str, An
 
 def use_model(config: PipelineConfig, args: argparse.Namespace) -> dict[str, Any]:
     """``use-model``: the saved reward model serves the reward from the first step; nothing trains."""
+    import numpy as np
+
     from rlds_lang.preferences.wrapper import PreferenceEnv
     from trainers.algorithms.reward.model import checkpoint_folder
     from trainers.algorithms.reward.predictor import CheckpointRewardPredictor
@@ -144,9 +144,10 @@ def cmd_preferences_run(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_parser(sub) -> None:
     """Adds ``preferences run`` (every ``PipelineConfig`` field an option) to the CLI's subcommands."""
+    from trainers.cli.commands import COMMAND_HELP
     from trainers.core.config import add_dataclass_arguments
 
-    prefs = sub.add_parser("preferences", help="preference collection and reward learning workflows")
+    prefs = sub.add_parser("preferences", help=COMMAND_HELP["preferences"])
     actions = prefs.add_subparsers(dest="action", required=True)
     run = actions.add_parser("run", help="collect preferences and/or train or use a reward model",
                              description=__doc__.splitlines()[0])
@@ -293,6 +294,10 @@ def config_from_args(default: Any, args, prefix: str = "") -> Any:
 
 def cmd_train_reward(args) -> RewardTrainingResult:
     """``rlds-lang train reward --dataset DIR --out DIR [--field value ...]``."""
+    import torch
+
+    from trainers.algorithms.reward.trainer import train_reward
+
     torch.set_num_threads(1)
     result = train_reward(config_from_args(RewardModelConfig(), args), progress=args.progress)
     m = result.metrics

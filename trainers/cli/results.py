@@ -15,9 +15,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlds_lang.paths import cache_dir, runs_dir
-from trainers.core.device import add_device_arguments
+from trainers.cli.commands import PAGES, results_help
+from trainers.core.device_options import add_device_arguments
 from trainers.core.provenance import command_line
-from trainers.experiments.common import DECODINGS, add_decodings_argument, count_parameters, experiment_config
+from trainers.experiments.common import (
+    DECODINGS,
+    add_decodings_argument,
+    count_parameters,
+    experiment_config,
+)
 from trainers.experiments.malt import (
     COMMITTED,
     SMOKE,
@@ -68,23 +74,6 @@ def cmd_results(args: argparse.Namespace) -> Path:
     return out
 
 
-#: the pages of ``rlds-lang results``: name -> its one-line help (what the page shows, and where it is).
-PAGES = {
-    "wordle": "docs/results.md: BC, %BC and ILQL on wordle_synthetic branch datasets, official and paper rules",
-    "lmrl-gym": "docs/lmrl_gym.md: BC, %BC, MC returns, ILQL and online %BC in LMRL-Gym's Wordle setting",
-    "section5": "docs/section5.md: the ILQL paper's ranking test on its adversarial Wordle data",
-    "ppo": "docs/ppo.md: online PPO on Wordle from a BC checkpoint, RLHF and sentiment pipelines",
-    "malt": "docs/malt.md: BC, expert iteration and MALT on Wordle",
-    "malt-roles": "docs/malt.md's two-role Wordle section: BC, expert iteration and per-agent MALT",
-    "baselines": "docs/baselines.md: BC, %BC, ILQL, CQL, DT, ψ, utterance ILQL and CHAI on LMRL-Gym's Wordle and "
-                 "the ILQL paper's Section-5 data",
-    "preferences": "reward learning from preferences: Wordle ranking, label curves (docs/preference_curves.md), "
-                   "moving dot (docs/preference_dot.md)",
-    "gpu": "docs/gpu.md: throughput, CPU/GPU agreement and rows trained on a GPU, from the benchmarks' figures "
-           "(docs/gpu.json); says so while none were measured on a GPU",
-}
-
-
 def page_parser(pages: Any, name: str) -> argparse.ArgumentParser:
     """Adds the page ``name`` of ``PAGES`` to ``pages`` with its help line (escaped for argparse) as help and
     description, and ``--device`` / ``--precision`` (where its rows train and play: ``trainers.core.device``)."""
@@ -97,7 +86,7 @@ def add_results_group(sub: Any) -> None:
     """Adds ``rlds-lang results PAGE``: one sub-command per page of ``PAGES``."""
     from trainers.cli.preferences import add_preference_pages_parser
 
-    help_text = "regenerate a results page of docs/ (" + ", ".join(PAGES) + ")"
+    help_text = results_help()
     group = sub.add_parser("results", help=help_text,
                            description=help_text + "; each page names the command that wrote it and its commit")
     pages = group.add_subparsers(dest="page", required=True, metavar="PAGE")

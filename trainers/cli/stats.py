@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-
 #: the tasks whose statistics have a win rate: an episode is won when it terminated and its final action earned at
 #: least this (Wordle: the winning guess earns 0, every other guess -1).
 WIN_REWARDS = {"wordle": 0.0}
@@ -48,7 +47,9 @@ def cmd_stats(args: argparse.Namespace) -> None:
 
 def add_stats_parser(sub: Any) -> None:
     """``rlds-lang stats DATASET [--config C --data-dir D] [--plot PNG] [--win-reward R]``."""
-    stats = sub.add_parser("stats", help="statistics table (and histograms PNG) of a built dataset")
+    from trainers.cli.commands import COMMAND_HELP
+
+    stats = sub.add_parser("stats", help=COMMAND_HELP["stats"])
     stats.add_argument("dataset", help="a folder written by tfds build (with dataset_info.json) or a dataset name")
     stats.add_argument("--config", default=None, help="builder config when loading by name")
     stats.add_argument("--data_dir", "--data-dir", dest="data_dir", default=None,

@@ -39,7 +39,11 @@ from rlds_lang.visdial.rewards import MODES, STOP, YN_KINDS, RewardConfig
 from trainers.evaluation.reddit import evaluate_agent, write_results
 from trainers.evaluation.stats import mean_and_se
 from trainers.evaluation.visdial import evaluate_questioner, plot_questioners
-from trainers.tasks.reddit_upvotes import UpvoteTrainConfig, read_comments, train_upvote_model
+from trainers.tasks.reddit_upvotes import (
+    UpvoteTrainConfig,
+    read_comments,
+    train_upvote_model,
+)
 from trainers.tasks.visdial_guesser import GuesserConfig, load_guesser, train_guesser
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainers.algorithms.malt.expert_iteration import RoundManifest
-from trainers.algorithms.malt.malt import MALTConfig, rounds_table, run_malt
-from trainers.algorithms.online_pbc import OnlinePBCConfig, run_online_pbc
-from trainers.core.checkpoint import checkpoint_dir
+from trainers.algorithms.malt.config import MALTConfig
+from trainers.algorithms.online_pbc_config import OnlinePBCConfig
+
+if TYPE_CHECKING:  # the commands import PyTorch when they run, not when their options are built
+    from trainers.algorithms.malt.expert_iteration import RoundManifest
 
 
 def cmd_train_ppo(args: argparse.Namespace) -> None:
@@ -47,6 +48,7 @@ def add_ppo_parser(algorithms: argparse._SubParsersAction) -> argparse.ArgumentP
 
 def cmd_malt(args: argparse.Namespace) -> list[RoundManifest]:
     """``rlds-lang malt``: runs the rounds and prints one line per round."""
+    from trainers.algorithms.malt.malt import rounds_table, run_malt
     from trainers.core.config import dataclass_from_args
 
     manifests = run_malt(dataclass_from_args(MALTConfig, args), progress=args.progress)
@@ -56,10 +58,10 @@ def cmd_malt(args: argparse.Namespace) -> list[RoundManifest]:
 
 def add_malt_parser(sub: Any) -> None:
     """Adds ``rlds-lang malt`` (every ``MALTConfig`` field is an option)."""
+    from trainers.cli.commands import COMMAND_HELP
     from trainers.core.config import add_dataclass_arguments, module_summary
 
-    parser = sub.add_parser("malt", help="expert iteration then MALT (response trees + DPO) rounds from a BC checkpoint",
-                            description=module_summary(MALTConfig))
+    parser = sub.add_parser("malt", help=COMMAND_HELP["malt"], description=module_summary(MALTConfig))
     add_dataclass_arguments(parser, MALTConfig)
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     parser.set_defaults(func=cmd_malt)
@@ -67,6 +69,8 @@ def add_malt_parser(sub: Any) -> None:
 
 def cmd_train_online_pbc(args: argparse.Namespace) -> None:
     """``rlds-lang train online_pbc``: runs the rounds with the config built from the command line."""
+    from trainers.algorithms.online_pbc import run_online_pbc
+    from trainers.core.checkpoint import checkpoint_dir
     from trainers.core.config import dataclass_from_args
 
     config = dataclass_from_args(OnlinePBCConfig, args)

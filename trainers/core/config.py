@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import typing
 from typing import Any, TypeVar
 
 from rlds_lang.paths import default_run
-from trainers.core.model import ModelConfig
+from trainers.core.model_config import ModelConfig
 
 C = TypeVar("C")
 
@@ -108,7 +109,14 @@ class TrainConfig:
 
 
 def _field_type(cls: type, field: dataclasses.Field) -> Any:
-    return typing.get_type_hints(cls)[field.name]
+    return _type_hints(cls)[field.name]
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    # resolved once per class: a config's options are built field by field, and resolving every annotation of a
+    # class for each of its fields made a command's --help take seconds
+    return typing.get_type_hints(cls)
 
 
 def _scalar_parser(hint: Any):

@@ -32,7 +32,6 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
@@ -40,18 +39,15 @@ from typing import Any, Iterator, Mapping
 
 import torch
 
-#: the config fields that say where a run computes, not what it computes (left out where a page lists a config).
-RUNTIME_FIELDS = ("device", "precision")
-#: the ``--precision`` values.
-PRECISIONS = ("auto", "fp32", "tf32", "bf16")
-#: what ``--device`` takes, for help texts and errors.
-DEVICE_FORMS = "auto, cpu, cuda or cuda:N"
-#: ``--device``'s help.
-DEVICE_HELP = ("where to compute: auto (CUDA when present, else the CPU), cpu, cuda (cuda:LOCAL_RANK under "
-               "torchrun) or cuda:N")
-#: ``--precision``'s help.
-PRECISION_HELP = ("numeric precision: auto (fp32 unless the command chose), fp32, tf32 (CUDA matmuls in TF32) or "
-                  "bf16 (autocast to bfloat16; on the CPU allowed but usually slower)")
+from trainers.core.device_options import (
+    DEVICE_FORMS,
+    DEVICE_HELP,
+    PRECISION_HELP,
+    PRECISIONS,
+    RUNTIME_FIELDS,
+    add_device_arguments,
+)
+
 
 #: the choices of the enclosing ``chosen`` blocks, innermost last: what ``auto`` means.
 _CHOSEN: list[tuple[str, str]] = []
@@ -194,12 +190,6 @@ def distributed_backend(device: torch.device) -> str:
 def ddp_device_ids(device: torch.device) -> list[int] | None:
     """``DistributedDataParallel``'s ``device_ids`` for a module on ``device`` (its CUDA index; None on the CPU)."""
     return [device.index] if device.type == "cuda" else None
-
-
-def add_device_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds ``--device`` and ``--precision`` (defaults ``auto``) to a command that is not a config's parser."""
-    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
-    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help=PRECISION_HELP)
 
 
 def numbers(values: list[Any]) -> list[float]:

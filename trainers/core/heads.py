@@ -17,6 +17,8 @@ import copy
 import torch
 from torch import nn
 
+from trainers.core.model_config import DECODE_WITH
+
 
 def mlp_head(hidden_size: int, out_size: int) -> nn.Sequential:
     """The ILQL paper's head: ``Linear(h, 2h) -> ReLU -> Linear(2h, out)``.
@@ -77,10 +79,6 @@ class TwinQHeads(nn.Module):
         """Moves both target heads towards the trained ones by ``alpha`` (``polyak_update``; 1 copies them)."""
         polyak_update(self.target_q1, self.q1, alpha)
         polyak_update(self.target_q2, self.q2, alpha)
-
-
-#: which Q heads an agent decodes with (``ValueHeads.acting_q``): the lagged target heads or the trained ones.
-DECODE_WITH = ("target", "live")
 
 
 class ValueHeads(TwinQHeads):

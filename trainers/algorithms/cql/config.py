@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from rlds_lang.paths import default_run
-from trainers.algorithms.ilql.ilql import ILQLConfig
+from trainers.algorithms.ilql.config import ILQLConfig
 
 
 @dataclasses.dataclass

@@ -36,30 +36,12 @@ Example (the CLI: ``rlds-lang train mc --dataset DIR --steps 500``)::
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
 
 import torch
 
-from rlds_lang.paths import default_run
-from trainers.algorithms.ilql.ilql import LMRL_GYM_OPTIMIZER, ILQLModel, ValueLearningConfig
+from trainers.algorithms.ilql.config import LMRL_GYM_MC, MCConfig
+from trainers.algorithms.ilql.ilql import ILQLModel
 from trainers.algorithms.ilql.losses import Transitions
-
-
-@dataclasses.dataclass
-class MCConfig(ValueLearningConfig):
-    """MC-returns hyperparameters: ILQL's shared ones (``trainers.algorithms.ilql.ilql.ValueLearningConfig``); no target lag."""
-
-    #: output folder.
-    out: str = default_run("mc")
-
-
-#: ``MCConfig`` settings of LMRL-Gym's MC-returns row (``llm_rl_scripts/wordle/mc/train_mc_returns_gpt2.py``): its
-#: optimizer (``trainers.algorithms.ilql.ilql.LMRL_GYM_OPTIMIZER``) at lr 1e-5, decoding with the live heads without
-#: a cap on the advantage (``adv_clip`` None: LMRL-Gym's generation adds ``beta * Q`` unclipped), CQL weight 0.01 and
-#: heads starting at -4.4.
-LMRL_GYM_MC: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 1e-5, "decode_with": "live", "cql_weight": 0.01,
-                               "head_init_value": -4.4, "adv_clip": None}
 
 
 class MCModel(ILQLModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from rlds_lang.paths import default_run
-from trainers.core.model import ModelConfig
+from trainers.core.model_config import ModelConfig
 
 
 @dataclasses.dataclass

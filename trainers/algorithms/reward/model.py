@@ -39,7 +39,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -50,8 +49,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlds_lang.paths import default_run
-from rlds_lang.preferences import defaults
 from trainers.algorithms.reward.losses import RewardNormalizer
 from trainers.algorithms.reward.networks import (
     StepInputs,
@@ -61,95 +58,13 @@ from trainers.algorithms.reward.networks import (
 )
 from trainers.core.checkpoint import load_state_file
 from trainers.core.device import Placement, module_device, resolve_device
-from trainers.core.model import ModelConfig
+from trainers.algorithms.reward.config import RewardModelConfig
 
 CHECKPOINT_KIND = "reward_model"
 #: the folder of a checkpoint whose text trunk came from a pretrained LM: that LM's ``config.json`` (resized).
 PRETRAINED_ARCHITECTURE = "lm"
 #: the file of a training checkpoint that holds what exact resumption needs beside the weights.
 TRAINER_STATE = "trainer_state.pt"
-
-
-def _small_transformer() -> ModelConfig:
-    return ModelConfig(n_layer=1, n_embd=64, n_head=4, n_positions=64)
-
-
-@dataclasses.dataclass
-class RewardModelConfig:
-    """Hyperparameters of the reward-model ensemble and its training (``rlds-lang train reward``)."""
-
-    #: a built preferences dataset (folder written by ``tfds build`` of ``builders/preferences``).
-    dataset: str = ""
-    #: split whose judgements are trained on.
-    split: str = "train"
-    #: split used for validation (its judgements sharing an episode with ``split`` are dropped and counted);
-    #: None holds out ``val_fraction`` of the episodes of ``split`` (by a hash of the episode id).
-    val_split: str | None = None
-    #: share of episodes held out for validation when ``val_split`` is None (the anchor's 20%, of labels there).
-    val_fraction: float = defaults.VALIDATION_FRACTION
-    #: output folder: ``checkpoint/``, ``metrics.json``, ``metrics.jsonl``.
-    out: str = default_run("reward")
-    #: training steps; each is one optimizer step of every member.
-    steps: int = 1000
-    #: judgements per member and micro-batch (ours).
-    batch_size: int = 32
-    #: micro-batches per optimizer step; the loss is normalised by the judgements of the whole step, so
-    #: ``batch_size=8, grad_accum=4`` and ``batch_size=32, grad_accum=1`` take the same step (without dropout / BN).
-    grad_accum: int = 1
-    #: Adam learning rate (the anchor's reward-predictor rate).
-    lr: float = 2e-4
-    #: ensemble members (the paper's 3 predictors, ``rlds_lang.preferences.defaults.ENSEMBLE_MEMBERS``).
-    members: int = defaults.ENSEMBLE_MEMBERS
-    #: rate of the uniform-response model: P = (1 - noise) * sigmoid(R_l - R_r) + noise / 2 (the paper's 10%).
-    noise: float = 0.1
-    #: dropout in the reward heads and image convolutions (anchor default 0; the paper's Atari runs use 0.5).
-    dropout: float = 0.0
-    #: batch norm in the reward heads and image convolutions (anchor default off; the paper's Atari runs use it).
-    batch_norm: bool = False
-    #: initial L2 coefficient of every member (ours; then tuned on the validation loss).
-    l2: float = 1e-4
-    #: the L2 coefficient rises when validation loss > l2_high x training loss (paper: 1.5) ...
-    l2_high: float = 1.5
-    #: ... and falls when it is < l2_low x training loss (paper: 1.1).
-    l2_low: float = 1.1
-    #: factor of each L2 adjustment (ours).
-    l2_factor: float = 1.5
-    #: optimizer steps (mini-batches) between validations and L2 adjustments (the anchor's ``validation_interval``).
-    val_every: int = defaults.VALIDATION_EVERY
-    #: training judgements on which the training loss is measured (eval mode) for the L2 controller (ours).
-    train_eval_size: int = 256
-    #: steps in the normaliser's window of recent predictions (ours: the last 250 clips of 40 steps).
-    normalisation_window: int = 10_000
-    #: hidden units of the reward heads and MLP layers (the paper's 64).
-    hidden: int = 64
-    #: layers of the MLP for vector observations (the paper's 2).
-    layers: int = 2
-    #: filters of each convolution for image observations (the paper's 16).
-    filters: int = 16
-    #: head on a text step's last token: ``mlp`` (the anchor's) or ``linear`` (lm-human-preferences: one
-    #: linear layer initialised N(0, 1/sqrt(d+1)); ``trainers.algorithms.reward.comparison`` uses it).
-    head: str = "mlp"
-    #: a text step keeps its last ``max_tokens`` tokens of ``[BOS] o [EOO] a [EOA]``.
-    max_tokens: int = 64
-    #: the transformer of each member for text observations (small: 2 CPU cores).
-    model: ModelConfig = dataclasses.field(default_factory=_small_transformer)
-    #: tokenizer name for text observations (``rlds_lang.tokenizers.TOKENIZERS``); with ``model.pretrained`` each
-    #: member's trunk is that pretrained LM's body and its own tokenizer is used instead.
-    tokenizer: str = "wordle"
-    #: seed of parameters, bootstraps and batch order.
-    seed: int = 0
-    #: training steps between lines of ``metrics.jsonl`` (and printed progress).
-    log_every: int = 10
-    #: training steps between checkpoints (the last step always writes one).
-    checkpoint_every: int = 200
-    #: continue from ``out/checkpoint`` when it holds a trainer state (exactly: weights, optimizers, L2
-    #: coefficients, bootstrap and batch order, RNG), as every trainer of the package does.
-    resume: bool = True
-    #: where to train and predict: ``auto`` (CUDA when present, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``
-    #: (``trainers.core.device``).
-    device: str = "auto"
-    #: ``auto`` (fp32 unless the command chose), ``fp32``, ``tf32`` or ``bf16`` (``trainers.core.device``).
-    precision: str = "auto"
 
 
 def eval_mode(module: nn.Module):

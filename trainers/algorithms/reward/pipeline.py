@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import json
 import math
 import multiprocessing as mp
@@ -71,10 +70,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from rlds_lang.paths import default_run
-from rlds_lang.preferences import defaults
 from rlds_lang.preferences.queues import DroppingSink, get_or_none, put_blocking
-from trainers.algorithms.reward.model import RewardModelConfig
+from trainers.algorithms.reward.config import PipelineConfig
 from trainers.algorithms.reward.supervision import ChildSet, ChildWatch, PipelineError
 
 #: end marker sent behind the last clip and the last label.
@@ -84,50 +81,6 @@ SUMMARY_FILE = "pipeline.json"
 LABELLER, TRAINER = "preference-labeller", "reward-trainer"
 LOGS_DIR = "preferences"
 CHECKPOINT_DIR = "checkpoint"
-
-
-@dataclasses.dataclass
-class PipelineConfig:
-    """Sizes and rates of the preference pipeline; defaults from ``rlds_lang.preferences.defaults`` (the anchor)."""
-
-    #: output folder: ``preferences/`` (RLDS logs of clips and judgements), ``checkpoint/``, ``pipeline.json``.
-    out: str = default_run("preferences")
-    #: clips the queue to the labeller holds before it drops (ours: small, so the agent never waits).
-    clip_queue_size: int = 8
-    #: labels in flight to the trainer before the labeller waits (the label queue never drops).
-    label_queue_size: int = 64
-    #: most recent clips of each side the labeller pairs from (the anchor's preference interface keeps a bounded pool).
-    max_clips: int = 1000
-    #: queries asked per clip received at the start of the run (the query rate's ``rate_0``).
-    pairs_per_clip: float = 1.0
-    #: ``T0`` of the decaying query rate ``rate_0 * T0 / (T0 + clips)``, in clips: the paper's 2e6 environment
-    #: steps in clips of ``SEGMENT_LENGTH`` steps; None keeps the rate constant.
-    query_timescale: float | None = defaults.QUERY_RATE_TIMESCALE / defaults.SEGMENT_LENGTH
-    #: ``random`` or ``disagreement`` (the ensemble's, from the newest checkpoint; random until one exists).
-    selection: str = "random"
-    #: labels before reward training starts (anchor ``n_initial_prefs``).
-    n_initial_preferences: int = defaults.INITIAL_PREFERENCES
-    #: capacity of the circular databases, train + validation (anchor ``max_prefs_in_db``).
-    database_capacity: int = defaults.DATABASE_CAPACITY
-    #: share of episodes whose clips form the validation side (anchor ``PREFS_VAL_FRACTION``, of labels there).
-    val_fraction: float = defaults.VALIDATION_FRACTION
-    #: reward-training epochs between the checkpoints the wrapper reloads (anchor ``reward_predictor_ckpt_interval``).
-    checkpoint_every_epochs: int = defaults.CHECKPOINT_EVERY_EPOCHS
-    #: if given, reward-training optimizer steps between checkpoints instead.
-    checkpoint_every: int | None = None
-    #: stop training after this many steps (labels are still received and stored); 0 = no limit.
-    max_training_steps: int = 0
-    #: ``False``: collect only (labels recorded and stored, no reward training).
-    train: bool = True
-    #: synthetic labeller: returns closer than this are "equal"; rate of random answers.
-    tie_tolerance: float = defaults.TIE_TOLERANCE
-    label_noise: float = 0.0
-    #: seed of pair selection and labelling.
-    seed: int = 0
-    #: seconds ``close()`` may take in all: processes still running then are killed.
-    shutdown_timeout: float = 120.0
-    #: the reward model and its training (``validation every`` = ``reward.val_every``).
-    reward: RewardModelConfig = dataclasses.field(default_factory=RewardModelConfig)
 
 
 def _labelling_process(watch: ChildWatch, config: PipelineConfig, clips: Any, labels: Any, counters: Any,

@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from rlds_lang.wordle import lmrl_gym
-from trainers.algorithms.ilql.ilql import LMRL_GYM_ILQL
-from trainers.algorithms.ilql.mc import LMRL_GYM_MC
+from trainers.algorithms.ilql.config import LMRL_GYM_ILQL, LMRL_GYM_MC
 from trainers.core.build import built_dataset_dir, tfds_build
 from trainers.evaluation.stats import standard_error
 from trainers.experiments.beta_choice import add_beta_choice_arguments, parse_grid, tuning_config

@@ -32,7 +32,6 @@ import numpy as np
 
 from trainers.core.provenance import generated_by
 from trainers.evaluation.stats import sample_difference, sample_separation, standard_error
-from trainers.experiments.ppo.sentiment_base import BaseLMConfig
 
 #: PPO on top of ``PPOConfig``'s recipe defaults for this task (the recipe's sentiment run: query 64 and
 #: response 24 tokens, temperature 0.7, truncation on a token; here tokens of the base LM's tokenizer, and lr 1e-4 for the small model).
@@ -290,7 +289,7 @@ def write_section(runs: Path, out: Path, sizes: SentimentSizes, progress: bool, 
     that regenerates the section, which it names)."""
     from trainers.core.checkpoint import load_state_file
     from trainers.experiments.ppo.rlhf import curve_rows
-    from trainers.experiments.ppo.sentiment_base import pretrain_base
+    from trainers.experiments.ppo.sentiment_base import BaseLMConfig, pretrain_base
 
     root = runs / "sentiment"
     base = pretrain_base(BaseLMConfig(out=str(root / "base"), steps=sizes.base_steps,

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rlds_lang.paths import default_run
-from trainers.algorithms.reward.model import RewardModelConfig
+from trainers.algorithms.reward.config import RewardModelConfig
 from trainers.core.provenance import generated_by
 from trainers.evaluation.stats import column_standard_errors, sample_difference, separation
 from trainers.experiments.preferences.dot import dot_reward_config

@@ -35,7 +35,7 @@ import numpy as np
 
 from rlds_lang.moving_dot.env import MOVES, MovingDotEnv, best_return
 from rlds_lang.paths import default_run
-from trainers.algorithms.reward.model import RewardModelConfig
+from trainers.algorithms.reward.config import RewardModelConfig
 from trainers.core.provenance import generated_by
 from trainers.evaluation.stats import standard_error
 

@@ -31,8 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from rlds_lang.paths import default_run
-from trainers.algorithms.reward.model import RewardModelConfig
-from trainers.core.model import ModelConfig
+from trainers.algorithms.reward.config import RewardModelConfig
+from trainers.core.model_config import ModelConfig
 
 #: the recorded policies: (registry name, parameters), from strong to weak.
 DEMO_POLICIES = (("optimal", {}), ("random_mixture", {"prob_smart": 0.8}), ("random_mixture", {"prob_smart": 0.5}),
