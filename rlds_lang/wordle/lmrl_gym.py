@@ -24,11 +24,12 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rlds_lang.wordle.env import WordleEnv
-from rlds_lang.wordle.policies import OptimalPolicy, RandomMixturePolicy
-from rlds_lang.wordle.recipes import Recipe
+if TYPE_CHECKING:  # imported where they are built: the setting's constants alone import nothing (configs' defaults)
+    from rlds_lang.wordle.env import WordleEnv
+    from rlds_lang.wordle.policies import OptimalPolicy, RandomMixturePolicy
+    from rlds_lang.wordle.recipes import Recipe
 
 #: the word list (guesses and answers), by its shipped name (``rlds_lang.wordle.words.lmrl_gym_words``).
 WORDS = "lmrl_gym"
@@ -77,21 +78,29 @@ def env_kwargs() -> dict[str, Any]:
 
 def make_env(seed: int = 0) -> WordleEnv:
     """The setting's environment."""
+    from rlds_lang.wordle.env import WordleEnv
+
     return WordleEnv(seed=seed, **env_kwargs())
 
 
 def behaviour_policy() -> RandomMixturePolicy:
     """LMRL-Gym's data policy: a uniformly random list word with probability 0.66, else a random consistent word."""
+    from rlds_lang.wordle.policies import RandomMixturePolicy
+
     return RandomMixturePolicy(prob_smart=1.0 - PROB_RANDOM_WORD, answers=WORDS, guesses=WORDS, rule=RULE)
 
 
 def scripted_policy() -> OptimalPolicy:
     """The scripted upper bound: ``OptimalPolicy`` choosing among the list's words only."""
+    from rlds_lang.wordle.policies import OptimalPolicy
+
     return OptimalPolicy(answers=WORDS, guesses=WORDS, rule=RULE)
 
 
 def recipe(split: str, episodes: int | None = None) -> Recipe:
     """The recording recipe of a split (``train`` or ``eval``) of the behaviour policy's games."""
+    from rlds_lang.wordle.recipes import Recipe
+
     if split not in ("train", "eval"):
         raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
     size, seed = (TRAIN_GAMES, TRAIN_SEED) if split == "train" else (EVAL_GAMES, EVAL_SEED)
