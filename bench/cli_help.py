@@ -26,17 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 1.0
 
 PATHS = """
-import argparse
+from trainers.cli.commands import command_paths
 from trainers.cli.main import build_parser
 
-def paths(parser, prefix=()):
-    yield prefix
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name in list(action.choices):
-                yield from paths(action.choices[name], prefix + (name,))
-
-for path in paths(build_parser()):
+for path in command_paths(build_parser()):
     print("\\t".join(path))
 """
 

@@ -21,18 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "tensorflow", "transformers", "tensorflow_datasets", "apache_beam")
 
 HELPS = textwrap.dedent("""
-    import argparse, contextlib, io, json, sys
+    import contextlib, io, json, sys
+    from trainers.cli.commands import command_paths
     from trainers.cli.main import build_parser
 
-    def paths(parser, prefix=()):
-        yield prefix
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name in list(action.choices):
-                    yield from paths(action.choices[name], prefix + (name,))
-
     helps = {}
-    for path in list(paths(build_parser())):
+    for path in list(command_paths(build_parser())):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             try:

@@ -17,7 +17,7 @@ Example::
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 #: each top-level command's line in ``rlds-lang --help`` (``train`` and ``results``: ``train_help``,
 #: ``results_help``; the task groups': ``trainers.cli.main.TASK_GROUPS``).
@@ -70,6 +70,16 @@ def train_help() -> str:
 def results_help() -> str:
     """``results``' line: its pages."""
     return "regenerate a results page of docs/ (" + ", ".join(PAGES) + ")"
+
+
+def command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command path of ``parser`` (``()``, ``("train",)``, ``("train", "bc")``, ...), each command's before its
+    sub-commands'; it builds every command's parser (what a check or a benchmark of all the helps wants)."""
+    yield prefix
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name in list(action.choices):
+                yield from command_paths(action.choices[name], (*prefix, name))
 
 
 class UsageError(Exception):
@@ -135,4 +145,4 @@ class LazySubParsers(argparse._SubParsersAction):
         return built[name]
 
 
-__all__ = ["UsageError", "COMMAND_HELP", "PAGES", "OTHER_TRAINERS", "train_help", "results_help", "LazyParsers", "LazySubParsers"]
+__all__ = ["command_paths", "UsageError", "COMMAND_HELP", "PAGES", "OTHER_TRAINERS", "train_help", "results_help", "LazyParsers", "LazySubParsers"]
