@@ -9,7 +9,7 @@ import pytest
 
 MODULES = ["trainers.core.config", "trainers.core.model", "trainers.algorithms.ilql.losses", "trainers.core.decoding",
            "trainers.core.policy", "trainers.evaluation.wordle", "trainers.core.heads", "trainers.algorithms.ilql.ilql",
-           "trainers.algorithms.registry", "trainers.algorithms.chai.model", "trainers.experiments.section5_ranking",
+           "trainers.algorithms.catalog", "trainers.algorithms.chai.model", "trainers.experiments.section5_ranking",
            "trainers.experiments.baselines.document", "trainers.tasks.visdial_caches"]
 
 

@@ -48,7 +48,7 @@ class ValueLearningConfig(TrainConfig):
     #: references: the ILQL code's VisDial and Reddit ones (``adv_clip: null``, config/vis_dial/eval_policy.yaml:66,
     #: config/toxicity/eval_policy.yaml:83; ``rlds-lang train ilql ... --adv_clip none``) and LMRL-Gym's Wordle
     #: (``pi_beta_logits + beta * q_logits``, LLM_RL/algorithms/value_rl_base/gpt2/generation.py:116-117;
-    #: ``LMRL_GYM_ILQL``, ``trainers.algorithms.ilql.mc.LMRL_GYM_MC``).
+    #: ``LMRL_GYM_ILQL``, ``LMRL_GYM_MC``).
     adv_clip: float | None = 0.0
     #: put the value heads on a second transformer of the same size (``trainers.core.model.PolicyValueLM``; the
     #: authors' ``seperate_policy: true``) instead of on the policy's: the value losses then do not shape the
@@ -117,14 +117,14 @@ LMRL_GYM_ILQL: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 3e-5, "target_netwo
 
 @dataclasses.dataclass
 class MCConfig(ValueLearningConfig):
-    """MC-returns hyperparameters: ILQL's shared ones (``trainers.algorithms.ilql.ilql.ValueLearningConfig``); no target lag."""
+    """MC-returns hyperparameters: ILQL's shared ones (``ValueLearningConfig``); no target lag."""
 
     #: output folder.
     out: str = default_run("mc")
 
 
 #: ``MCConfig`` settings of LMRL-Gym's MC-returns row (``llm_rl_scripts/wordle/mc/train_mc_returns_gpt2.py``): its
-#: optimizer (``trainers.algorithms.ilql.ilql.LMRL_GYM_OPTIMIZER``) at lr 1e-5, decoding with the live heads without
+#: optimizer (``LMRL_GYM_OPTIMIZER``) at lr 1e-5, decoding with the live heads without
 #: a cap on the advantage (``adv_clip`` None: LMRL-Gym's generation adds ``beta * Q`` unclipped), CQL weight 0.01 and
 #: heads starting at -4.4.
 LMRL_GYM_MC: dict[str, Any] = {**LMRL_GYM_OPTIMIZER, "lr": 1e-5, "decode_with": "live", "cql_weight": 0.01,
