@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlds_lang.paths import cache_dir, runs_dir
-from trainers.cli.commands import PAGES, results_help
+from trainers.cli.commands import PAGES, LazySubParsers, results_help
 from trainers.core.device_options import add_device_arguments
 from trainers.core.provenance import command_line
 from trainers.experiments.common import (
@@ -24,32 +24,20 @@ from trainers.experiments.common import (
     count_parameters,
     experiment_config,
 )
-from trainers.experiments.malt import (
-    COMMITTED,
-    SMOKE,
-    document,
-    evaluate_rows,
-    rollout_steps,
-    run_arms,
-)
-from trainers.experiments.malt_roles import kept_blocks
-from trainers.experiments.ppo.results import run
-from trainers.experiments.ppo.rlhf import RLHFSizes
-from trainers.experiments.ppo.sentiment import SentimentSizes
-from trainers.experiments.results import (
-    EXPERIMENTS,
-    SETTINGS,
-    render,
-    render_setting,
-    run_setting,
-    verdict,
-)
 
 
 def cmd_results(args: argparse.Namespace) -> Path:
     """``rlds-lang results wordle``: runs every chosen setting and writes the document (plus a PNG and a JSON per
     setting and decoding); returns its path."""
     from trainers.evaluation.wordle import plot_results, save_results
+    from trainers.experiments.results import (
+        EXPERIMENTS,
+        SETTINGS,
+        render,
+        render_setting,
+        run_setting,
+        verdict,
+    )
 
     started = time.perf_counter()
     out = Path(args.out or "docs/results.md")
@@ -89,11 +77,13 @@ def add_results_group(sub: Any) -> None:
     help_text = results_help()
     group = sub.add_parser("results", help=help_text,
                            description=help_text + "; each page names the command that wrote it and its commit")
-    pages = group.add_subparsers(dest="page", required=True, metavar="PAGE")
-    for add in (add_wordle_parser, add_lmrl_gym_parser, add_section5_parser, add_ppo_results_parser,
-                add_malt_results_parser, add_malt_roles_results_parser, add_baselines_parser, add_gpu_parser):
-        add(pages)
-    add_preference_pages_parser(pages, PAGES["preferences"])
+    pages = group.add_subparsers(dest="page", required=True, metavar="PAGE", action=LazySubParsers)
+    adders = {"wordle": add_wordle_parser, "lmrl-gym": add_lmrl_gym_parser, "section5": add_section5_parser,
+              "ppo": add_ppo_results_parser, "malt": add_malt_results_parser,
+              "malt-roles": add_malt_roles_results_parser, "baselines": add_baselines_parser, "gpu": add_gpu_parser,
+              "preferences": lambda sub: add_preference_pages_parser(sub, PAGES["preferences"])}
+    for name, add in adders.items():  # each page's options are built when it is named
+        pages.add_lazy(name, PAGES[name], add)
 
 
 def _add_run_folders(parser: argparse.ArgumentParser, page: str) -> None:
@@ -140,6 +130,8 @@ def _add_trained_page(pages: Any, name: str, page: str, add_options: Callable[[a
 
 def add_wordle_parser(pages: Any) -> None:
     """Adds ``results wordle`` (``docs/results.md``)."""
+    from trainers.experiments.results import SETTINGS
+
     parser = page_parser(pages, "wordle")
     _add_run_folders(parser, "docs/results.md")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS),
@@ -184,7 +176,16 @@ def add_gpu_parser(pages: Any) -> None:
 
 def cmd_malt_results(args: argparse.Namespace) -> Path:
     """Reproduces the document (see the module docstring)."""
-    from trainers.algorithms.registry import parse_agent
+    from trainers.algorithms.catalog import parse_agent
+    from trainers.experiments.malt import (
+        COMMITTED,
+        SMOKE,
+        document,
+        evaluate_rows,
+        rollout_steps,
+        run_arms,
+    )
+    from trainers.experiments.malt_roles import kept_blocks
 
     settings = SMOKE if args.smoke else COMMITTED
     started = time.perf_counter()
@@ -251,6 +252,9 @@ def add_malt_results_parser(sub: Any) -> None:
 
 def add_ppo_results_parser(sub) -> None:
     """Adds ``results ppo`` (``docs/ppo.md``)."""
+    from trainers.experiments.ppo.rlhf import RLHFSizes
+    from trainers.experiments.ppo.sentiment import SentimentSizes
+
     parser = page_parser(sub, "ppo")
     parser.add_argument("--bc", default=str(runs_dir() / "results" / "official" / "bc" / "checkpoint"),
                         help="the BC checkpoint PPO starts from and is compared with (default: the one `rlds-lang "
@@ -273,9 +277,16 @@ def add_ppo_results_parser(sub) -> None:
                         help="the document (default: docs/ppo.md relative to the current directory: run from the "
                              "repository)")
     parser.add_argument("--no-progress", dest="progress", action="store_false")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=cmd_ppo_results)
+
+
+def cmd_ppo_results(args: argparse.Namespace) -> Path:
+    """``rlds-lang results ppo``: runs ``trainers.experiments.ppo.results.run`` (imported when the page runs)."""
+    from trainers.experiments.ppo.results import run
+
+    return run(args)
 
 
 __all__ = ["PAGES", "add_lmrl_gym_parser", "add_malt_results_parser", "add_ppo_results_parser", "add_results_group",
            "add_section5_parser", "page_parser", "add_wordle_parser", "cmd_malt_results", "cmd_results",
-           "add_malt_roles_results_parser", "cmd_malt_roles_results", "add_baselines_parser", "add_malt_page_arguments"]
+           "add_malt_roles_results_parser", "cmd_malt_roles_results", "cmd_ppo_results", "add_baselines_parser", "add_malt_page_arguments"]
