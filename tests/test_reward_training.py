@@ -133,7 +133,7 @@ def test_cli_train_reward_is_its_own_parser(tmp_path, monkeypatch):
         seen["config"] = config
         raise SystemExit(0)
 
-    monkeypatch.setattr(reward_cli, "train_reward", fake_train)
+    monkeypatch.setattr("trainers.algorithms.reward.trainer.train_reward", fake_train)  # imported when the command runs
     with pytest.raises(SystemExit):
         args.func(args)
     config = seen["config"]
