@@ -70,17 +70,24 @@ class UpvoteClassifier:
         })
         self._torch = torch
 
+    @property
+    def device(self):
+        """The ``torch.device`` of the model's weights: where ``batch`` puts its tensors and ``logits`` computes."""
+        return next(self.module.parameters()).device
+
     def batch(self, texts: Sequence[str]):
-        """``(ids, offsets)`` tensors of a batch of texts for ``logits``."""
+        """``(ids, offsets)`` tensors of a batch of texts for ``logits``, on the model's device."""
         torch = self._torch
         ids, offsets = [], []
         for text in texts:
             offsets.append(len(ids))
             ids.extend(ngram_ids(text, self.config.buckets, self.config.max_ngrams))
-        return torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long)
+        device = self.device
+        return (torch.tensor(ids, dtype=torch.long, device=device),
+                torch.tensor(offsets, dtype=torch.long, device=device))
 
     def logits(self, texts: Sequence[str]):
-        """The logit of P(score > 0) for each text (a float tensor of shape [len(texts)])."""
+        """The logit of P(score > 0) for each text (a float tensor of shape [len(texts)], on the model's device)."""
         ids, offsets = self.batch(texts)
         return self.module["head"](self.module["embed"](ids, offsets)).squeeze(-1)
 

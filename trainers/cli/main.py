@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     args.argv = canonical_argv(given)
     set_running_command(command_line(args, "rlds-lang"))  # what the checkpoints it saves record
     try:
-        if hasattr(args, "device"):  # train, eval and results (the light commands import no PyTorch)
+        if hasattr(args, "device"):  # train, eval, results and the task models (the light commands import no PyTorch)
             run_on_device(args)
         else:
             args.func(args)

@@ -36,6 +36,7 @@ from rlds_lang.visdial.data import FEATURES_FILE, FeatureStore, read_split
 from rlds_lang.visdial.env import BotQuestionPolicy, VisDialEnv, as_question
 from rlds_lang.visdial.http import HttpBackend
 from rlds_lang.visdial.rewards import MODES, STOP, YN_KINDS, RewardConfig
+from trainers.core.device_options import DEVICE_HELP
 from trainers.evaluation.reddit import evaluate_agent, write_results
 from trainers.evaluation.stats import mean_and_se
 from trainers.evaluation.visdial import evaluate_questioner, plot_questioners
@@ -273,7 +274,7 @@ def cmd_visdial_guesser(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     config = GuesserConfig(buckets=args.buckets, dim=args.dim, hidden=args.hidden, epochs=args.epochs,
                            batch_size=args.batch_size, lr=args.lr, seed=args.seed, version=args.version,
-                           split=args.split)
+                           split=args.split, device=args.device)
     guesser, losses = train_guesser(args.manual_dir, config)
     guesser.save(args.out, {"epoch_losses": losses})
     print(f"guesser trained on {config.split}: mse {losses[0]:.6f} -> {losses[-1]:.6f}; saved to {args.out}")
@@ -287,7 +288,7 @@ def add_visdial_guesser_parser(sub) -> None:
     defaults = GuesserConfig()
     for field in dataclasses.fields(GuesserConfig):
         p.add_argument(f"--{field.name.replace('_', '-')}", type=type(getattr(defaults, field.name)),
-                       default=getattr(defaults, field.name))
+                       default=getattr(defaults, field.name), help=DEVICE_HELP if field.name == "device" else None)
     p.set_defaults(func=cmd_visdial_guesser)
 
 
@@ -300,7 +301,7 @@ def cmd_reddit_upvotes(args: argparse.Namespace) -> UpvoteClassifier:
     comments = read_comments(args.data, args.dump, rejections)
     print(rejection_report(rejections, len(comments)))
     config = UpvoteTrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                               train_split=args.train_split, val_split=args.val_split)
+                               train_split=args.train_split, val_split=args.val_split, device=args.device)
     model = train_upvote_model(comments, config, UpvoteModelConfig(buckets=args.buckets, dim=args.dim))
     model.save(args.out)
     info = model.info
@@ -327,6 +328,7 @@ def add_reddit_upvotes_parser(sub) -> None:
     p.add_argument("--val-split", default=defaults.val_split)
     p.add_argument("--buckets", type=int, default=UpvoteModelConfig.buckets)
     p.add_argument("--dim", type=int, default=UpvoteModelConfig.dim)
+    p.add_argument("--device", default=defaults.device, help=DEVICE_HELP)
     p.set_defaults(func=cmd_reddit_upvotes)
 
 

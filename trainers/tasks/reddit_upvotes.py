@@ -6,7 +6,7 @@ As in the paper, the classifier learns ``score > 0`` with binary cross-entropy o
 is saved to ``--out`` with its validation accuracy and the majority-class accuracy beside it in
 ``config.json``; the command prints both. Input: the published folder (``--data``) or the dump files of one
 build (``--dump``: files, or folders of them; hash splits), read together by ``read_comments`` so a
-parent in another file is found and a comment repeated across files is counted once. One torch thread, CPU.
+parent in another file is found and a comment repeated across files is counted once. One torch thread; ``--device`` chooses where it trains (``auto``: CUDA when present).
 
 Example::
 
@@ -35,6 +35,7 @@ class UpvoteTrainConfig:
     seed: int = 0             #: initialisation and shuffling seed
     train_split: str = "test" #: the split the paper trained the reward model on
     val_split: str = "eval"   #: the split it validated on
+    device: str = "auto"      #: where it trains (``--device``: auto, cpu, cuda or cuda:N; built on the CPU, then moved)
 
 
 def read_comments(data: str | os.PathLike | None, dumps: Sequence[str | os.PathLike] | None,
@@ -62,17 +63,30 @@ def accuracy(model: UpvoteClassifier, comments: Sequence[RedditComment]) -> floa
     return sum((p >= 0.5) == (c.score > 0) for p, c in zip(probs, comments)) / len(comments)
 
 
-def train_upvote_model(comments: Sequence[RedditComment], config: UpvoteTrainConfig,
-                       model_config: UpvoteModelConfig | None = None) -> UpvoteClassifier:
-    """Trains a classifier on ``config.train_split`` and records validation metrics in ``model.info``."""
+def upvote_loss(model: UpvoteClassifier, comments: Sequence[RedditComment], loss_fn):
+    """``loss_fn`` (binary cross-entropy with logits) of the model's logits against ``score > 0``, on its device."""
     import torch
 
+    target = torch.tensor([float(c.score > 0) for c in comments], device=model.device)
+    return loss_fn(model.logits([c.text for c in comments]), target)
+
+
+def train_upvote_model(comments: Sequence[RedditComment], config: UpvoteTrainConfig,
+                       model_config: UpvoteModelConfig | None = None) -> UpvoteClassifier:
+    """Trains a classifier on ``config.train_split`` on ``config.device`` (built on the CPU, so a seed gives the same
+    initial weights on every device, then moved) and records validation metrics in ``model.info``."""
+    import torch
+
+    from trainers.core.device import resolve_device
+
+    device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     train = [c for c in comments if c.split == config.train_split]
     val = [c for c in comments if c.split == config.val_split]
     if not train:
         raise ValueError(f"no comments in the {config.train_split!r} split to train the upvote model on")
     model = UpvoteClassifier(model_config)
+    model.module.to(device)
     optimizer = torch.optim.Adam(model.module.parameters(), lr=config.lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
@@ -82,8 +96,7 @@ def train_upvote_model(comments: Sequence[RedditComment], config: UpvoteTrainCon
         model.module.train()
         for start in range(0, len(order), config.batch_size):
             batch = [train[i] for i in order[start:start + config.batch_size]]
-            target = torch.tensor([float(c.score > 0) for c in batch])
-            loss = loss_fn(model.logits([c.text for c in batch]), target)
+            loss = upvote_loss(model, batch, loss_fn)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -94,4 +107,4 @@ def train_upvote_model(comments: Sequence[RedditComment], config: UpvoteTrainCon
     return model
 
 
-__all__ = ["UpvoteTrainConfig", "accuracy", "read_comments", "train_upvote_model"]
+__all__ = ["UpvoteTrainConfig", "accuracy", "read_comments", "train_upvote_model", "upvote_loss"]

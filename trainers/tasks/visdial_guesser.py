@@ -43,6 +43,7 @@ class GuesserConfig:
     seed: int = 0            #: initialisation and shuffling seed
     version: str = "0.5"     #: VisDial version of the manual folder
     split: str = "train"     #: the split trained on
+    device: str = "auto"     #: where it trains (``--device``: auto, cpu, cuda or cuda:N; built on the CPU, then moved)
 
 
 def word_ids(text: str, buckets: int) -> list[int]:
@@ -69,19 +70,31 @@ class Guesser:
         })
 
     def forward(self, texts: Sequence[str]):
-        """Predicted features of a batch of dialogue texts (a torch tensor)."""
+        """Predicted features of a batch of dialogue texts (a torch tensor on the module's device)."""
         import torch
 
+        from trainers.core.device import module_device
+
+        device = module_device(self.module)
         ids = [word_ids(t, self.config.buckets) or [0] for t in texts]
-        flat = torch.tensor([i for row in ids for i in row], dtype=torch.long)
-        offsets = torch.tensor(np.cumsum([0] + [len(r) for r in ids[:-1]]), dtype=torch.long)
+        flat = torch.tensor([i for row in ids for i in row], dtype=torch.long, device=device)
+        offsets = torch.tensor(np.cumsum([0] + [len(r) for r in ids[:-1]]), dtype=torch.long, device=device)
         return self.module["mlp"](self.module["embed"](flat, offsets))
+
+    def loss(self, texts: Sequence[str], targets: np.ndarray):
+        """Mean squared error of the predicted features of ``texts`` against ``targets`` ([len(texts), dim])."""
+        import torch
+
+        from trainers.core.device import module_device
+
+        target = torch.from_numpy(targets).to(module_device(self.module))
+        return torch.nn.functional.mse_loss(self.forward(texts), target)
 
     def __call__(self, caption: str, history: Sequence[Turn]) -> np.ndarray:
         import torch
 
         with torch.no_grad():
-            return self.forward([dialogue_text(caption, history)])[0].numpy().astype(np.float32)
+            return self.forward([dialogue_text(caption, history)])[0].cpu().numpy().astype(np.float32)
 
     def save(self, folder: str, info: dict) -> None:
         """Writes ``guesser.pt`` and ``config.json`` (config, feature size, ``info`` such as losses)."""
@@ -124,12 +137,17 @@ def prefixes(manual_dir: str, split: str, version: str) -> tuple[list[str], np.n
 
 
 def train_guesser(manual_dir: str, config: GuesserConfig) -> tuple[Guesser, list[float]]:
-    """Trains a guesser on ``config.split``; returns it and the mean loss of each epoch."""
+    """Trains a guesser on ``config.split`` on ``config.device`` (built on the CPU, so a seed gives the same initial
+    weights on every device, then moved); returns it and the mean loss of each epoch."""
     import torch
 
+    from trainers.core.device import resolve_device
+
+    device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     texts, targets = prefixes(manual_dir, config.split, config.version)
     guesser = Guesser(config, targets.shape[1])
+    guesser.module.to(device)
     optimizer = torch.optim.Adam(guesser.module.parameters(), lr=config.lr)
     rng = random.Random(config.seed)
     order = list(range(len(texts)))
@@ -139,8 +157,7 @@ def train_guesser(manual_dir: str, config: GuesserConfig) -> tuple[Guesser, list
         total = 0.0
         for start in range(0, len(order), config.batch_size):
             batch = order[start:start + config.batch_size]
-            target = torch.from_numpy(targets[batch])
-            loss = torch.nn.functional.mse_loss(guesser.forward([texts[i] for i in batch]), target)
+            loss = guesser.loss([texts[i] for i in batch], targets[batch])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -3,7 +3,8 @@
 By default it measures the data (behaviour) policy and the scripted policy on seeded games and prints the table
 of ``trainers.experiments.lmrl_gym.setting``; ``--consistency CHECKPOINT`` prints how much of the data's
 consistent-word regularity a trained model learned, and ``--linear-reference`` what a linear model of the board
-learns of the data (``trainers.experiments.lmrl_gym.linear``).
+learns of the data (``trainers.experiments.lmrl_gym.linear``). ``--device`` and ``--precision`` say where those two
+compute (``auto``: CUDA when present).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 from typing import Sequence
 
 from rlds_lang.wordle import lmrl_gym
+from trainers.core.device_options import add_device_arguments
 from trainers.experiments.lmrl_gym.setting import (
     consistency_learned,
     measure_setting,
@@ -38,14 +40,17 @@ def main(argv: Sequence[str] | None = None) -> str:
                         help="instead: held-out nats per guess of a softmax bilinear in the board and the "
                              "word's spelling (linear_reference)")
     add_linear_arguments(parser)
+    add_device_arguments(parser)
     args = parser.parse_args(argv)
     if args.linear_reference:
         table = linear_reference_from_args(args).line()
     elif args.consistency:
         from trainers.algorithms.registry import load_agent_model
+        from trainers.core.device import chosen
 
-        table = "\n".join(f"{path}: {consistency_learned(load_agent_model(path), args.consistency_games).line()}"
-                          for path in args.consistency)
+        with chosen(args.device, args.precision):
+            table = "\n".join(f"{path}: {consistency_learned(load_agent_model(path), args.consistency_games).line()}"
+                              for path in args.consistency)
     else:
         table = setting_table(*measure_setting(args.games, args.scripted_games, args.seed, progress=True))
     print(table)

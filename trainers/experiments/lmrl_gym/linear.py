@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -111,20 +111,26 @@ class LinearReport:
 
 
 def linear_reference(train_games: int = 200_000, held_out_games: int = 500, steps: int = 4096, batch: int = 256,
-                     lr: float = 1e-2, seed: int = 0, held_out_seed: int | None = None) -> LinearReport:
+                     lr: float = 1e-2, seed: int = 0, held_out_seed: int | None = None,
+                     device: str | Any = "auto") -> LinearReport:
     """Fits the linear reference on ``train_games`` games of the train split's seeds and measures it on
     ``held_out_games`` games seeded beyond both splits (``trainers.experiments.lmrl_gym.setting.HELD_OUT_SEED``); ``batch`` states
-    per Adam step at ``lr``, measured at doubling steps up to ``steps``."""
+    per Adam step at ``lr``, measured at doubling steps up to ``steps``. Its tensors live on ``device`` (a
+    ``--device`` value or a ``torch.device``; ``auto`` is the enclosing command's choice, else CUDA when present);
+    the minibatches are drawn by a CPU generator, so a seed picks the same states on every device."""
     import torch
 
+    from trainers.core.device import resolve_device
+
+    device = resolve_device(device)
     x, y, _ = _states(train_games, lmrl_gym.TRAIN_SEED)
     hx, hy, behaviour_nats = _states(held_out_games, HELD_OUT_SEED if held_out_seed is None else held_out_seed,
                                      nats=True)
-    spelling = torch.from_numpy(word_spellings(lmrl_gym.behaviour_policy().knowledge.guesses.words))
-    generator = torch.Generator().manual_seed(seed)
-    x, y, hx, hy = (torch.from_numpy(a) for a in (x, y, hx, hy))
-    weights = torch.zeros(FEATURES, spelling.shape[1], requires_grad=True)
-    bias = torch.zeros(len(spelling), requires_grad=True)
+    spelling = torch.from_numpy(word_spellings(lmrl_gym.behaviour_policy().knowledge.guesses.words)).to(device)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    x, y, hx, hy = (torch.from_numpy(a).to(device) for a in (x, y, hx, hy))
+    weights = torch.zeros(FEATURES, spelling.shape[1], requires_grad=True, device=device)
+    bias = torch.zeros(len(spelling), requires_grad=True, device=device)
     optimizer = torch.optim.Adam([weights, bias], lr=lr)
 
     def logits(board: torch.Tensor) -> torch.Tensor:
@@ -133,7 +139,7 @@ def linear_reference(train_games: int = 200_000, held_out_games: int = 500, step
     report = LinearReport([], [], behaviour_nats, float(np.log(len(spelling))), len(hy))
     checkpoints = {min(steps, 2 ** k) for k in range(4, 40) if 2 ** (k - 1) < steps}
     for step in range(1, steps + 1):
-        pick = torch.randint(len(y), (batch,), generator=generator)
+        pick = torch.randint(len(y), (batch,), generator=generator, device="cpu").to(device)
         loss = torch.nn.functional.cross_entropy(logits(x[pick]), y[pick])
         optimizer.zero_grad()
         loss.backward()
@@ -155,8 +161,10 @@ def add_linear_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def linear_reference_from_args(args: argparse.Namespace) -> LinearReport:
-    """``linear_reference`` at the sizes ``add_linear_arguments`` parsed."""
-    return linear_reference(args.linear_train_games, args.linear_held_out_games, args.linear_steps)
+    """``linear_reference`` at the sizes ``add_linear_arguments`` parsed, on the command's ``--device`` (``auto``
+    where it has none)."""
+    return linear_reference(args.linear_train_games, args.linear_held_out_games, args.linear_steps,
+                            device=getattr(args, "device", "auto"))
 
 
 __all__ = ["COLOURS", "FEATURES", "board_features", "word_spellings", "LinearReport", "linear_reference",
