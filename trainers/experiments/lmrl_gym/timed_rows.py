@@ -31,12 +31,21 @@ from typing import Any
 
 from rlds_lang.wordle import lmrl_gym
 from trainers.core.device import DEVICE_HELP, PRECISION_HELP, PRECISIONS
-from trainers.experiments.common import DECODINGS, Experiment, evaluate_run, experiment_config, slug
+from trainers.experiments.common import (
+    DECODINGS,
+    Experiment,
+    add_decodings_argument,
+    evaluate_run,
+    experiment_config,
+    slug,
+)
 from trainers.experiments.lmrl_gym.run import ROWS, TRAINING, check_started_from_bc, finished_bc_lm
 from trainers.experiments.lmrl_gym.setting import setting_config
 
 #: the rows this command trains, in order (ILQL starts from BC's finished transformer).
 ROW_NAMES = ("BC", "ILQL")
+#: the decodings each row is played with unless ``--decodings`` says otherwise.
+PLAYED = ("greedy", "sample")
 #: the figures' ``kind`` (``trainers.experiments.gpu``).
 KIND = "trained_rows"
 
@@ -144,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--games", type=int, default=1024, help="seeded games each row plays per decoding")
     parser.add_argument("--seed", type=int, default=0, help="the games' seed")
     parser.add_argument("--batch-games", type=int, default=256, help="games played in lockstep")
-    parser.add_argument("--decodings", nargs="+", default=["greedy", "sample"], choices=list(DECODINGS))
+    add_decodings_argument(parser, f"how each row is played, a table row each (default: {' and '.join(PLAYED)})")
     parser.add_argument("--runs", default=None, help="folder of the row runs (default: a temporary folder)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON")
     parser.add_argument("--progress", action="store_true", help="progress bars while training")
@@ -161,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"trained {name}: {rows[name].steps:,} steps in {rows[name].train_seconds:.0f} s "
               f"(probe: {rows[name].steps_per_second:.1f} steps/s)", flush=True)
     played = [play(rows[name], args.games, args.seed, decoding, args.batch_games)
-              for decoding in args.decodings for name in ROW_NAMES]
+              for decoding in args.decodings or PLAYED for name in ROW_NAMES]
     size = {**TRAINING["model"], **model}
     games = train_episodes(args.dataset)
     setting = setting_text(games, args.bc_seconds, args.ilql_seconds, args.probe_steps, args.games,
