@@ -4,8 +4,8 @@ Layout of ``<out>/checkpoint/``:
 
 | file | what |
 | --- | --- |
-| ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers; spelled embeddings are saved as the plain table they sum to) |
-| ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads, and ILQL's target trunk when it has one) |
+| ``lm/`` | the causal LM, ``save_pretrained`` format (loads with ``ModelConfig(checkpoint=...)`` or transformers; spelled embeddings are saved as the plain table they sum to, LoRA adapters merged into the weights they adapt) |
+| ``model.pt`` | ``state_dict`` of the whole trained module (LM + value heads + target heads, and ILQL's target trunk when it has one; LoRA adapters merged as in ``lm/``) |
 | ``trainer_state.pt`` | optimizer, scheduler, step, torch RNG state (what exact resumption needs), training seconds so far |
 | ``config.json`` | ``{"algorithm": "bc" or "ilql", "config": {...}, "command": "rlds-lang ..."}`` (``command``: the one that saved it, when a command line did) |
 | ``tokenizer.json`` | the tokenizer |
@@ -72,7 +72,8 @@ def built_from_checkpoint(config: Any, path: str | os.PathLike) -> Any:
     model = getattr(config, "model", None)
     if model is None or not getattr(model, "pretrained", None):
         return config
-    return dataclasses.replace(config, model=dataclasses.replace(model, pretrained=os.fspath(Path(path) / "lm")))
+    return dataclasses.replace(config, model=dataclasses.replace(model, pretrained=os.fspath(Path(path) / "lm"),
+                                                                 lora_rank=0))  # adapters are merged into lm/
 
 
 def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: nn.Module, tokenizer: Any,
@@ -83,6 +84,7 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     (``checkpoint/DATA_STATE``; ``transforms.torch_bridge.ResumableBatches.save``), inside the same atomic
     write, so a resumed run finds the stream's position of exactly the step it resumes from."""
     from trainers.core.config import config_to_dict
+    from trainers.core.lora import merged_copy
     from trainers.core.model import plain_language_model, transformers_progress_bars_off
     from trainers.core.provenance import running_command
 
@@ -91,6 +93,7 @@ def save_checkpoint(out: str | os.PathLike, algorithm: str, config: Any, model: 
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
+    model = merged_copy(model)  # LoRA adapters folded into the weights: lm/ and model.pt load without peft
     with transformers_progress_bars_off():  # a bar of one shard per checkpoint, in every run's output otherwise
         plain_language_model(model.lm).save_pretrained(tmp / "lm")
     torch.save(model.state_dict(), tmp / "model.pt")
@@ -188,6 +191,10 @@ def load_trainer_state(config: Any, module: nn.Module) -> dict[str, Any] | None:
     path = checkpoint_dir(config.out)
     if not (config.resume and (path / "trainer_state.pt").exists()):
         return None
+    if getattr(getattr(config, "model", None), "lora_rank", 0):
+        raise ValueError(f"{path}: a LoRA run (model.lora_rank={config.model.lora_rank}) does not resume: its "
+                         f"checkpoint holds the adapters merged into the weights; start a new run from it with "
+                         f"--model.pretrained {path / 'lm'}")
     module.load_state_dict(load_state_file(path / "model.pt"))
     return load_state_file(path / "trainer_state.pt", weights_only=False)
 

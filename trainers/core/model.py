@@ -59,6 +59,9 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
         GPT2LMHeadModel,
     )
 
+    if config.lora_rank and config.pretrained is None:
+        raise ValueError(f"ModelConfig.lora_rank={config.lora_rank} adapts a pretrained model: give "
+                         f"ModelConfig.pretrained (--model.pretrained PATH_OR_NAME) too, or lora_rank=0")
     if config.pretrained is not None:
         return _pretrained(config, vocab_size, pad_id, bos_id, eos_id)
     if config.checkpoint is not None:
@@ -92,7 +95,9 @@ def build_language_model(config: ModelConfig, vocab_size: int, pad_id: int, bos_
 def _pretrained(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int | None,
                 eos_id: int | None) -> nn.Module:
     """``config.pretrained``'s LM (``trainers.core.pretrained.pretrained_language_model``); the options that
-    describe a model built here (a checkpoint, spelled embeddings, a logit scale) are refused beside it."""
+    describe a model built here (a checkpoint, spelled embeddings, a logit scale) are refused beside it. With
+    ``config.lora_rank > 0`` it carries LoRA adapters and only they train (``trainers.core.lora.with_lora``)."""
+    from trainers.core.lora import with_lora
     from trainers.core.pretrained import pretrained_language_model
 
     clashing = [name for name, value in (("checkpoint", config.checkpoint), ("logit_scale", config.logit_scale),
@@ -100,8 +105,13 @@ def _pretrained(config: ModelConfig, vocab_size: int, pad_id: int, bos_id: int |
     if clashing:
         raise ValueError(f"ModelConfig.pretrained={config.pretrained!r} cannot be combined with "
                          f"{', '.join(clashing)}: they describe a model built from our own tokenizer")
+    if config.lora_rank < 0:
+        raise ValueError(f"ModelConfig.lora_rank={config.lora_rank}: a rank is >= 1 (0 = no adapters)")
     with transformers_progress_bars_off():  # a "Loading weights" bar per model built, in every run's output
-        return pretrained_language_model(config.pretrained, vocab_size, pad_id, bos_id, eos_id)
+        model = pretrained_language_model(config.pretrained, vocab_size, pad_id, bos_id, eos_id)
+    if config.lora_rank:
+        return with_lora(model, config.lora_rank, config.lora_alpha, config.lora_dropout)
+    return model
 
 
 def language_model_for(config: ModelConfig, tokenizer: Any) -> nn.Module:

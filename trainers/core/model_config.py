@@ -33,6 +33,16 @@ class ModelConfig:
     #: a model name in the local Hugging Face cache (never downloaded). Its tokenizer becomes the task's token view
     #: (in place of ``TrainConfig.tokenizer``) and its architecture replaces the sizes above; None = not used.
     pretrained: str | None = None
+    #: fine-tune ``pretrained`` through low-rank adapters of this rank (LoRA, the optional ``peft`` package;
+    #: ``trainers.core.lora``) on the layers peft adapts by default for the model's family, the LM's own weights
+    #: frozen (heads built beside it still train); 0 = the whole LM trains. Needs ``pretrained``. Checkpoints
+    #: hold the adapters merged into the weights (a plain LM); a LoRA run does not resume.
+    lora_rank: int = 0
+    #: LoRA's scale numerator (the adapters' output is multiplied by ``lora_alpha / lora_rank``); 8 is
+    #: ``peft.LoraConfig``'s default (peft 0.21).
+    lora_alpha: int = 8
+    #: dropout on the adapters' input; 0.0 is ``peft.LoraConfig``'s default (peft 0.21).
+    lora_dropout: float = 0.0
     #: add to each token's embedding learned (position, character) embeddings of the token's text
     #: (``SpelledEmbedding``), with the output layer tied to the sum: a word-as-token model then shares what it
     #: learns about a letter in a place across the words that have it, instead of learning each word alone.
