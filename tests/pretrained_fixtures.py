@@ -113,6 +113,26 @@ def episodes(*games) -> Any:
                       np.concatenate([[0], np.cumsum(lengths)]), np.array([b"e%d" % i for i in range(len(games))], object))
 
 
+def text_judgements(n: int, seed: int) -> list:
+    """``n`` judgements of two one-step Wordle clips each, the clip whose guess is the answer ("crane") preferred."""
+    import random
+
+    from rlds_lang.preferences.types import Clip, Judgement, Label
+
+    rng = random.Random(seed)
+
+    def clip(i: int, word: str) -> Clip:
+        reward = 0.0 if word == "crane" else -1.0
+        return Clip(f"e{seed}-{i}-{word}:0", f"e{seed}-{i}-{word}", 0, 1, [""], [word], [reward], [False])
+
+    out = []
+    for i in range(n):
+        other = rng.choice([w for w in WORDS if w != "crane"])
+        left, right = (clip(i, "crane"), clip(i, other)) if i % 2 else (clip(i, other), clip(i, "crane"))
+        out.append(Judgement(left, right, Label.LEFT if i % 2 else Label.RIGHT, labeller="synthetic"))
+    return out
+
+
 def train_config(algorithm: str, dataset: str, out: Path, model_folder: Path, **kwargs):
     """``algorithm``'s config for a few small steps from ``model_folder`` (``kwargs`` override)."""
     from trainers.algorithms.registry import algorithm_by_name

@@ -87,6 +87,33 @@ def test_the_checkpoint_holds_merged_weights_and_plays_without_peft_or_the_folde
     play_three_games(checkpoint, tmp_path)
 
 
+def test_a_saved_lora_module_is_merged_and_plays_without_peft_or_the_folder(tiny, tok, tmp_path, monkeypatch):
+    from transformers import GPT2LMHeadModel
+
+    from trainers.algorithms.registry import algorithm_by_name, load_agent_model
+    from trainers.core.checkpoint import save_checkpoint
+
+    folder = Path(shutil.copytree(tiny, tmp_path / "gpt2"))
+    original = GPT2LMHeadModel.from_pretrained(folder).state_dict()
+    config = lora_config("bc", "unused", tmp_path / "run", folder)
+    module = algorithm_by_name("bc").model_class(config, tok)
+    with torch.no_grad():
+        for name, value in module.named_parameters():
+            if ".lora_B." in name:
+                value.normal_()                                     # a trained adapter (B starts at zero)
+    checkpoint = save_checkpoint(tmp_path / "run", "bc", config, module, tok, {"step": 1})
+    assert any(".lora_B." in name for name, _ in module.named_parameters())   # training goes on with adapters
+    shutil.rmtree(folder)
+    monkeypatch.setitem(sys.modules, "peft", None)
+    assert not any("lora_" in name or "base_layer" in name for name in torch.load(checkpoint / "model.pt"))
+    merged = GPT2LMHeadModel.from_pretrained(checkpoint / "lm").state_dict()
+    assert not torch.equal(merged[f"{ADAPTED}.weight"], original[f"{ADAPTED}.weight"])
+    assert torch.equal(merged["transformer.h.0.mlp.c_fc.weight"], original["transformer.h.0.mlp.c_fc.weight"])
+    loaded = load_agent_model(checkpoint).model.state_dict()
+    assert torch.equal(loaded[f"lm.{ADAPTED}.weight"], merged[f"{ADAPTED}.weight"])
+    play_three_games(checkpoint, tmp_path)
+
+
 def test_the_merged_copy_computes_what_the_adapted_model_computes(tiny, tok):
     from trainers.core.lora import has_lora, merged_copy
 
@@ -133,3 +160,49 @@ def test_the_adapted_layers_are_peft_defaults_for_the_family(tok, tmp_path):
                if ".lora_A." in name and value.requires_grad}
     assert adapted == {"q_proj", "v_proj"}
     assert not any(value.requires_grad for name, value in lm.named_parameters() if ".lora_" not in name)
+
+
+def test_a_reward_model_with_adapters_trains_only_them_and_its_heads_and_scores_without_peft(tiny, tok, tmp_path,
+                                                                                              monkeypatch):
+    from tests.pretrained_fixtures import text_judgements
+    from trainers.algorithms.reward.model import RewardModel, RewardModelConfig
+    from trainers.algorithms.reward.trainer import RewardModelTrainer
+
+    folder = Path(shutil.copytree(tiny, tmp_path / "gpt2"))
+    config = RewardModelConfig(model=ModelConfig(pretrained=str(folder), lora_rank=2), members=2, hidden=8,
+                               batch_size=4, lr=1e-2, device="cpu")
+    trainer = RewardModelTrainer(config)
+    trainer.train_step(text_judgements(8, seed=0))                  # the members are built on the first step
+    before = {name: value.detach().clone() for name, value in trainer.model.members.named_parameters()}
+    trainer.train_step(text_judgements(8, seed=0))
+    after = dict(trainer.model.members.named_parameters())
+    moved = {name for name in before if not torch.equal(before[name], after[name])}
+    assert moved and all(".lora_" in name or ".trunk." not in name for name in moved)   # adapters and heads only
+    assert any(".lora_B." in name for name in moved)
+    clips = [j.left for j in text_judgements(4, seed=1)]
+    expected, _ = trainer.model.member_step_rewards(clips)
+    trainer.save(tmp_path / "checkpoint")                           # with its trainer state
+    shutil.rmtree(folder)
+    monkeypatch.setitem(sys.modules, "peft", None)
+    loaded = RewardModel.load(tmp_path / "checkpoint", "cpu")
+    assert torch.allclose(loaded.member_step_rewards(clips)[0], expected, atol=1e-5)
+    with pytest.raises(ValueError, match="LoRA run .* does not resume"):
+        RewardModelTrainer(config).restore(tmp_path / "checkpoint")
+
+
+def test_ppo_with_adapters_saves_a_merged_policy_that_plays_without_peft(tiny, tmp_path, monkeypatch):
+    from tests.pretrained_fixtures import WORDS
+    from trainers.cli.main import main
+
+    folder = Path(shutil.copytree(tiny, tmp_path / "gpt2"))
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(WORDS) + "\n")
+    out = tmp_path / "ppo"
+    main(["train", "ppo", "--task", "wordle", "--model.pretrained", str(folder), "--model.lora_rank", "2",
+          "--answers", str(words), "--guesses", str(words), "--updates", "1", "--episodes", "2", "--ppo_epochs", "1",
+          "--lr", "1e-3", "--out", str(out), "--no-progress"])
+    shutil.rmtree(folder)
+    monkeypatch.setitem(sys.modules, "peft", None)
+    saved = torch.load(out / "checkpoint" / "model.pt", map_location="cpu")
+    assert not any("lora_" in name or "base_layer" in name for name in saved)
+    play_three_games(out / "checkpoint", tmp_path)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rlds_lang.pretrained_tokenizer import PretrainedTokenizer
-from tests.pretrained_fixtures import WORDS, play_three_games
+from tests.pretrained_fixtures import WORDS, play_three_games, text_judgements
 from tests.pretrained_fixtures import tiny, tok  # noqa: F401  (module fixtures)
 
 torch.set_num_threads(1)
@@ -217,26 +217,6 @@ def test_ppos_sampler_prompts_and_decodes_with_the_pretrained_tokenizer(tiny, to
     assert guess in WORDS
     assert query == tok.encode_prompt(["", "⬛🟨⬛⬛🟩"], ["crane"])
     assert response[:len(tok.encode(guess)) + 1] == tok.encode(guess) + [tok.eoa_id]
-
-
-def text_judgements(n: int, seed: int) -> list:
-    """``n`` judgements of two one-step Wordle clips each, the clip whose guess is the answer ("crane") preferred."""
-    import random
-
-    from rlds_lang.preferences.types import Clip, Judgement, Label
-
-    rng = random.Random(seed)
-
-    def clip(i: int, word: str) -> Clip:
-        reward = 0.0 if word == "crane" else -1.0
-        return Clip(f"e{seed}-{i}-{word}:0", f"e{seed}-{i}-{word}", 0, 1, [""], [word], [reward], [False])
-
-    out = []
-    for i in range(n):
-        other = rng.choice([w for w in WORDS if w != "crane"])
-        left, right = (clip(i, "crane"), clip(i, other)) if i % 2 else (clip(i, other), clip(i, "crane"))
-        out.append(Judgement(left, right, Label.LEFT if i % 2 else Label.RIGHT, labeller="synthetic"))
-    return out
 
 
 def test_a_reward_model_on_a_pretrained_trunk_trains_saves_and_scores_without_the_folder(tiny, tok, tmp_path):

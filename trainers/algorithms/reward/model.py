@@ -171,13 +171,14 @@ class RewardModel:
         """Writes the checkpoint folder ``path`` atomically (a temporary folder renamed over it), with
         ``trainer_state`` (what exact resumption needs: ``TRAINER_STATE``) inside it when given."""
         from trainers.core.config import config_to_dict
+        from trainers.core.lora import merged_copy
 
         final = Path(path)
         tmp = final.with_name(final.name + ".tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
-        torch.save(self.members.state_dict(), tmp / "weights.pt")
+        torch.save(merged_copy(self.members).state_dict(), tmp / "weights.pt")  # LoRA adapters merged: no peft to load
         np.save(tmp / "normalisation.npy", self.normalizer.state())
         if self.tokenizer is not None:
             self.tokenizer.save(tmp / "tokenizer.json")

@@ -248,6 +248,9 @@ class RewardModelTrainer:
         path = Path(path)
         if not (path / TRAINER_STATE).is_file():
             return False
+        if self.config.model.lora_rank:
+            raise ValueError(f"{path}: a LoRA run (model.lora_rank={self.config.model.lora_rank}) does not resume: "
+                             f"its checkpoint holds the adapters merged into the weights")
         self.model = RewardModel.load(path, self.placement.device)
         self.tokenizer = self.model.tokenizer
         state = load_state_file(path / TRAINER_STATE, weights_only=False)
