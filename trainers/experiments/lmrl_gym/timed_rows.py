@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rlds_lang.wordle import lmrl_gym
+from trainers.core.build import split_sizes
 from trainers.core.device import DEVICE_HELP, PRECISION_HELP, PRECISIONS
 from trainers.experiments.common import (
     DECODINGS,
@@ -39,7 +40,7 @@ from trainers.experiments.common import (
     experiment_config,
     slug,
 )
-from trainers.experiments.lmrl_gym.run import ROWS, TRAINING, check_started_from_bc, finished_bc_lm
+from trainers.experiments.lmrl_gym.run import ON_BC_POLICY, ROWS, TRAINING, check_started_from_bc, finished_bc_lm
 from trainers.experiments.lmrl_gym.setting import setting_config
 
 #: the rows this command trains, in order (ILQL starts from BC's finished transformer).
@@ -116,11 +117,10 @@ def play(row: TimedRow, games: int, seed: int, decoding: str, batch_games: int) 
 
 def train_episodes(dataset: str) -> int:
     """The number of episodes of the build's ``train`` split, from its ``dataset_info.json``."""
-    info = json.loads((Path(dataset) / "dataset_info.json").read_text())
-    for split in info.get("splits", []):
-        if split.get("name") == "train":
-            return sum(int(n) for n in split.get("shardLengths", []))
-    raise ValueError(f"{dataset}/dataset_info.json: no train split")
+    sizes = split_sizes(dataset)
+    if "train" not in sizes:
+        raise ValueError(f"{dataset}/dataset_info.json: no train split")
+    return sizes["train"]
 
 
 def setting_text(games: int, bc_seconds: float, ilql_seconds: float, probe_steps: int, eval_games: int,
@@ -128,7 +128,7 @@ def setting_text(games: int, bc_seconds: float, ilql_seconds: float, probe_steps
     """What the figures' ``setting`` says of a run: its data, how its steps were chosen and how it was played."""
     return (f"LMRL-Gym's Wordle rows BC and ILQL as docs/lmrl_gym.md trains them, on {games:,} training games "
             f"(LMRL-Gym: 1M), for the steps that budgets of {bc_seconds:g} s (BC) and {ilql_seconds:g} s (ILQL) "
-            f"give at the rate of a {probe_steps}-step probe run (page: {TRAINING['steps']:,} and 8,000 steps; "
+            f"give at the rate of a {probe_steps}-step probe run (page: {TRAINING['steps']:,} and {ON_BC_POLICY['steps']:,} steps; "
             f"the rows' own training time is in the table); played on {eval_games:,} seeded games (LMRL-Gym: "
             f"{lmrl_gym.PUBLISHED_EVAL_GAMES:,}), ILQL at β 16; {reader_workers} reader processes.")
 
