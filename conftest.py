@@ -6,7 +6,8 @@ tfds' ~/tensorflow_datasets) write into the repository's ``.cache`` during tests
 feedback-matrix cache (``RLDS_LANG_CACHE``) lives there too. Default output folders (``RLDS_LANG_RUNS``, the
 browser tool's ``RLDS_LANG_WEB_DATA``) are a temporary folder made for the session and removed after it, whatever
 the shell sets: a config made without ``out`` writes there, never into the user's runs, and cannot resume a run
-left by an earlier session. Standard library only: the legacy suite
+left by an earlier session. Training runs draw no ``training_curves.png`` unless a test asks for it, and under
+pytest-xdist each worker computes on one thread. Standard library only: the legacy suite
 (``tests/legacy/run.sh``, another interpreter and stack) loads this file as well.
 """
 
@@ -24,6 +25,14 @@ _HOME.mkdir(parents=True, exist_ok=True)
 os.environ["HOME"] = str(_HOME)
 os.environ.setdefault("MPLCONFIGDIR", str(CACHE / "matplotlib"))
 os.environ.setdefault("KERAS_HOME", str(CACHE / "keras"))
+# Training runs skip training_curves.png (``trainers.core.plots.CURVES_ENV``; matplotlib's layout is a second or more
+# per run, most of a short run's time); the tests that check the curves set it back to 1.
+os.environ["RLDS_LANG_TRAINING_CURVES"] = "0"
+# Under pytest-xdist each worker is one process of its own: one math thread each keeps the workers from fighting
+# over the cores (a test that sets threads itself still does).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
 
 #: the slow tier: test ids (``path::name``, a parametrized test by its name: all its cases) that take more than about
 #: 10 s here, one a line; ``pytest -m "not slow"`` leaves them out (``docs/guides/commands.md``).

@@ -49,15 +49,6 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(autouse=True)
-def no_training_curves(monkeypatch):
-    """The runs here draw no ``training_curves.png``: matplotlib's layout took most of a PPO or DPO test's seconds,
-    and the curves are not what these tests check."""
-    from trainers.core import plots
-
-    monkeypatch.setattr(plots, "plot_training_curves", lambda *args, **kwargs: None)
-
-
 @pytest.fixture
 def no_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -26,6 +26,7 @@ from trainers.algorithms.ppo.networks import (
 from trainers.algorithms.ppo.rollout import RolloutPolicy, collect_rollouts
 from trainers.algorithms.ppo.trainer import ppo_update, prepare_batch, train_ppo
 from trainers.core.model import ModelConfig, build_language_model
+from trainers.core.plots import CURVES_ENV
 from trainers.core.padding import left_pad
 
 ACTIONS = ["ab", "ba"]
@@ -96,7 +97,8 @@ def final_state(out: Path) -> dict[str, torch.Tensor]:
     return torch.load(out / "checkpoint" / "model.pt", weights_only=True)
 
 
-def test_rewarded_rare_action_becomes_likely_and_training_changes_the_model(biased_lm, tok, tmp_path):
+def test_rewarded_rare_action_becomes_likely_and_training_changes_the_model(biased_lm, tok, tmp_path, monkeypatch):
+    monkeypatch.setenv(CURVES_ENV, "1")  # the suite turns the curves off (conftest.py); this test draws them
     before = p_ab(biased_lm, tok)
     assert before < 0.25
     result = run(config(tmp_path / "ppo", updates=6), biased_lm, tok)

@@ -24,6 +24,7 @@ from trainers.algorithms.reward.trainer import (  # noqa: E402
     train_reward,
 )
 from trainers.core.model import ModelConfig  # noqa: E402
+from trainers.core.plots import CURVES_ENV  # noqa: E402
 
 SMALL = RewardModelConfig(members=2, batch_size=16, hidden=32, lr=1e-3, val_every=10,
                           model=ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=32))
@@ -214,7 +215,8 @@ def test_every_member_trains_on_its_own_bootstrap_of_the_labels(monkeypatch):
         assert np.corrcoef(drawn, expected)[0, 1] > 0.8  # drawn in proportion to the counts
 
 
-def test_a_resumed_run_equals_a_straight_one_and_logs_through_the_run_log(tmp_path):
+def test_a_resumed_run_equals_a_straight_one_and_logs_through_the_run_log(tmp_path, monkeypatch):
+    monkeypatch.setenv(CURVES_ENV, "1")  # the suite turns the curves off (conftest.py); this test draws them
     train, val = judgements(vector_clip, 120, seed=11), judgements(vector_clip, 40, seed=12, prefix="v")
     config = dataclasses.replace(SMALL, steps=12, log_every=2, checkpoint_every=4, val_every=3,
                                  out=str(tmp_path / "straight"))

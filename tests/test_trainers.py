@@ -19,6 +19,7 @@ from trainers.algorithms.ilql.ilql import ILQLConfig
 from trainers.algorithms.registry import algorithm_by_name, load_agent_model, train
 from trainers.core.loop import DistInfo, accumulate_gradients, training_batches
 from trainers.core.model import ModelConfig
+from trainers.core.plots import CURVES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ModelConfig(n_layer=1, n_embd=32, n_head=2, n_positions=64)
@@ -48,7 +49,8 @@ def initial_state(cfg) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("algorithm", ["bc", "ilql"])
-def test_training_changes_parameters_and_lowers_loss(algorithm, wordle_dataset, tmp_path):
+def test_training_changes_parameters_and_lowers_loss(algorithm, wordle_dataset, tmp_path, monkeypatch):
+    monkeypatch.setenv(CURVES_ENV, "1")  # the suite turns the curves off (conftest.py); this test draws them
     cfg = config(algorithm, wordle_dataset, tmp_path / algorithm, steps=30)
     before = initial_state(cfg)
     result = train(algorithm, cfg, progress=False)

@@ -139,7 +139,7 @@ class RunLog:
     written after the checkpoint a run resumes from) and opens the progress bar at ``start`` of ``total``. Each
     ``step_done`` feeds the throughput clock, the metric window (a row of means every ``log_every`` steps and at the
     last; with ``snapshot``, that step's own metrics) and the bar; ``checkpoint_due`` says when the loop saves; ``close`` closes the sinks and draws
-    ``training_curves.png`` from ``metrics.jsonl``.
+    ``training_curves.png`` from ``metrics.jsonl`` (unless ``trainers.core.plots.CURVES_ENV`` is ``0``).
     """
 
     def __init__(self, out: str | Path, algorithm: str, total: int, start: int = 0, log_every: int = 1,
@@ -203,14 +203,16 @@ class RunLog:
         return self.window.last
 
     def close(self) -> None:
-        """Closes the bar and the sinks and draws ``training_curves.png`` (process 0, when rows were written)."""
+        """Closes the bar and the sinks and draws ``training_curves.png`` (process 0, when rows were written, unless
+        ``trainers.core.plots.CURVES_ENV`` is ``0``)."""
         if self.bar is not None:
             self.bar.close()
         self.metrics.close()
         if self.enabled and self.metrics.path.exists():
-            from trainers.core.plots import plot_training_curves
+            from trainers.core.plots import curves_wanted, plot_training_curves
 
-            plot_training_curves(self.metrics.path, self.out / "training_curves.png", title=self.title)
+            if curves_wanted():
+                plot_training_curves(self.metrics.path, self.out / "training_curves.png", title=self.title)
 
 
 __all__ = ["RunLog", "MetricsLog", "MetricWindow", "Throughput", "truncate_metrics_after", "elapsed_seconds"]

@@ -16,6 +16,14 @@ from pathlib import Path
 
 #: metrics that describe throughput rather than learning; drawn last.
 _SYSTEM = ("lr", "tokens_per_second", "data_wait_share")
+#: set to ``0`` to have training runs skip ``training_curves.png`` (matplotlib's layout costs a second or more per
+#: run: it dominates sweeps of many short runs, and the test suite sets it); anything else, or unset, draws it.
+CURVES_ENV = "RLDS_LANG_TRAINING_CURVES"
+
+
+def curves_wanted() -> bool:
+    """Whether a training run draws ``training_curves.png`` when it closes (``CURVES_ENV`` is not ``0``)."""
+    return os.environ.get(CURVES_ENV, "1").strip() != "0"
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, float]]:
@@ -63,4 +71,4 @@ def plot_training_curves(metrics_path: str | os.PathLike, png_path: str | os.Pat
     return png_path
 
 
-__all__ = ["read_metrics", "plot_training_curves"]
+__all__ = ["CURVES_ENV", "curves_wanted", "read_metrics", "plot_training_curves"]
