@@ -54,8 +54,10 @@ def test_results_script_writes_the_document(tmp_path, capsys):
     tfds_build("wordle_synthetic", "branch", data_dir, small=3, quiet=True)
     out = tmp_path / "results.md"
     main(["results", "wordle", "--data-dir", str(data_dir), "--runs", str(tmp_path / "runs"), "--steps", "2", "--games", "4",
-          "--sweep-games", "3", "--settings", "official", "--out", str(out)])
+          "--sweep-games", "3", "--settings", "official", "--small", "3", "--out", str(out)])
     document = out.read_text()
+    assert "Dataset `wordle_synthetic/branch_small3`" in document and "--small 3" in document
+    assert not (data_dir / "wordle_synthetic" / "branch").exists()  # the small build is the one trained on
     for row in ("| bc |", "| %bc (top 25%) |", "| ilql |", "| optimal |"):
         assert row in document
     assert "4 seeded games each" in document and "rlds-lang results wordle --data-dir" in document and "--steps 2" in document and "## Official Wordle" in document

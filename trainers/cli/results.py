@@ -140,6 +140,9 @@ def add_wordle_parser(pages: Any) -> None:
     add_decodings_argument(parser, "how the agents decode, a table each (default: sample and greedy)")
     parser.add_argument("--sweep-games", type=int, default=500,
                         help="held-out games per β of the β sweep (0 skips the sweep)")
+    parser.add_argument("--small", type=int, default=None,
+                        help="cap each split (each recipe) at this many games: the build <config>_small<N>, named on "
+                             "the page (a smoke run, not a result)")
     parser.set_defaults(func=cmd_results)
 
 

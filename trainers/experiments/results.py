@@ -129,7 +129,7 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     from transforms.loading import load
     from transforms.statistics import compute_statistics
 
-    dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir)
+    dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir, small=getattr(args, "small", None))
     runs = Path(args.runs) / setting.key
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
     decodings = args.decodings or list(RESULTS_DECODINGS)
@@ -171,7 +171,7 @@ def render_setting(outcome: SettingOutcome, plots: dict[str, str], args: argpars
 """ for key, results in outcome.results.items())
     return f"""## {s.title}
 
-Dataset `wordle_synthetic/{s.dataset_config}`; agents evaluated with rule `{s.rule}`, mode `{s.mode}`,
+Dataset `wordle_synthetic/{Path(outcome.dataset).parent.name}`; agents evaluated with rule `{s.rule}`, mode `{s.mode}`,
 {args.games} seeded games each. Training time (wall clock on this machine, summed over resumed runs): {times}.
 
 {tables}
