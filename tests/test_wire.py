@@ -76,7 +76,8 @@ def test_a_logged_step_parses_to_the_codecs_message():
 
 
 @pytest.mark.parametrize("value", [[1, "a"], np.array([1.0], np.float16), np.array(["a"], dtype=object),
-                                   np.float16(1), object()], ids=repr)
+                                   np.float16(1), object()],
+                         ids=lambda value: "object()" if type(value) is object else repr(value))
 def test_values_the_codec_refuses_raise_its_error(value):
     with pytest.raises(TypeError) as expected:
         codec.encode(value)
