@@ -71,6 +71,28 @@ def test_utterance_q_and_v_losses_by_hand():
     assert all(torch.equal(a, b) for a, b in zip(policy, model.lm.policy.parameters()))
 
 
+def test_an_agent_scores_a_candidate_with_the_q_training_regresses_at_its_eoa():
+    """The hidden state an agent reranks a candidate from is the one the loss trains Q at, the utterance's [EOA]:
+    Q1 read through ``candidate_states`` at the end of each utterance of row 0 gives back the forward's Q loss (the
+    fast twin of the rare-action run below, which fails too when either side reads another position)."""
+    torch.manual_seed(0)
+    model = UtteranceILQLModel(UtteranceILQLConfig(dataset="unused", model=TINY, gamma=0.5), TOKENIZER).eval()
+    heads = model.utterance_heads
+    with torch.no_grad():
+        heads.q1[-1].weight.normal_()
+    for head, value in ((heads.q2, 2.0), (heads.v, 0.5), (heads.target_q1, -3.0), (heads.target_q2, -1.0)):
+        set_output(head, value)
+    batch = {key: value[:1] for key, value in two_utterance_batch().items()}
+    with torch.no_grad():
+        loss = float(model(batch).metrics["q_loss"])
+        ids = batch["input_ids"][0].tolist()
+        states = model.candidate_states([ids[:6], ids], TOKENIZER.pad_id)  # each utterance with its [EOA]
+        q = heads.q1(states).squeeze(-1)
+    targets = torch.tensor([-0.75, 0.0])  # -1 + 0.5 * V, then 0 at the terminal [EOA]
+    assert float(q.std()) > 1e-3, "the live head should score the two utterances apart"
+    assert loss == pytest.approx(float(((q - targets) ** 2).mean() + ((2.0 - targets) ** 2).mean()), rel=1e-5)
+
+
 class FixedSampler:
     """Stands in for the BC sampler: every game gets the same candidates, in order."""
 
