@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "test_tiers.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_test_tiers", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench import test_tiers as bench
 
 
 def test_a_tier_is_timed_with_its_verdict_and_pytests_summary(capsys):
-    bench = load_bench()
     assert bench.TIERS["everyday"][0][:4] == ["-n", "2", "--dist", "loadfile"] and "not slow" in bench.TIERS["everyday"][0]
     assert bench.main(["--tiers", "everyday", "--", "tests/test_tiers.py"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("everyday"))
@@ -24,6 +13,6 @@ def test_a_tier_is_timed_with_its_verdict_and_pytests_summary(capsys):
 
 
 def test_a_failing_tier_exits_1_and_has_no_verdict(capsys):
-    assert load_bench().main(["--tiers", "everyday", "--", "tests/test_tiers.py", "-k", "no_such_test"]) == 1
+    assert bench.main(["--tiers", "everyday", "--", "tests/test_tiers.py", "-k", "no_such_test"]) == 1
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("everyday"))
     assert "tests failed (pytest exit status 5)" in row and " met" not in row and "no tests ran" in row

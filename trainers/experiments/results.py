@@ -129,7 +129,7 @@ def run_setting(setting: Setting, args: argparse.Namespace) -> SettingOutcome:
     from transforms.loading import load
     from transforms.statistics import compute_statistics
 
-    dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir, small=getattr(args, "small", None))
+    dataset = tfds_build("wordle_synthetic", setting.dataset_config, args.data_dir, small=args.small)
     runs = Path(args.runs) / setting.key
     eval_config = EvalConfig(games=args.games, seed=args.eval_seed, rule=setting.rule, mode=setting.mode)
     decodings = args.decodings or list(RESULTS_DECODINGS)
