@@ -200,24 +200,23 @@ def test_tfds_build_runs_the_child_with_the_local_runner_and_reports_counts(monk
 
     commands = []
 
-    def fake_run(command, **kwargs):
-        commands.append((command, kwargs))
+    def fake_run(command, env, quiet=False):
+        commands.append((command, {"env": env, "quiet": quiet}))
         folder = tmp_path / "wordle_synthetic" / "manual_dir" / "1.1.0"
         folder.mkdir(parents=True)
         info = {"splits": [{"name": "train", "shardLengths": ["1200", "34"]}]}
         (folder / "dataset_info.json").write_text(json.dumps(info))
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(trainers.core.build, "run_build", fake_run)
     folder = trainers.core.build.tfds_build("wordle_synthetic", "manual_dir", tmp_path, manual_dir="/logs")
     ((command, kwargs),) = commands
-    assert command[:3] == [sys.executable, "-m", "trainers.core.build_child"]
-    args = build_child.parse_args(command[3:])
+    args = build_child.parse_args(command)
     assert (args.name, args.config, args.data_dir, args.manual_dir) == ("wordle_synthetic", "manual_dir",
                                                                         str(tmp_path), "/logs")
     assert args.imports == "rlds_lang_datasets"
     flags = [f"--{option}" for option in args.beam_pipeline_options.split(",")]
     assert _runner(PipelineOptions(flags=flags)) == LOCAL_RUNNER  # not DirectRunner: it tries to download Prism
-    assert kwargs.get("stderr") is None  # warnings and the progress bar reach the user
+    assert kwargs["quiet"] is False  # the progress bar and counts reach the user
     said = capsys.readouterr().out
     assert re.fullmatch(rf"built wordle_synthetic/manual_dir in \d+\.\d s: train 1,234 episodes -> {re.escape(folder)}\n",
                         said), said

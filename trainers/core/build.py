@@ -3,7 +3,8 @@
 The CLI's demo, the results script (``trainers.experiments.results``) and the benchmarks build datasets by name as a
 user would with ``tfds build NAME --imports rlds_lang_datasets``, in a child process of the running interpreter
 (``trainers.core.build_child``: the same build without the ``tfds`` command's INFO logging and ``DatasetInfo``
-dump); the build shows its progress and warnings, and ``tfds_build`` says how many episodes went where.
+dump; one child serves a program's builds in turn, ``trainers.core.build_worker``, so TensorFlow is imported once);
+the build shows its progress and warnings, and ``tfds_build`` says how many episodes went where.
 
 Example::
 
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from trainers.core.build_worker import run_build
 from transforms.array_record import file_format as file_format_of
 
 #: the module whose import registers every builder with TFDS (``builders/``, installed as ``rlds_lang_datasets``).
@@ -112,8 +112,7 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
                              "or remove the folder first")
         check_split_sizes(existing, expected or {})
         return existing
-    command = [sys.executable, "-m", "trainers.core.build_child", name, "--imports", DATASETS_MODULE,
-               "--data_dir", str(data_dir)]
+    command = [name, "--imports", DATASETS_MODULE, "--data_dir", str(data_dir)]
     if config_fields is not None:
         command += ["--config", json.dumps({"name": config, **config_fields})]
     elif config:
@@ -130,7 +129,7 @@ def tfds_build(name: str, config: str, data_dir: str | os.PathLike, manual_dir: 
     if shard_cache is not None:
         env["RLDS_LANG_SHARD_CACHE"] = str(shard_cache)
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL if quiet else None)
+    run_build(command, env, quiet=quiet)
     folder = built_dataset_dir(data_dir, name, built_config)
     if folder is None:
         raise FileNotFoundError(f"tfds build {name}/{built_config} finished but wrote no dataset under {data_dir}")

@@ -11,6 +11,9 @@ prints the whole ``DatasetInfo`` when done. Here logging keeps its WARNING defau
 native INFO lines are off (``trainers.core.native_logs``, unless the environment sets their levels), so a build shows TFDS's
 progress bar, its line before and after (what it builds where; that it is done), and every warning and error.
 
+``python -m trainers.core.build_child --serve --reply-fd FD --parent PID`` runs such builds one after another for
+``trainers.core.build_worker`` (``serve``): the libraries are imported once, not once per build.
+
 The builders run Beam's in-process runner unless ``--beam_pipeline_options`` names another
 (``loggers.beam_runner``): no Prism download, no ``beam-temp*`` folder.
 """
@@ -22,8 +25,10 @@ import contextlib
 import importlib
 import json
 import logging
+import os
 import sys
-from typing import Iterator, Sequence
+import traceback
+from typing import Iterator, Sequence, TextIO
 
 from trainers.core.native_logs import quiet_native_logs
 
@@ -89,14 +94,74 @@ def build(args: argparse.Namespace) -> str:
     return str(builder.data_dir)
 
 
+@contextlib.contextmanager
+def standard_output_to_null() -> Iterator[None]:
+    """Inside: this process's standard output (``sys.stdout``, and file descriptor 1 for native code) goes to
+    ``/dev/null``."""
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        with open(os.devnull, "w") as dropped, contextlib.redirect_stdout(dropped):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+def serve(requests: TextIO, replies: TextIO) -> None:
+    """Runs one ``build`` per JSON line of ``requests`` (``{"argv": [...], "env": {...}, "quiet": bool}``: this
+    module's arguments, the environment to build in, and whether standard output is dropped) and answers each with
+    one line on ``replies``: ``{"ok": true, "folder": ...}``, or ``{"ok": false, "error": ...}`` after printing the
+    traceback to standard error. Native logs are turned down in each request's environment (``quiet_native_logs``)
+    as ``main`` does in its own. Ends when ``requests`` closes."""
+    for line in requests:
+        request = json.loads(line)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        quiet_native_logs()
+        try:
+            with standard_output_to_null() if request["quiet"] else contextlib.nullcontext():
+                reply = {"ok": True, "folder": build(parse_args(request["argv"]))}
+        except (Exception, SystemExit) as error:  # reported to the caller, which raises it; the next build runs
+            if not isinstance(error, SystemExit):  # argparse has printed its usage line already
+                traceback.print_exc()
+            sys.stderr.flush()
+            reply = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def parse_serve_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The flags of ``--serve``: the descriptor to answer on and the process to die with."""
+    parser = argparse.ArgumentParser(prog="python -m trainers.core.build_child --serve",
+                                     description="build datasets for trainers.core.build_worker, one per request")
+    parser.add_argument("--serve", action="store_true", required=True)
+    parser.add_argument("--reply-fd", type=int, required=True, help="the inherited descriptor to answer on")
+    parser.add_argument("--parent", type=int, required=True, help="the process this one dies with")
+    return parser.parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """The process's entry: quiet native logs, then ``build``."""
+    """The process's entry: quiet native logs, then ``build`` (or ``serve`` with ``--serve``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     quiet_native_logs()
-    build(parse_args(sys.argv[1:] if argv is None else argv))
+    if argv[:1] == ["--serve"]:
+        from loggers.workers import die_with_parent
+
+        args = parse_serve_args(argv)
+        die_with_parent(args.parent)
+        with os.fdopen(args.reply_fd, "w") as replies:
+            serve(sys.stdin, replies)
+        return
+    build(parse_args(argv))
 
 
 if __name__ == "__main__":
     main()
 
 
-__all__ = ["BEAM_BIGQUERY_IMPORT_WARNING", "build", "main", "parse_args", "without_beam_bigquery_import_warning"]
+__all__ = ["BEAM_BIGQUERY_IMPORT_WARNING", "build", "main", "parse_args", "parse_serve_args", "serve",
+           "standard_output_to_null", "without_beam_bigquery_import_warning"]
