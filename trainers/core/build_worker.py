@@ -39,8 +39,9 @@ import sys
 import threading
 from typing import Mapping, Sequence
 
-#: the environment variables a build reads when it runs (not at import): a change in them reuses the child.
-PER_BUILD_VARIABLES = ("RLDS_LANG_SMALL", "RLDS_LANG_SHARD_CACHE")
+#: the environment variables a build reads when it runs, not at import, and pytest's name of the running test
+#: (set anew for every test): a change in them reuses the child, which takes them with each request.
+PER_BUILD_VARIABLES = ("RLDS_LANG_SMALL", "RLDS_LANG_SHARD_CACHE", "PYTEST_CURRENT_TEST")
 #: the child's command: ``trainers.core.build_child`` serving build requests on its standard input.
 SERVE_COMMAND = (sys.executable, "-m", "trainers.core.build_child", "--serve")
 #: seconds a closing child gets to end by itself before it is killed.
