@@ -88,6 +88,7 @@ def test_serve_builds_each_request_in_its_environment_and_answers_each(monkeypat
 
 
 def test_a_program_s_builds_share_one_child_until_its_environment_or_folder_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("SET_BEFORE_THE_FIRST_BUILD", "1")
     error = _refused()
     assert error.cmd[:3] == [sys.executable, "-m", "trainers.core.build_child"] and error.cmd[3:] == REFUSED
     first = _pid()
@@ -95,13 +96,19 @@ def test_a_program_s_builds_share_one_child_until_its_environment_or_folder_chan
     assert _pid() == first
     _refused(dict(os.environ, RLDS_LANG_SMALL="7", RLDS_LANG_SHARD_CACHE=str(tmp_path)))  # read per build
     assert _pid() == first
+    _refused(dict(os.environ, ADDED_BY_A_LIBRARY_S_IMPORT="1"))  # as TensorFlow's import adds TF2_BEHAVIOR
+    assert _pid() == first
     old = current_build_worker()
-    _refused(dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))  # read at import: a fresh child
+    _refused(dict(os.environ, SET_BEFORE_THE_FIRST_BUILD="2"))  # perhaps read at import: a fresh child
     second = _pid()
     assert second != first and old.process.poll() is not None  # the old one ended, not left behind
+    monkeypatch.delenv("SET_BEFORE_THE_FIRST_BUILD")
+    _refused()
+    third = _pid()
+    assert third != second  # a variable gone
     monkeypatch.chdir(tmp_path)
     _refused()
-    assert _pid() not in (first, second)  # relative folders are the caller's
+    assert _pid() not in (first, second, third)  # relative folders are the caller's
     close_build_worker()
     assert current_build_worker() is None
 
@@ -176,9 +183,3 @@ def test_the_child_ends_with_its_program_even_in_the_middle_of_a_build(tmp_path)
     finally:
         program.kill()
         program.stdout.close()
-
-
-def test_a_worker_key_leaves_out_only_the_per_build_variables():
-    env = {"A": "1", **{name: "x" for name in build_worker.PER_BUILD_VARIABLES}}
-    assert build_worker.worker_key(env, "/w") == ("/w", (("A", "1"),))
-    assert build_worker.worker_key({"A": "2"}, "/w") != build_worker.worker_key(env, "/w")

@@ -155,7 +155,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         die_with_parent(args.parent)
         with os.fdopen(args.reply_fd, "w") as replies:
             serve(sys.stdin, replies)
-        return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # at once: the libraries' threads held a normal exit for seconds
     build(parse_args(argv))
 
 

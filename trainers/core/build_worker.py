@@ -9,9 +9,12 @@ libraries once and runs the same ``build_child.build`` for every request, in the
 The child is as separate as a one-shot build child was:
 
 - it sees the environment and working folder of the call: a request carries the whole environment (the child
-  takes it before it builds), and a call from another working folder, or whose environment differs in anything
-  but the variables a build reads per build (``PER_BUILD_VARIABLES``), starts a fresh child, since libraries read
-  the rest at import;
+  takes it before it builds), and a call from another working folder, or whose environment changed or lost a
+  variable the child started with (but for those a build reads per build, ``PER_BUILD_VARIABLES``), starts a fresh
+  child, since libraries read their variables at import. Variables added since the child started reach the build
+  without a fresh child: the libraries a program imports add their own (TensorFlow's ``TF2_BEHAVIOR``, PyTorch's
+  ``TORCHINDUCTOR_CACHE_DIR``, ...), and a fresh child for each would import everything again; a variable that a
+  library reads at import must therefore be set before the program's first build;
 - its progress bars and warnings reach the user's terminal (its standard streams are the caller's), and a quiet
   build sends its standard output to ``/dev/null`` for that build only;
 - a failed build prints its traceback there and raises ``subprocess.CalledProcessError`` here, as a failed
@@ -64,7 +67,12 @@ class BuildWorker:
         finally:
             os.close(write_end)
         self.replies = os.fdopen(read_end, "r")
-        self.key = worker_key(env, cwd)
+        self.cwd, self.started_with = cwd, {k: v for k, v in env.items() if k not in PER_BUILD_VARIABLES}
+
+    def serves(self, env: Mapping[str, str], cwd: str) -> bool:
+        """Whether this child may build for a call from ``cwd`` with ``env``: running, in the same folder, and every
+        variable it started with (per-build ones aside) unchanged in ``env``."""
+        return self.alive() and cwd == self.cwd and all(env.get(k) == v for k, v in self.started_with.items())
 
     def alive(self) -> bool:
         """Whether the child is still running."""
@@ -109,12 +117,6 @@ class BuildWorker:
         self.replies.close()
 
 
-def worker_key(env: Mapping[str, str], cwd: str) -> tuple:
-    """What a child must share with a call to serve it: the working folder and the environment but for the
-    per-build variables."""
-    return cwd, tuple(sorted((k, v) for k, v in env.items() if k not in PER_BUILD_VARIABLES))
-
-
 _lock = threading.Lock()
 _worker: BuildWorker | None = None
 
@@ -126,7 +128,7 @@ def run_build(argv: Sequence[str], env: Mapping[str, str], quiet: bool = False) 
     global _worker
     cwd = os.getcwd()
     with _lock:
-        if _worker is not None and (not _worker.alive() or _worker.key != worker_key(env, cwd)):
+        if _worker is not None and not _worker.serves(env, cwd):
             _worker.close()
             _worker = None
         if _worker is None:
@@ -157,5 +159,4 @@ atexit.register(close_build_worker)
 
 
 __all__ = ["BuildWorker", "CLOSE_SECONDS", "PER_BUILD_VARIABLES", "SERVE_COMMAND", "close_build_worker",
-           "current_build_worker", "run_build",
-           "worker_key"]
+           "current_build_worker", "run_build"]
