@@ -36,6 +36,13 @@ def test_held_out_seeds_are_disjoint_from_the_tables():
     assert not set(range(table.seed, table.seed + table.games)) & set(range(held_out.seed, held_out.seed + 500))
     text = render_beta_choices([BetaChoice("MC returns", [1.0, 2.0], [_result([-4]), _result([-3])])], held_out)
     assert "500 held-out games seeded from 10000000" in text and "| row | β=1 | β=2 | β chosen |" in text
+    assert "each of its eval scripts plays one β, 16 by default" in text  # what LMRL-Gym's code does, as read there
+
+
+def test_the_default_grid_is_the_one_lmrl_gym_s_results_loader_reads():
+    from trainers.experiments.beta_choice import BETA_GRID, LMRL_GYM_BETAS
+
+    assert BETA_GRID == (1, 2, 4, 8, 16, 32, 64, 128) and "β = 1, 2, 4, ..., 128" in LMRL_GYM_BETAS
 
 
 @pytest.mark.parametrize("text, message", [("", "no β given"), ("1,x", "comma-separated numbers")])

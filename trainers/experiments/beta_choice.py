@@ -1,8 +1,9 @@
 """The decoding β of a value-based agent (MC returns, ILQL), chosen on held-out games, never on the table's.
 
 A value-based agent samples from its policy's logits plus ``β · (Q − V)``. How large β should be depends on
-how large and how reliable the learned advantages are, so LMRL-Gym's Wordle evaluation scripts play each
-trained value model at β = 1, 2, 4, ..., 128 (sampled and greedy). Here every β of ``BETA_GRID`` plays the
+how large and how reliable the learned advantages are. LMRL-Gym's Wordle results loader reads each value model's
+evaluations at β = 1, 2, 4, ..., 128, sampled and greedy (in lines left commented out), while each of its eval
+scripts plays one β, 16 by default (``LMRL_GYM_BETAS``). Here every β of ``BETA_GRID`` plays the
 same held-out games, seeded ``eval_seed + TUNING_SEED_OFFSET + i`` (disjoint from the table's ``eval_seed + i``
 for any table shorter than ten million games); the β with the highest mean return is the one the table's
 games are then played with.
@@ -52,6 +53,15 @@ def tuning_config(eval_config: Any, games: int) -> Any:
     return dataclasses.replace(eval_config, games=games, seed=eval_config.seed + TUNING_SEED_OFFSET)
 
 
+#: what LMRL-Gym's code does with β, read in its repository (abdulhaim/LMRL-Gym at 911d726): its Wordle results
+#: loader, ``llm_rl_scripts/wordle/load_results.py``, reads ILQL's and MC's evaluations at
+#: ``for beta in [1, 2, 4, 8, 16, 32, 64, 128]`` in lines left commented out, and each of its eval scripts
+#: (``eval_ilql_gpt2.py``, ``eval_mc_gpt2.py``) plays one β, ``policy_beta: float=16.0`` by default.
+LMRL_GYM_BETAS = ("LMRL-Gym's Wordle results loader reads its ILQL and MC evaluations at β = 1, 2, 4, ..., 128 (in "
+                  "lines left commented out in `llm_rl_scripts/wordle/load_results.py`); each of its eval scripts "
+                  "plays one β, 16 by default.")
+
+
 def choose_beta(experiment: Any, run: Path, steps: int, held_out: Any, decoding: Any, fresh: bool = False,
                 grid: Sequence[float] = BETA_GRID) -> BetaChoice:
     """Plays ``experiment``'s checkpoint in ``run`` at every β of ``grid`` on the ``held_out`` games (each
@@ -70,7 +80,7 @@ def render_beta_choices(choices: Sequence[BetaChoice], held_out: Any) -> str:
     header = "| row | " + " | ".join(f"β={b:g}" for b in betas) + " | β chosen |"
     rule = "| --- |" + " --- |" * (len(betas) + 1)
     return (f"Mean return ± SE on {held_out.games} held-out games seeded from {held_out.seed} (not the table's "
-            "games); the table plays each row at its β chosen here (LMRL-Gym's scripts sweep the same β).\n\n"
+            f"games); the table plays each row at its β chosen here. {LMRL_GYM_BETAS}\n\n"
             + "\n".join([header, rule, *(c.row() for c in choices)]) + "\n")
 
 
@@ -95,5 +105,5 @@ def add_beta_choice_arguments(parser: argparse.ArgumentParser, rows: str) -> Non
                         help="held-out games per β of that choice (0: play each row's committed β)")
 
 
-__all__ = ["BETA_GRID", "TUNING_SEED_OFFSET", "BetaChoice", "tuning_config", "choose_beta", "render_beta_choices",
+__all__ = ["BETA_GRID", "LMRL_GYM_BETAS", "TUNING_SEED_OFFSET", "BetaChoice", "tuning_config", "choose_beta", "render_beta_choices",
            "parse_grid", "add_beta_choice_arguments"]
