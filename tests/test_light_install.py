@@ -28,7 +28,7 @@ FOR_THE_TRAIN_EXTRA = {"transforms.torch_bridge", "transforms.data_source"}
 LIGHT_CLI = {"trainers", "trainers.cli", "trainers.cli.main", "trainers.cli.commands", "trainers.cli.record",
              "trainers.cli.build", "trainers.cli.datasets",
              "trainers.cli.stats", "trainers.cli.extras", "trainers.cli.former", "trainers.core",
-             "trainers.core.build", "trainers.core.provenance"}
+             "trainers.core.build", "trainers.core.build_worker", "trainers.core.provenance"}
 
 
 def is_light(name: str) -> bool:
