@@ -203,12 +203,12 @@ def test_split_by_episode_id_is_deterministic_and_stable_under_growth():
     def names(ds):
         return {e["episode_id"].decode() for e in ds.as_numpy_iterator()}
 
-    train, evaluation = split_by_episode_id(ids(2000), 0.2)
-    small_train, small_eval = split_by_episode_id(ids(1000), 0.2)
-    assert names(train) | names(evaluation) == names(ids(2000)) and not names(train) & names(evaluation)
-    assert 300 < len(names(evaluation)) < 500
-    assert names(small_eval) == {n for n in names(evaluation) if int(n[3:]) < 1000}
-    assert names(split_by_episode_id(ids(2000), 0.2, salt="other")[1]) != names(evaluation)
+    train, evaluation = split_by_episode_id(ids(400), 0.2)
+    small_train, small_eval = split_by_episode_id(ids(200), 0.2)
+    assert names(train) | names(evaluation) == names(ids(400)) and not names(train) & names(evaluation)
+    assert 40 < len(names(evaluation)) < 120  # 80 expected, a standard deviation of 8
+    assert names(small_eval) == {n for n in names(evaluation) if int(n[3:]) < 200}
+    assert names(split_by_episode_id(ids(400), 0.2, salt="other")[1]) != names(evaluation)
     with pytest.raises(KeyError, match="no 'episode_key' field"):
         split_by_episode_id(ids(10), 0.1, id_key="episode_key")
 
