@@ -98,6 +98,16 @@ def rare_mc(tmp_path_factory):
     return dataset, load_agent_model(Path(root / "mc" / "checkpoint"))
 
 
+@pytest.fixture(scope="module")
+def briefly_trained_mc(tmp_path_factory):
+    """MC after 5 steps on the same data as ``rare_mc``: values that differ between moves, learned or not."""
+    root = tmp_path_factory.mktemp("brief")
+    dataset = build_dataset(rare_best_action(n_good=12, n_bad=108), root / "data")
+    train("mc", config("mc", dataset, root / "mc", steps=5, batch_size=24, lr=2e-3, log_every=5, shuffle_buffer=120,
+                       seed=1), progress=False)
+    return dataset, load_agent_model(Path(root / "mc" / "checkpoint"))
+
+
 def test_mc_prefers_a_rare_rewarded_action(rare_mc):
     """Q of the first letter learns the returns straight from the data, so MC's perturbed policy takes ``ab``
     although BC's logits favour ``ba``."""
@@ -146,7 +156,7 @@ def test_diagnostics_see_what_the_values_learned(rare_mc, tmp_path):
         ranking_fraction(loaded, [([""], [])], better=["ab"], worse=[])
 
 
-def test_branch_pairs_rank_the_parent_move_against_the_branch_move(rare_mc):
+def test_branch_pairs_rank_the_parent_move_against_the_branch_move(briefly_trained_mc):
     from trainers.evaluation.diagnostics import (
         branch_pairs,
         ranking_fraction,
@@ -163,7 +173,7 @@ def test_branch_pairs_rank_the_parent_move_against_the_branch_move(rare_mc):
     histories, better, worse = branch_pairs([*branches, parent])  # a branch may come before its parent
     assert (better, worse) == (["ab"], ["ba"])  # the branch that repeated its parent's move is left out
     assert [[o["text"] for o in histories[0][0]], histories[0][1]] == [[b"", b"x"], ["ab"]]
-    _, loaded = rare_mc
+    _, loaded = briefly_trained_mc
     assert np.array_equal(utterance_values(loaded, ([{"text": b""}], []), ["ab", "ba"]),
                           utterance_values(loaded, ([""], []), ["ab", "ba"]))  # RLDS observations read as their text
     q_better, q_worse = utterance_values(loaded, histories[0], better + worse)
