@@ -20,6 +20,7 @@ import pytest
 
 from trainers.core import build_child, build_worker
 from trainers.core.build_worker import close_build_worker, current_build_worker, run_build
+from tests.process_helpers import running
 
 #: a request the child refuses in argument parsing (no --imports): quick, and no library imported
 REFUSED = ["wordle_synthetic", "--data_dir", "/nowhere"]
@@ -36,15 +37,6 @@ def _pid() -> int:
     worker = current_build_worker()
     assert worker is not None and worker.alive()
     return worker.process.pid
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie waiting to be reaped does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except FileNotFoundError:
-        return False
 
 
 def _refused(env=None) -> subprocess.CalledProcessError:
@@ -170,14 +162,14 @@ def test_the_child_ends_with_its_program_even_in_the_middle_of_a_build(tmp_path)
                                cwd=os.getcwd(), stderr=subprocess.DEVNULL)
     try:
         child = int(program.stdout.readline())
-        assert _running(child)  # serving
+        assert running(child)  # serving
         time.sleep(0.5)  # the build has started: the child reads no request now, so only its parent's death ends it
         program.kill()
         program.wait()
         deadline = time.monotonic() + 3
-        while _running(child) and time.monotonic() < deadline:
+        while running(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _running(child):
+        if running(child):
             os.kill(child, signal.SIGKILL)
             pytest.fail("the build child outlived its killed program")
     finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_helpers import running
 from trainers.algorithms.reward.supervision import PARENT_GRACE_S, PARENT_POLL_S
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,14 +49,6 @@ if __name__ == "__main__":
 """
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper counts as ended)."""
-    try:
-        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
 @pytest.mark.parametrize("work", ["busy", "slow_exit"])
 def test_a_child_ends_within_a_second_once_its_parent_is_killed(tmp_path, work):
     script, marker = tmp_path / "parent.py", tmp_path / "working"
@@ -74,14 +67,14 @@ def test_a_child_ends_within_a_second_once_its_parent_is_killed(tmp_path, work):
         parent.wait(10)
         killed = time.monotonic()
         bound = PARENT_POLL_S + PARENT_GRACE_S + 2.0  # + slack for a loaded machine to schedule the exit
-        while _alive(child) and time.monotonic() - killed < bound:
+        while running(child) and time.monotonic() - killed < bound:
             time.sleep(0.02)
         took = time.monotonic() - killed
-        assert not _alive(child), f"the child outlived its parent by more than {bound:.1f} s"
+        assert not running(child), f"the child outlived its parent by more than {bound:.1f} s"
         if work == "busy":
             assert took >= PARENT_GRACE_S * 0.9  # it had its grace to stop by itself first
     finally:
         if parent.poll() is None:
             parent.kill()
-        if child and _alive(child):
+        if child and running(child):
             os.kill(child, signal.SIGKILL)

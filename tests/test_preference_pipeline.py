@@ -26,6 +26,7 @@ from rlds_lang.wordle.policies import make_policy  # noqa: E402
 from trainers.algorithms.reward.model import RewardModelConfig  # noqa: E402
 from trainers.algorithms.reward.pipeline import PipelineConfig, PreferencePipeline  # noqa: E402
 from trainers.core.model import ModelConfig  # noqa: E402
+from tests.process_helpers import running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_REWARD = RewardModelConfig(members=2, batch_size=8, hidden=16, lr=1e-3, val_every=2,
@@ -190,21 +191,12 @@ def test_sigterm_closes_the_pipeline_without_orphans_or_lost_labels(tmp_path):
     assert code == 128 + signal.SIGTERM
     pids = json.loads((out / "pids.json").read_text())
     for name, pid in pids.items():
-        assert not _alive(pid), f"{name} process {pid} outlived the pipeline"
+        assert not running(pid), f"{name} process {pid} outlived the pipeline"
     summary = json.loads((out / "pipeline.json").read_text())
     recorded = list(read_judgements(out / "preferences", "all"))
     assert summary["terminated"] == []
     assert summary["labels_recorded"] == summary["labels_received"] == len(recorded) >= 15
     assert (out / "checkpoint" / "config.json").is_file()
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its reaper counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return "\nState:\tZ" not in state
 
 
 TINY_OPTIONS = ["--reward.members", "2", "--reward.batch_size", "8", "--reward.hidden", "16", "--reward.val_every", "2",

@@ -18,7 +18,8 @@ from rlds_lang.env import run_episode  # noqa: E402
 from rlds_lang.preferences.wrapper import PreferenceEnv  # noqa: E402
 from rlds_lang.wordle.env import WordleEnv  # noqa: E402
 from rlds_lang.wordle.policies import make_policy  # noqa: E402
-from tests.test_preference_pipeline import TINY_REWARD, _alive, start_pipeline_script, tiny_config  # noqa: E402
+from tests.process_helpers import running  # noqa: E402
+from tests.test_preference_pipeline import TINY_REWARD, start_pipeline_script, tiny_config  # noqa: E402
 from trainers.algorithms.reward.pipeline import PipelineError, PreferencePipeline  # noqa: E402
 from trainers.algorithms.reward.supervision import PARENT_GRACE_S, PARENT_POLL_S  # noqa: E402
 
@@ -34,9 +35,9 @@ def _assert_no_orphans(out: Path, within: float = 15.0) -> None:
     """Every child named in ``pids.json`` has ended (checked in /proc) within ``within`` seconds."""
     deadline = time.monotonic() + within
     pids = _pids(out)
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids.values()):
+    while time.monotonic() < deadline and any(running(pid) for pid in pids.values()):
         time.sleep(0.1)
-    alive = {name: pid for name, pid in pids.items() if _alive(pid)}
+    alive = {name: pid for name, pid in pids.items() if running(pid)}
     assert not alive, f"processes outlived the pipeline: {alive}"
 
 

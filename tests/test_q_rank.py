@@ -12,7 +12,7 @@ import torch
 
 from tests.baseline_helpers import TOKENIZER, tiny_model
 from tests.test_ilql_targets import set_output
-from tests.test_section5 import _game
+from tests.test_section5 import recorded_game
 from trainers.core.checkpoint import LoadedModel
 from trainers.evaluation import q_rank as Q
 
@@ -24,13 +24,13 @@ def test_docstring_examples_run():
 def games():
     """Two optimal games (one branched twice at turn 2), three suboptimal ones."""
     prefix = (["", "o1a", "o1b", "o1c"], ["raise", "m1", "m2"], [-1.0, -1.0, 0.0])
-    return [_game("o1", "optimal", *prefix),
-            _game("b0", "repeat_takeover", ["", "o1a", "o1b", "x"], ["raise", "m1", "raise"], [-1.0] * 3,
+    return [recorded_game("o1", "optimal", *prefix),
+            recorded_game("b0", "repeat_takeover", ["", "o1a", "o1b", "x"], ["raise", "m1", "raise"], [-1.0] * 3,
                   parent="o1", turn=2),
-            _game("b1", "repeat_takeover", ["", "o1a", "o1b", "y"], ["raise", "m1", "m1"], [-1.0] * 3,
+            recorded_game("b1", "repeat_takeover", ["", "o1a", "o1b", "y"], ["raise", "m1", "m1"], [-1.0] * 3,
                   parent="o1", turn=2),
-            _game("o2", "optimal", ["", "w"], ["raise"], [0.0]),
-            *[_game(f"s{i}", "random_mixture", ["", "s"], [word], [-1.0]) for i, word in
+            recorded_game("o2", "optimal", ["", "w"], ["raise"], [0.0]),
+            *[recorded_game(f"s{i}", "random_mixture", ["", "s"], [word], [-1.0]) for i, word in
               enumerate(["abbey", "xylyl", "abbey"])]]
 
 

@@ -35,6 +35,7 @@ from rlds_lang.wordle.env import WordleEnv
 from rlds_lang.wordle.schema import WORDLE_SCHEMA
 from tests.fault_children import WORDS
 from tests.scripted import ScriptedWordle
+from tests.process_helpers import running
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = os.path.join(REPO, "tests", "fault_children.py")
@@ -292,15 +293,6 @@ def test_two_records_started_together_never_share_a_folder(tmp_path):
     assert len(episodes) == 6 and len({e["episode_id"][0] for e in episodes}) == 1
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states from /proc (Linux)")
 def test_a_worker_dies_with_its_parent():
     """The initializer of record's workers, in a plain child of a plain child: SIGKILL the middle one."""
@@ -316,13 +308,13 @@ def test_a_worker_dies_with_its_parent():
     parent = subprocess.Popen([sys.executable, "-c", script, "parent", script], stdout=subprocess.PIPE, text=True)
     child = int(_line(parent, "child").split()[1])
     time.sleep(0.3)  # the child has set itself up
-    assert _alive(child)
+    assert running(child)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=30)
     end = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < end:
+    while running(child) and time.monotonic() < end:
         time.sleep(0.05)
-    assert not _alive(child)
+    assert not running(child)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states from /proc (Linux)")
@@ -340,9 +332,9 @@ def test_killing_records_parent_ends_its_workers_and_their_writing(tmp_path):
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
     killed = time.monotonic()
-    while any(map(_alive, workers)) and time.monotonic() < killed + 10:
+    while any(map(running, workers)) and time.monotonic() < killed + 10:
         time.sleep(0.05)
-    assert not any(map(_alive, workers)), f"workers alive {time.monotonic() - killed:.1f} s after their parent died"
+    assert not any(map(running, workers)), f"workers alive {time.monotonic() - killed:.1f} s after their parent died"
     assert time.monotonic() - killed < 2.0
     sizes = {os.path.join(d, f): os.path.getsize(os.path.join(d, f))
              for d, _, files in os.walk(data_dir) for f in files}

@@ -83,7 +83,7 @@ def test_the_verdict_is_computed_from_the_best_ilql_row(ilql, word):
     assert verdict.startswith(word) and f"(ILQL (tau 0.9)) reaches {ilql:.3f}" in verdict and "MC returns 0.050" in verdict
 
 
-def _game(episode_id, policy, texts, moves, rewards, parent="", turn=-1):
+def recorded_game(episode_id, policy, texts, moves, rewards, parent="", turn=-1):
     """A recorded game as ``trainers.experiments.section5`` reads it: one step per observation, the last without a move."""
     steps = [{"observation": {"text": t.encode()}, "action": m.encode(), "reward": r}
              for t, m, r in zip(texts, [*moves, ""], [*rewards, 0.0])]
@@ -92,13 +92,13 @@ def _game(episode_id, policy, texts, moves, rewards, parent="", turn=-1):
 
 def test_the_tabular_solution_values_states_by_their_expectile_and_the_data_by_its_mean():
     prefix = (["", "o1a", "o1b"], ["raise", "m1"], [-1.0, -1.0])
-    games = [_game("o1", "optimal", [*prefix[0], "o1c", "o1d"], [*prefix[1], "m2", "m3"], [*prefix[2], -1.0, 0.0]),
-             *[_game(f"b{i}", "repeat_takeover", [*prefix[0], f"b{i}c", f"b{i}d", f"b{i}e", f"b{i}f"],
+    games = [recorded_game("o1", "optimal", [*prefix[0], "o1c", "o1d"], [*prefix[1], "m2", "m3"], [*prefix[2], -1.0, 0.0]),
+             *[recorded_game(f"b{i}", "repeat_takeover", [*prefix[0], f"b{i}c", f"b{i}d", f"b{i}e", f"b{i}f"],
                      [*prefix[1], f"w{i}", "x", "y", "z"], [-1.0] * 6, parent="o1", turn=2) for i in range(3)],
-             _game("o2", "optimal", ["", "o2a"], ["raise"], [0.0]),
-             _game("s1", "random_mixture", ["", "s1a", "s1b", "s1c", "s1d", "s1e", "s1f"],
+             recorded_game("o2", "optimal", ["", "o2a"], ["raise"], [0.0]),
+             recorded_game("s1", "random_mixture", ["", "s1a", "s1b", "s1c", "s1d", "s1e", "s1f"],
                    ["xylyl", "a", "b", "c", "d", "e"], [-1.0] * 6),
-             _game("s2", "random_mixture", ["", "s2a", "s2b", "s2c"], ["abbey", "f", "g"], [-1.0, -1.0, -1.0])]
+             recorded_game("s2", "random_mixture", ["", "s2a", "s2b", "s2c"], ["abbey", "f", "g"], [-1.0, -1.0, -1.0])]
     # the data's own values: o1's third state is worth mean(-1, -4, -4, -4) = -3.25, so raise is worth
     # (4 * (-2 - 3.25) + 0) / 5 = -4.2 (the mean return of the games that open with it), below abbey's -3
     draws = section5.Draws.of(games, 400)
@@ -112,8 +112,8 @@ def test_the_tabular_solution_values_states_by_their_expectile_and_the_data_by_i
 
 
 def test_a_build_of_an_earlier_recipe_is_refused():
-    games = [_game("o1", "optimal", ["", "a", "b", "c"], ["raise", "m1", "m2"], [-1.0, -1.0, 0.0]),
-             _game("b0", "wrong_takeover", ["", "a", "b", "x"], ["raise", "m1", "w"], [-1.0] * 3, parent="o1", turn=2)]
+    games = [recorded_game("o1", "optimal", ["", "a", "b", "c"], ["raise", "m1", "m2"], [-1.0, -1.0, 0.0]),
+             recorded_game("b0", "wrong_takeover", ["", "a", "b", "x"], ["raise", "m1", "w"], [-1.0] * 3, parent="o1", turn=2)]
     with pytest.raises(ValueError, match="earlier recipe; delete it"):
         section5.check_recipe(games)
     section5.check_recipe(games[:1])

@@ -45,8 +45,10 @@ from typing import Mapping, Sequence
 #: the environment variables a build reads when it runs, not at import, and pytest's name of the running test
 #: (set anew for every test): a change in them reuses the child, which takes them with each request.
 PER_BUILD_VARIABLES = ("RLDS_LANG_SMALL", "RLDS_LANG_SHARD_CACHE", "PYTEST_CURRENT_TEST")
+#: the command of a one-shot build child; a failed build's error names it with the build's arguments.
+CHILD_COMMAND = (sys.executable, "-m", "trainers.core.build_child")
 #: the child's command: ``trainers.core.build_child`` serving build requests on its standard input.
-SERVE_COMMAND = (sys.executable, "-m", "trainers.core.build_child", "--serve")
+SERVE_COMMAND = (*CHILD_COMMAND, "--serve")
 #: seconds a closing child gets to end by itself before it is killed.
 CLOSE_SECONDS = 10.0
 
@@ -82,18 +84,17 @@ class BuildWorker:
         """Runs one build (``build_child``'s arguments ``argv``) with ``env`` as its environment; raises
         ``subprocess.CalledProcessError`` when the build fails or the child dies during it. Interrupted here,
         the child is ended (its build is not left running)."""
-        command = [sys.executable, "-m", "trainers.core.build_child", *argv]  # the same build, run alone
-        answered = False
+        command = [*CHILD_COMMAND, *argv]  # the same build, run alone
+        line = ""  # stays empty when the child dies or the wait is interrupted
         try:
             assert self.process.stdin is not None
             self.process.stdin.write(json.dumps({"argv": list(argv), "env": dict(env), "quiet": quiet}) + "\n")
             self.process.stdin.flush()
             line = self.replies.readline()
-            answered = bool(line)
         except BrokenPipeError:
-            line = ""
+            pass
         finally:
-            if not answered:
+            if not line:
                 self.close(kill=True)
         if not line:
             raise subprocess.CalledProcessError(self.process.returncode or 1, command)
@@ -158,5 +159,5 @@ def close_build_worker() -> None:
 atexit.register(close_build_worker)
 
 
-__all__ = ["BuildWorker", "CLOSE_SECONDS", "PER_BUILD_VARIABLES", "SERVE_COMMAND", "close_build_worker",
-           "current_build_worker", "run_build"]
+__all__ = ["BuildWorker", "CHILD_COMMAND", "CLOSE_SECONDS", "PER_BUILD_VARIABLES", "SERVE_COMMAND",
+           "close_build_worker", "current_build_worker", "run_build"]
