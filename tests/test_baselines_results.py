@@ -6,10 +6,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from rlds_lang.wordle.policies import make_policy
 from trainers.cli.main import main
 from trainers.core.provenance import absolute_paths
 from trainers.evaluation.stats import paired_separation
-from trainers.evaluation.wordle import EvalResult, load_results
+from trainers.evaluation.guess_quality import guess_shares, reference_results
+from trainers.evaluation.wordle import EvalConfig, EvalResult, evaluate, load_results
 from trainers.experiments.baselines.document import dt_trend, floor_note, left_out, page_status, target_status
 from trainers.experiments.baselines.run import dt_targets
 from trainers.experiments.baselines.settings import LMRL_GYM, SECTION5, SETTINGS, TARGETS, settings_named
@@ -119,15 +121,28 @@ def test_the_target_returns_are_sorted_and_a_bad_sweep_is_named():
 
 
 def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
-    lost = [-6.0] * 200
-    rows = {"BC": _result("BC", lost), "CQL": _result("CQL", lost[:-1] + [-3.0]), "%BC": _result("%BC", BETTER * 25)}
+    config = EvalConfig(games=100, seed=0, rule="ilql", mode="adversarial_resample", answers="lmrl_gym",
+                        guesses="official_guesses")
+
+    def played(name, prob_smart):  # random words (0.0) almost never win; consistent answers (1.0) mostly do
+        player = make_policy("random_mixture", prob_smart=prob_smart, answers=config.answers,
+                             guesses=config.guesses, rule=config.rule)
+        return evaluate(player, config, name=name, progress=False)
+
+    rows = {"BC": played("BC", 0.0), "CQL": played("CQL", 0.0), "%BC": played("%BC", 1.0)}
+    assert rows["BC"].win_rate < 0.01 and rows["CQL"].win_rate < 0.01 < rows["%BC"].win_rate
     note = floor_note(_Outcome(rows))
-    assert note.startswith("2 of 3 rows win fewer than 1% of their games (BC, CQL)")  # CQL wins 1 of 200
-    assert SECTION5.hard_game and SECTION5.hard_game in note and "winnable" in SECTION5.hard_game
-    # with their guesses recorded, the note gives each rare row's share of answer-list guesses, computed
-    rows["BC"] = dataclasses.replace(rows["BC"], actions=[["raise", "xylyl"]] * 199 + [["abbey", "zzzzz"]])
-    assert "Share of their guesses on the answer list: BC 50%." in floor_note(_Outcome(rows))
-    rows["CQL"] = _result("CQL", lost[:-2] + [-3.0, -2.0])  # 1% of its games: no longer "fewer than 1%"
+    assert note.startswith("2 of 3 rows win fewer than 1% of their games (BC, CQL)")
+    assert SECTION5.hard_game and SECTION5.hard_game in note and "adversarial_resample" in SECTION5.hard_game
+    # how winnable the same games are, and what the rare rows said instead, are measured, not stated
+    always, mixture = reference_results(config)
+    assert (f"Win rates of scripted players on the same games: always a consistent answer {always.win_rate:.1%}, "
+            f"random mixture (prob_smart 0.5) {mixture.win_rate:.1%}.") in note and always.win_rate > 0.5
+    shares = {name: guess_shares(rows[name]) for name in ("BC", "CQL")}
+    assert shares["BC"].consistent_share < 0.2 and shares["BC"].on_answer_list_share < 0.5
+    assert ", ".join(f"{name} {s.consistent_share:.0%} ({s.on_answer_list_share:.0%})"
+                     for name, s in shares.items()) in note
+    rows["CQL"] = played("CQL", 1.0)  # no longer "fewer than 1%": one rare row of three
     assert floor_note(_Outcome(rows)) == ""
 
 

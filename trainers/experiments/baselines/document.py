@@ -129,30 +129,27 @@ RARE_WIN_RATE = 0.01
 
 def floor_note(outcome: SettingOutcome) -> str:
     """A paragraph when at least half the rows win fewer than ``RARE_WIN_RATE`` of their games (their returns then
-    sit near a lost game's and the table separates little), naming them and saying why (``Setting.hard_game``);
+    sit near a lost game's and the table separates little): the rows, how the game works (``Setting.hard_game``),
+    the win rates of ``guess_quality.REFERENCE_PLAYERS`` on the same games, and what share of those rows' guesses
+    were answers still consistent with the feedback (the only guesses that can win) or at least on the answer list;
     otherwise ``""``."""
-    from rlds_lang.wordle.words import resolve_word_list
+    from trainers.evaluation.guess_quality import guess_shares, reference_results
+    from trainers.evaluation.wordle import EvalConfig
 
     rare = [r for r in outcome.results if r.win_rate < RARE_WIN_RATE]
     if not rare or 2 * len(rare) < len(outcome.results):
         return ""
-    answers = set(resolve_word_list(outcome.setting.eval_config(1, 0).answers).words)
-    shares = [f"{r.name} {answer_share(r, answers):.0%}" for r in rare if any(r.actions)]
-    said = f" Share of their guesses on the answer list: {', '.join(shares)}." if shares else ""
+    references = reference_results(EvalConfig(**rare[0].config))
+    winnable = ", ".join(f"{r.name} {r.win_rate:.1%}" for r in references)
+    counted = [(r.name, guess_shares(r)) for r in rare if any(r.actions)]
+    shares = (" Share of their guesses that were answers consistent with the feedback so far, and (in brackets) "
+              "that were on the answer list: " + ", ".join(f"{name} {s.consistent_share:.0%} "
+                                                          f"({s.on_answer_list_share:.0%})" for name, s in counted)
+              + "." if counted else "")
     return (f"{len(rare)} of {len(outcome.results)} rows win fewer than {RARE_WIN_RATE:.0%} of their games "
             f"({', '.join(r.name for r in rare)}): their returns sit near a lost game's and differ little. "
-            f"{outcome.setting.hard_game}{said}".rstrip() + "\n")
-
-
-def answer_share(result: Any, answers: set[str]) -> float:
-    """The share of a result's guesses (``EvalResult.actions``, every game's) that are words of ``answers``.
-
-    >>> from types import SimpleNamespace as NS
-    >>> answer_share(NS(actions=[["raise", "xylyl"], ["abbey"]]), {"raise", "abbey"})
-    0.6666666666666666
-    """
-    guesses = [guess for game in result.actions for guess in game]
-    return sum(guess in answers for guess in guesses) / len(guesses) if guesses else float("nan")
+            f"{outcome.setting.hard_game} Win rates of scripted players on the same games: {winnable}.{shares}"
+            .rstrip() + "\n")
 
 
 def render_sweep(outcome: SettingOutcome) -> str:
@@ -242,6 +239,6 @@ made: the guide [The ILQL code's other baselines](guides/baselines.md).{chr(10) 
 {chr(10).join(render_setting(o, args) for o in outcomes)}"""
 
 
-__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "scale_note", "answer_share", "page_status", "tried",
+__all__ = ["RARE_WIN_RATE", "command_line", "dt_trend", "target_status", "left_out", "scale_note", "page_status", "tried",
            "render_table", "floor_note", "render_sweep", "render_ranks", "render_trained", "render_setting",
            "render_page"]

@@ -99,11 +99,9 @@ SECTION5 = Setting(
      Experiment("utterance ILQL", "utterance_ilql"),
      Experiment("CHAI", "chai")),
     from_bc=("psi", "utterance ILQL", "CHAI"), top_advantage_row="CQL",
-    hard_game=("The game itself is winnable: the hidden word is redrawn after every guess among the answers still "
-               "consistent with the feedback (`adversarial_resample`), so a policy that always says a consistent "
-               "answer wins nearly every game and the data's suboptimal policy (`RandomMixturePolicy(prob_smart=0.5)`)"
-               " most, while a word the feedback has ruled out, or one off the answer list, never wins: rows that "
-               "almost never win are saying such words."))
+    hard_game=("In this game the hidden word is redrawn after every guess among the answers still consistent with "
+               "the feedback (`adversarial_resample`): a guess wins only if it is such an answer, and a word the "
+               "feedback has ruled out, or one off the answer list, never wins."))
 
 SETTINGS = (LMRL_GYM, SECTION5)
 
