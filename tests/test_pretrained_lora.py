@@ -5,6 +5,7 @@ pretrained folder, and LoRA without a pretrained model, without peft or on resum
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import shutil
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ from tests.pretrained_fixtures import tiny, tok  # noqa: F401  (module fixtures)
 from tests.toy_data import build_dataset, wordle_like
 from trainers.core.model import ModelConfig, build_language_model
 
-pytest.importorskip("peft", reason="LoRA needs the optional peft package (the train extra)")
+#: peft is looked for, not imported: importing it (and transformers through it) takes seconds in every collecting worker.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("peft") is None,
+                                reason="LoRA needs the optional peft package (the train extra)")
 
 ADAPTED = "transformer.h.0.attn.c_attn"  # peft's default LoRA target for GPT-2
 
