@@ -142,6 +142,8 @@ def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
     assert shares["BC"].consistent_share < 0.2 and shares["BC"].on_answer_list_share < 0.5
     assert ", ".join(f"{name} {s.consistent_share:.0%} ({s.on_answer_list_share:.0%})"
                      for name, s in shares.items()) in note
+    lmrl_gym_note = floor_note(_Outcome(rows, setting=LMRL_GYM))  # a setting that says nothing of its game
+    assert not LMRL_GYM.hard_game and "differ little. Win rates of scripted players" in lmrl_gym_note
     rows["CQL"] = played("CQL", 1.0)  # no longer "fewer than 1%": one rare row of three
     assert floor_note(_Outcome(rows)) == ""
 

@@ -59,3 +59,12 @@ def test_the_reference_players_show_how_winnable_the_games_are():
     assert always.name == "always a consistent answer" and always.params["prob_smart"] == 1.0
     assert always.win_rate > mixture.win_rate > 0.0
     assert guess_shares(always).consistent_share == 1.0
+
+
+def test_the_docstring_examples_hold():
+    import doctest
+
+    from trainers.evaluation import guess_quality
+
+    result = doctest.testmod(guess_quality)
+    assert result.attempted >= 2 and result.failed == 0

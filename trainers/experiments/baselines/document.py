@@ -142,14 +142,14 @@ def floor_note(outcome: SettingOutcome) -> str:
     references = reference_results(EvalConfig(**rare[0].config))
     winnable = ", ".join(f"{r.name} {r.win_rate:.1%}" for r in references)
     counted = [(r.name, guess_shares(r)) for r in rare if any(r.actions)]
-    shares = (" Share of their guesses that were answers consistent with the feedback so far, and (in brackets) "
+    shares = ("Share of their guesses that were answers consistent with the feedback so far, and (in brackets) "
               "that were on the answer list: " + ", ".join(f"{name} {s.consistent_share:.0%} "
                                                           f"({s.on_answer_list_share:.0%})" for name, s in counted)
               + "." if counted else "")
-    return (f"{len(rare)} of {len(outcome.results)} rows win fewer than {RARE_WIN_RATE:.0%} of their games "
-            f"({', '.join(r.name for r in rare)}): their returns sit near a lost game's and differ little. "
-            f"{outcome.setting.hard_game} Win rates of scripted players on the same games: {winnable}.{shares}"
-            .rstrip() + "\n")
+    sentences = [f"{len(rare)} of {len(outcome.results)} rows win fewer than {RARE_WIN_RATE:.0%} of their games "
+                 f"({', '.join(r.name for r in rare)}): their returns sit near a lost game's and differ little.",
+                 outcome.setting.hard_game, f"Win rates of scripted players on the same games: {winnable}.", shares]
+    return " ".join(sentence for sentence in sentences if sentence) + "\n"
 
 
 def render_sweep(outcome: SettingOutcome) -> str:
