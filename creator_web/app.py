@@ -92,9 +92,9 @@ def create_app(data_dir: str | os.PathLike, human: HumanQueueLabeller | None = N
     (``creator_web.limits.Limits``; its defaults when not given).
 
     ``hold``: for tests only (``None``, the default, everywhere else; no request and no command-line option sets
-    it): called with the action's name (``new``, ``act``, ``judge``, ``annotate``, ``edit``, ``delete``) in the
-    request's thread before the server acts on it, so a test can hold an answer back for as long as it likes and
-    see what the page does while it waits."""
+    it): called with the action's name (``new``, ``act``, ``judge``, ``episode``, ``annotate``, ``edit``,
+    ``delete``) in the request's thread before the server acts on it, so a test can hold an answer back for as long
+    as it likes and see what the page does while it waits."""
     data = DataDir(data_dir)
     sources = task_sources or TaskSources()
     limits = limits or Limits()

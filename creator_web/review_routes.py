@@ -25,8 +25,9 @@ from creator_web.storage import DataDir
 
 def add_review_routes(app: FastAPI, data: DataDir, owner: Callable[..., Session], reader: Callable[..., Session],
                       dataset_or_404: Callable[[str], str], held: Callable[[str], None]) -> NoteIndex:
-    """Adds the Review page's routes to ``app`` (``held``: ``create_app``'s test hook, called with ``annotate``,
-    ``edit`` or ``delete`` before a note changes); returns the ``NoteIndex`` they share."""
+    """Adds the Review page's routes to ``app`` (``held``: ``create_app``'s test hook, called with ``episode``
+    before an episode is read and with ``annotate``, ``edit`` or ``delete`` before a note changes); returns the
+    ``NoteIndex`` they share."""
     notes = NoteIndex(data)
 
     @app.get("/api/datasets/{name:path}/episodes")
@@ -46,6 +47,7 @@ def add_review_routes(app: FastAPI, data: DataDir, owner: Callable[..., Session]
     def episode(name: str, episode_id: str = Query(..., min_length=1, max_length=300),
                 _: Session = Depends(reader)) -> dict[str, Any]:
         """One episode (its latest annotated version) for the replay view, with its notes and their changes."""
+        held("episode")
         try:
             return review.detail(data, dataset_or_404(name), episode_id)
         except KeyError as e:

@@ -170,6 +170,22 @@ def test_a_note_typed_while_the_last_one_saves_is_kept(page, server, gate, web_d
     assert [n["text"] for n in notes] == ["first note", "second note"] and versions == 2
 
 
+def test_the_episode_on_screen_opened_again_keeps_the_step_moved_to_while_it_loads(page, server, gate):
+    open_review(page, server, "re_opener", 0)
+    gate.close("episode")
+    page.locator("#episodes li").nth(0).click()  # the episode already shown, asked for again
+    gate.wait_arrived("episode")
+    page.click("#next")
+    expect(page.locator("#step-label")).to_have_text(re.compile(r"^step 1 of "))
+    page.evaluate("document.querySelector('#steps tr').dataset.stale = 'yes'")  # gone once the page renders again
+    gate.open()
+    expect(page.locator("#steps tr[data-stale]")).to_have_count(0)  # the late reply was shown
+    expect(page.locator("#step-label")).to_have_text(re.compile(r"^step 1 of "))  # not back to step 0
+    page.locator("#episodes li").nth(1).click()  # another episode starts at its first step
+    expect(page.locator("#episode-title")).to_have_text("notes-00000001")
+    expect(page.locator("#step-label")).to_have_text(re.compile(r"^step 0 of "))
+
+
 # -- one save, one version ---------------------------------------------------------------------------------------
 def test_double_clicking_save_stores_one_version(page, server, web_dir):
     open_review(page, server, "double_clicker", 2)

@@ -106,7 +106,10 @@
     if (li) li.scrollIntoView({block: "nearest"});
     const got = await api("GET", `/api/datasets/${dataset}/episode?episode_id=${encodeURIComponent(episodes[i].episode_id)}`);
     if (request !== episodeRequest) return;  // another episode (or list) was asked for meanwhile
-    detail = got, step = 0;
+    // The episode on screen opened again (a click on it while it loads or after): the step the person is on stays.
+    const same = detail && detail.metadata.episode_id === got.metadata.episode_id;
+    step = same ? Math.min(step, got.steps.length - 1) : 0;
+    detail = got;
     noted(i, detail.annotations);
     render();
   }
