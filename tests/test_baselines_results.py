@@ -6,11 +6,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rlds_lang.wordle.policies import make_policy
 from trainers.cli.main import main
 from trainers.core.provenance import absolute_paths
 from trainers.evaluation.stats import paired_separation
-from trainers.evaluation.guess_quality import guess_shares, reference_results
+from trainers.evaluation.guess_quality import guess_shares, mixture_player, reference_results
 from trainers.evaluation.wordle import EvalConfig, EvalResult, evaluate, load_results
 from trainers.experiments.baselines.document import dt_trend, floor_note, left_out, page_status, target_status
 from trainers.experiments.baselines.run import dt_targets
@@ -125,9 +124,7 @@ def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
                         guesses="official_guesses")
 
     def played(name, prob_smart):  # random words (0.0) almost never win; consistent answers (1.0) mostly do
-        player = make_policy("random_mixture", prob_smart=prob_smart, answers=config.answers,
-                             guesses=config.guesses, rule=config.rule)
-        return evaluate(player, config, name=name, progress=False)
+        return evaluate(mixture_player(config, prob_smart), config, name=name, progress=False)
 
     rows = {"BC": played("BC", 0.0), "CQL": played("CQL", 0.0), "%BC": played("%BC", 1.0)}
     assert rows["BC"].win_rate < 0.01 and rows["CQL"].win_rate < 0.01 < rows["%BC"].win_rate

@@ -6,8 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rlds_lang.wordle.policies import make_policy
-from trainers.evaluation.guess_quality import guess_shares, reference_results
+from trainers.evaluation.guess_quality import guess_shares, mixture_player, reference_results
 from trainers.evaluation.wordle import EvalConfig, evaluate
 
 #: the ILQL MDP on LMRL-Gym's 400 answers, any official guess accepted: the answer is redrawn among the consistent
@@ -17,9 +16,7 @@ CONFIG = EvalConfig(games=40, seed=3, rule="ilql", mode="adversarial_resample", 
 
 
 def _played(prob_smart: float, config: EvalConfig = CONFIG):
-    player = make_policy("random_mixture", prob_smart=prob_smart, answers=config.answers, guesses=config.guesses,
-                         rule=config.rule)
-    return evaluate(player, config, name=f"mixture {prob_smart}", progress=False)
+    return evaluate(mixture_player(config, prob_smart), config, name=f"mixture {prob_smart}", progress=False)
 
 
 def test_a_player_that_always_says_a_consistent_answer_has_every_guess_counted_consistent():

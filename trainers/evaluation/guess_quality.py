@@ -52,7 +52,7 @@ def consistent_with(word: str, history: list[tuple[str, tuple[int, ...]]], rule:
     >>> consistent_with("crate", [("crate", (2, 2, 2, 0, 2))], "official")
     False
     """
-    return all(game.colour(guess, word, rule) == tuple(pattern) for guess, pattern in history)
+    return game.constraints_from_history(history, rule).allows(word)  # equal on answers (tests/test_wordle_game.py)
 
 
 def guess_shares(result: EvalResult) -> GuessShares:
@@ -96,14 +96,18 @@ REFERENCE_PLAYERS: dict[str, dict[str, Any]] = {
 }
 
 
+def mixture_player(config: EvalConfig, prob_smart: float) -> Any:
+    """A ``RandomMixturePolicy`` on ``config``'s lists and rule: a consistent answer with probability ``prob_smart``,
+    else any accepted word."""
+    return make_policy("random_mixture", prob_smart=prob_smart, answers=config.answers, guesses=config.guesses,
+                       rule=config.rule)
+
+
 def reference_results(config: EvalConfig) -> list[EvalResult]:
     """``REFERENCE_PLAYERS`` played on ``config``'s games, named by their keys."""
-    results = []
-    for name, params in REFERENCE_PLAYERS.items():
-        player = make_policy("random_mixture", answers=config.answers, guesses=config.guesses, rule=config.rule,
-                             **params)
-        results.append(evaluate(player, config, name=name, progress=False))
-    return results
+    return [evaluate(mixture_player(config, **params), config, name=name, progress=False)
+            for name, params in REFERENCE_PLAYERS.items()]
 
 
-__all__ = ["GuessShares", "REFERENCE_PLAYERS", "consistent_with", "guess_shares", "reference_results"]
+__all__ = ["GuessShares", "REFERENCE_PLAYERS", "consistent_with", "guess_shares", "mixture_player",
+           "reference_results"]
