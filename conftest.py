@@ -55,7 +55,10 @@ def slow_test_ids(path=SLOW_TESTS):
 
 
 def pytest_configure(config):
-    """Points ``RLDS_LANG_RUNS`` and ``RLDS_LANG_WEB_DATA`` into a new temporary folder for this session."""
+    """Points ``RLDS_LANG_RUNS`` and ``RLDS_LANG_WEB_DATA`` into a new temporary folder for this session, and keeps the
+    order of ``slow_files_first`` under ``--dist loadfile``."""
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's reordering by test count: slow_files_first
+        config.option.loadscopereorder = False
     session = tempfile.mkdtemp(prefix="rlds_lang-session-")
     config.rlds_lang_session_dir = session
     os.environ["RLDS_LANG_RUNS"] = os.path.join(session, "runs")
@@ -70,13 +73,28 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Marks every test listed in ``SLOW_TESTS`` ``slow`` (the marker ``setup.cfg`` registers)."""
+    """Marks every test listed in ``SLOW_TESTS`` ``slow`` (the marker ``setup.cfg`` registers) and puts the files that
+    hold a slow test first (``slow_files_first``)."""
     if not SLOW_TESTS.is_file():
         return
     slow = slow_test_ids()
     for item in items:
         if item.nodeid in slow or item.nodeid.split("[", 1)[0] in slow:
             item.add_marker("slow")
+    items[:] = slow_files_first(items)
+
+
+def slow_files_first(items):
+    """``items`` with every file that holds a ``slow`` test before the others, and in each group the files with more
+    tests first (pytest-xdist's own order for ``--dist loadfile``, which ``pytest_configure`` turns off for this one):
+    a worker that draws a minutes-long file near the end of the run keeps the other one waiting, and the files of
+    quick tests, drawn last, even the two workers out. A file's tests keep their order."""
+    by_file = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    ranked = sorted(by_file.values(), key=lambda tests: (not any(t.get_closest_marker("slow") for t in tests),
+                                                         -len(tests)))
+    return [item for tests in ranked for item in tests]
 
 
 def pytest_collection_finish(session):

@@ -56,7 +56,28 @@ def test_the_slow_marker_is_registered_and_put_on_the_listed_tests():
         def add_marker(self, marker):
             self.markers.append(marker)
 
+        def get_closest_marker(self, name):
+            return name if name in self.markers else None
+
     first = listed_ids()[0]
     items = [Item(first), Item(first + "[case]"), Item("tests/test_tiers.py::not_listed")]
     conftest.pytest_collection_modifyitems(None, items)
     assert [item.markers for item in items] == [["slow"], ["slow"], []]
+
+
+def test_files_holding_a_slow_test_are_handed_out_first_then_the_larger_files(request):
+    import conftest
+
+    class Item:
+        def __init__(self, nodeid, slow=False):
+            self.nodeid, self.slow = nodeid, slow
+
+        def get_closest_marker(self, name):
+            return name if name == "slow" and self.slow else None
+
+    names = ["a.py::1", "a.py::2", "a.py::3", "c.py::1", "b.py::fast", "b.py::slow", "d.py::1", "d.py::2"]
+    items = [Item(name, slow=name == "b.py::slow") for name in names]
+    ordered = [item.nodeid for item in conftest.slow_files_first(items)]
+    assert ordered == ["b.py::fast", "b.py::slow", "a.py::1", "a.py::2", "a.py::3", "d.py::1", "d.py::2", "c.py::1"]
+    # pytest-xdist (a dev dependency) would otherwise hand out files by test count alone, the slow ones anywhere
+    assert request.config.option.loadscopereorder is False
