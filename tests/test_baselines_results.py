@@ -19,8 +19,10 @@ SIDE_WORDS = {1: "beats BC by more than 2 SE", -1: "is below BC by more than 2 S
 TREND_WORDS = {1: "rises with the target", -1: "falls as the target rises", 0: "does not rise with the target"}
 
 
-def test_results_baselines_writes_the_page_with_verdicts_computed_from_its_results(tmp_path):
+def test_results_baselines_writes_the_page_with_verdicts_computed_from_its_results(tmp_path, monkeypatch):
     out = tmp_path / "baselines.md"
+    for setting in SETTINGS:  # every row at batch 4 (the settings' 32 and 64 are most of this test's two minutes)
+        monkeypatch.setitem(setting.training, "batch_size", 4)
     command = ["results", "baselines", "--data-dir", str(tmp_path / "tfds"), "--runs", str(tmp_path / "runs"),
                "--small", "12", "--steps", "2", "--games", "4", "--beta-games", "2", "--beta-grid", "1,4",
                "--dt-targets=-6,-2", "--section5-pairs", "4", "--top-advantage-episodes", "4", "--out", str(out)]
@@ -46,7 +48,7 @@ def test_results_baselines_writes_the_page_with_verdicts_computed_from_its_resul
     assert named.startswith("rlds-lang results baselines --data-dir ") and not absolute_paths(named)
     assert ("--small 12 --steps 2 --games 4 --beta-games 2 --beta-grid 1,4 --dt-targets=-6,-2 --section5-pairs 4 "
             "--top-advantage-episodes 4 --out ") in named and named.endswith("--eval-seed 0 --decodings sample")
-    assert " at commit " in page
+    assert " at commit " in page and "optimizer steps at batch 4:" in page  # the scale the rows trained at
     for setting in SETTINGS:
         section = page.split(f"## {setting.title}\n")[1].split("\n## ")[0]
         results = {r.name: r for r in load_results(out.with_name(f"baselines-{setting.key}.json"))}
