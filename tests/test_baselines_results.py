@@ -64,6 +64,10 @@ def test_results_baselines_writes_the_page_with_verdicts_computed_from_its_resul
         assert "### What was trained" in section and "### Paired differences to BC" in section
         assert "### Top advantage: CQL" in section and "| top 1 | `" in section
         if setting.key == "section5":
+            # rows trained 2 steps never win this game: the page says how often scripted players win its games
+            always, mixture = reference_results(setting.eval_config(4, 0))
+            assert (f"always a consistent answer {always.win_rate:.1%}, random mixture (prob_smart 0.5) "
+                    f"{mixture.win_rate:.1%}.") in section
             assert "| utterance ILQL | not measured: utterance-level Q |" in section
             assert "| CHAI | not measured: utterance-level Q |" in section
             assert any(line.startswith(f"| {setting.rows[2].name} | ") and "(4) |" in line
@@ -83,6 +87,7 @@ class _Outcome:
     by_name: dict
     trained: dict = dataclasses.field(default_factory=dict)
     setting: object = SECTION5
+    references: list = dataclasses.field(default_factory=list)
 
     @property
     def results(self):
@@ -130,18 +135,18 @@ def test_a_setting_where_most_rows_almost_never_win_says_so_and_why():
 
     rows = {"BC": played("BC", 0.0), "CQL": played("CQL", 0.0), "%BC": played("%BC", 1.0)}
     assert rows["BC"].win_rate < 0.01 and rows["CQL"].win_rate < 0.01 < rows["%BC"].win_rate
-    note = floor_note(_Outcome(rows))
+    always, mixture = references = reference_results(config)
+    note = floor_note(_Outcome(rows, references=references))
     assert note.startswith("2 of 3 rows win fewer than 1% of their games (BC, CQL)")
     assert SECTION5.hard_game and SECTION5.hard_game in note and "adversarial_resample" in SECTION5.hard_game
     # how winnable the same games are, and what the rare rows said instead, are measured, not stated
-    always, mixture = reference_results(config)
     assert (f"Win rates of scripted players on the same games: always a consistent answer {always.win_rate:.1%}, "
             f"random mixture (prob_smart 0.5) {mixture.win_rate:.1%}.") in note and always.win_rate > 0.5
     shares = {name: guess_shares(rows[name]) for name in ("BC", "CQL")}
     assert shares["BC"].consistent_share < 0.2 and shares["BC"].on_answer_list_share < 0.5
     assert ", ".join(f"{name} {s.consistent_share:.0%} ({s.on_answer_list_share:.0%})"
                      for name, s in shares.items()) in note
-    lmrl_gym_note = floor_note(_Outcome(rows, setting=LMRL_GYM))  # a setting that says nothing of its game
+    lmrl_gym_note = floor_note(_Outcome(rows, setting=LMRL_GYM, references=references))  # says nothing of its game
     assert not LMRL_GYM.hard_game and "differ little. Win rates of scripted players" in lmrl_gym_note
     rows["CQL"] = played("CQL", 1.0)  # no longer "fewer than 1%": one rare row of three
     assert floor_note(_Outcome(rows)) == ""

@@ -130,17 +130,15 @@ RARE_WIN_RATE = 0.01
 def floor_note(outcome: SettingOutcome) -> str:
     """A paragraph when at least half the rows win fewer than ``RARE_WIN_RATE`` of their games (their returns then
     sit near a lost game's and the table separates little): the rows, how the game works (``Setting.hard_game``),
-    the win rates of ``guess_quality.REFERENCE_PLAYERS`` on the same games, and what share of those rows' guesses
-    were answers still consistent with the feedback (the only guesses that can win) or at least on the answer list;
-    otherwise ``""``."""
-    from trainers.evaluation.guess_quality import guess_shares, reference_results
-    from trainers.evaluation.wordle import EvalConfig
+    the win rates of the scripted reference players on the same games (``SettingOutcome.references``), and what
+    share of those rows' guesses were answers still consistent with the feedback (the only guesses that can win) or
+    at least on the answer list; otherwise ``""``."""
+    from trainers.evaluation.guess_quality import guess_shares
 
     rare = [r for r in outcome.results if r.win_rate < RARE_WIN_RATE]
     if not rare or 2 * len(rare) < len(outcome.results):
         return ""
-    references = reference_results(EvalConfig(**rare[0].config))
-    winnable = ", ".join(f"{r.name} {r.win_rate:.1%}" for r in references)
+    winnable = ", ".join(f"{r.name} {r.win_rate:.1%}" for r in outcome.references)
     counted = [(r.name, guess_shares(r)) for r in rare if any(r.actions)]
     shares = ("Share of their guesses that were answers consistent with the feedback so far, and (in brackets) "
               "that were on the answer list: " + ", ".join(f"{name} {s.consistent_share:.0%} "

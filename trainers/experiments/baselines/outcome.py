@@ -26,7 +26,9 @@ class TrainedRun:
 class SettingOutcome:
     """What the page says about one setting: every row's result on the same games (in the setting's order), the
     Decision Transformer's sweep (one result per target, ascending), the β choices, the Section-5 ranking of each
-    value row (a dict of fractions, or why it is not measured), the top-advantage table, and what was trained."""
+    value row (a dict of fractions, or why it is not measured), the top-advantage table, what was trained, and the
+    scripted reference players' results on the same games (``trainers.evaluation.guess_quality.reference_results``:
+    how winnable those games are)."""
 
     setting: Setting
     results: list
@@ -35,6 +37,7 @@ class SettingOutcome:
     ranks: dict[str, Any]
     top_advantage: str | None
     trained: dict[str, TrainedRun]
+    references: list
 
     @property
     def by_name(self) -> dict[str, Any]:

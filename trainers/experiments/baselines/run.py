@@ -115,7 +115,10 @@ def train_row(setting: Setting, experiment: Experiment, dataset: str, runs_root:
 
 def play(setting: Setting, trained: dict[str, TrainedRun], dataset: str, args: argparse.Namespace,
          decoding: Decoding) -> SettingOutcome:
-    """Plays every trained row of ``setting`` on the same seeded games and measures its diagnostics."""
+    """Plays every trained row of ``setting`` and the scripted reference players on the same seeded games, and
+    measures the rows' diagnostics."""
+    from trainers.evaluation.guess_quality import reference_results
+
     eval_config = setting.eval_config(args.games, args.eval_seed)
     held_out = tuning_config(eval_config, args.beta_games)
     grid = parse_grid(args.beta_grid) if args.beta_games > 0 else ()
@@ -131,7 +134,8 @@ def play(setting: Setting, trained: dict[str, TrainedRun], dataset: str, args: a
             sweep = [(target, evaluate_run(t.experiment, t.run, t.steps, eval_config, decoding, args.fresh,
                                            target_return=target)) for target in dt_targets(args.dt_targets)]
     return SettingOutcome(setting, results, sweep, betas, rankings(setting, trained, dataset, args),
-                          top_advantage_table(setting, trained, dataset, args), trained)
+                          top_advantage_table(setting, trained, dataset, args), trained,
+                          list(reference_results(eval_config)))
 
 
 def dt_targets(text: str) -> list[float]:
