@@ -30,6 +30,19 @@ def functions_of(path: Path) -> set[str]:
     return names
 
 
+class FakeItem:
+    """The part of a pytest item that the root conftest's hooks use: its id and its markers, by name."""
+
+    def __init__(self, nodeid: str, markers: list[str] | None = None):
+        self.nodeid, self.markers = nodeid, list(markers or [])
+
+    def add_marker(self, marker: str) -> None:
+        self.markers.append(marker)
+
+    def get_closest_marker(self, name: str) -> str | None:
+        return name if name in self.markers else None
+
+
 def test_every_listed_slow_test_exists_once():
     ids = listed_ids()
     assert ids and len(ids) == len(set(ids)), "an id is listed twice"
@@ -49,18 +62,8 @@ def test_the_slow_marker_is_registered_and_put_on_the_listed_tests():
     assert any(line.strip().startswith("slow:") for line in config["tool:pytest"]["markers"].splitlines())
     import conftest
 
-    class Item:
-        def __init__(self, nodeid):
-            self.nodeid, self.markers = nodeid, []
-
-        def add_marker(self, marker):
-            self.markers.append(marker)
-
-        def get_closest_marker(self, name):
-            return name if name in self.markers else None
-
     first = listed_ids()[0]
-    items = [Item(first), Item(first + "[case]"), Item("tests/test_tiers.py::not_listed")]
+    items = [FakeItem(first), FakeItem(first + "[case]"), FakeItem("tests/test_tiers.py::not_listed")]
     conftest.pytest_collection_modifyitems(None, items)
     assert [item.markers for item in items] == [["slow"], ["slow"], []]
 
@@ -68,15 +71,8 @@ def test_the_slow_marker_is_registered_and_put_on_the_listed_tests():
 def test_files_holding_a_slow_test_are_handed_out_first_then_the_larger_files(request):
     import conftest
 
-    class Item:
-        def __init__(self, nodeid, slow=False):
-            self.nodeid, self.slow = nodeid, slow
-
-        def get_closest_marker(self, name):
-            return name if name == "slow" and self.slow else None
-
     names = ["a.py::1", "a.py::2", "a.py::3", "c.py::1", "b.py::fast", "b.py::slow", "d.py::1", "d.py::2"]
-    items = [Item(name, slow=name == "b.py::slow") for name in names]
+    items = [FakeItem(name, ["slow"] if name == "b.py::slow" else []) for name in names]
     ordered = [item.nodeid for item in conftest.slow_files_first(items)]
     assert ordered == ["b.py::fast", "b.py::slow", "a.py::1", "a.py::2", "a.py::3", "d.py::1", "d.py::2", "c.py::1"]
     # pytest-xdist (a dev dependency) would otherwise hand out files by test count alone, the slow ones anywhere

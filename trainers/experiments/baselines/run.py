@@ -135,7 +135,7 @@ def play(setting: Setting, trained: dict[str, TrainedRun], dataset: str, args: a
                                            target_return=target)) for target in dt_targets(args.dt_targets)]
     return SettingOutcome(setting, results, sweep, betas, rankings(setting, trained, dataset, args),
                           top_advantage_table(setting, trained, dataset, args), trained,
-                          list(reference_results(eval_config)))
+                          reference_results(eval_config))
 
 
 def dt_targets(text: str) -> list[float]:
