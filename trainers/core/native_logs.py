@@ -80,7 +80,7 @@ def _is_absl_info(line: bytes) -> bool:
 def native_info_dropped(fd: int = 2) -> Iterator[None]:
     """Runs the block with descriptor ``fd`` (standard error) captured in a temporary file, then writes what the
     block wrote there back to ``fd`` through ``without_native_info``, also when the block raises."""
-    sys.stderr.flush()
+    flush_stderr()
     saved = os.dup(fd)
     try:
         with tempfile.TemporaryFile() as captured:
@@ -88,7 +88,7 @@ def native_info_dropped(fd: int = 2) -> Iterator[None]:
             try:
                 yield
             finally:
-                sys.stderr.flush()
+                flush_stderr()
                 os.dup2(saved, fd)
                 captured.seek(0)
                 kept = without_native_info(captured.read())
@@ -96,6 +96,12 @@ def native_info_dropped(fd: int = 2) -> Iterator[None]:
                     kept = kept[os.write(fd, kept):]
     finally:
         os.close(saved)
+
+
+def flush_stderr() -> None:
+    """Flushes Python's ``sys.stderr`` (absent in some embedded interpreters) down to its descriptor."""
+    if sys.stderr is not None:
+        sys.stderr.flush()
 
 
 class QuietLoader(importlib.abc.Loader):
@@ -157,4 +163,4 @@ class QuietImportFinder(importlib.abc.MetaPathFinder):
 
 
 __all__ = ["ABSL_LINE", "ABSL_PREAMBLE", "NATIVE_LOG_LEVELS", "NOISY_IMPORTS", "QuietImportFinder", "QuietLoader",
-           "native_info_dropped", "quiet_native_logs", "without_native_info"]
+           "flush_stderr", "native_info_dropped", "quiet_native_logs", "without_native_info"]
