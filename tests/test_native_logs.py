@@ -90,3 +90,27 @@ def test_quiet_native_logs_puts_one_finder_for_tensorflow_first_on_this_process_
     assert finders[0].find_spec("numpy") is None
     spec = finders[0].find_spec("tensorflow")
     assert spec is not None and isinstance(spec.loader, QuietLoader)
+
+
+def test_a_descriptor_points_at_its_target_for_the_block_and_back_after_it_even_when_it_raises(tmp_path):
+    """``trainers.core.descriptors.descriptor_redirected``, which the import filter and the build child's quiet
+    standard output share: descriptor writes and the stream's buffered text land inside, later ones outside."""
+    done = run_script('''
+        import os, sys, tempfile
+        from trainers.core.descriptors import descriptor_redirected
+        with tempfile.TemporaryFile() as captured:
+            sys.stdout.write("buffered before, ")
+            try:
+                with descriptor_redirected(1, captured.fileno(), sys.stdout):
+                    os.write(1, b"native inside, ")
+                    sys.stdout.write("buffered inside")
+                    raise KeyError("the block fails")
+            except KeyError:
+                pass
+            sys.stdout.write(" | after")
+            sys.stdout.flush()
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode())
+    ''', tmp_path)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == b"buffered before,  | after" and done.stderr == b"native inside, buffered inside"

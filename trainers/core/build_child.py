@@ -30,6 +30,7 @@ import sys
 import traceback
 from typing import Iterator, Sequence, TextIO
 
+from trainers.core.descriptors import descriptor_redirected
 from trainers.core.native_logs import quiet_native_logs
 
 #: the start of the warning Beam 2.77 logs on import when Google's ``apitools`` is not installed: it concerns
@@ -98,17 +99,9 @@ def build(args: argparse.Namespace) -> str:
 def standard_output_to_null() -> Iterator[None]:
     """Inside: this process's standard output (``sys.stdout``, and file descriptor 1 for native code) goes to
     ``/dev/null``."""
-    sys.stdout.flush()
-    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        with open(os.devnull, "w") as dropped, contextlib.redirect_stdout(dropped):
+    with open(os.devnull, "w") as dropped:
+        with descriptor_redirected(1, dropped.fileno(), sys.stdout), contextlib.redirect_stdout(dropped):
             yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
 
 
 def serve(requests: TextIO, replies: TextIO) -> None:

@@ -36,6 +36,8 @@ import threading
 from types import ModuleType
 from typing import Any, Iterator, MutableMapping, Sequence
 
+from trainers.core.descriptors import descriptor_redirected
+
 #: the variables and their level: 1 drops INFO and keeps warnings and errors (``TF_CPP_MIN_LOG_LEVEL`` for
 #: TensorFlow's C++ logging, ``GLOG_minloglevel`` for glog in EnvLogger's extensions).
 NATIVE_LOG_LEVELS = {"TF_CPP_MIN_LOG_LEVEL": "1", "GLOG_minloglevel": "1"}
@@ -80,28 +82,15 @@ def _is_absl_info(line: bytes) -> bool:
 def native_info_dropped(fd: int = 2) -> Iterator[None]:
     """Runs the block with descriptor ``fd`` (standard error) captured in a temporary file, then writes what the
     block wrote there back to ``fd`` through ``without_native_info``, also when the block raises."""
-    flush_stderr()
-    saved = os.dup(fd)
-    try:
-        with tempfile.TemporaryFile() as captured:
-            os.dup2(captured.fileno(), fd)
-            try:
+    with tempfile.TemporaryFile() as captured:
+        try:
+            with descriptor_redirected(fd, captured.fileno(), sys.stderr):
                 yield
-            finally:
-                flush_stderr()
-                os.dup2(saved, fd)
-                captured.seek(0)
-                kept = without_native_info(captured.read())
-                while kept:
-                    kept = kept[os.write(fd, kept):]
-    finally:
-        os.close(saved)
-
-
-def flush_stderr() -> None:
-    """Flushes Python's ``sys.stderr`` (absent in some embedded interpreters) down to its descriptor."""
-    if sys.stderr is not None:
-        sys.stderr.flush()
+        finally:
+            captured.seek(0)
+            kept = without_native_info(captured.read())
+            while kept:
+                kept = kept[os.write(fd, kept):]
 
 
 class QuietLoader(importlib.abc.Loader):
@@ -163,4 +152,4 @@ class QuietImportFinder(importlib.abc.MetaPathFinder):
 
 
 __all__ = ["ABSL_LINE", "ABSL_PREAMBLE", "NATIVE_LOG_LEVELS", "NOISY_IMPORTS", "QuietImportFinder", "QuietLoader",
-           "flush_stderr", "native_info_dropped", "quiet_native_logs", "without_native_info"]
+           "native_info_dropped", "quiet_native_logs", "without_native_info"]
