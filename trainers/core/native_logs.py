@@ -8,10 +8,11 @@ the environment when they load, so ``quiet_native_logs`` sets those variables (w
 before they are imported: the process that calls it, and the processes it starts, then show warnings and errors
 only.
 
-TensorFlow 2.17 and later print some lines at import through absl's C++ logging, which ignores
-``TF_CPP_MIN_LOG_LEVEL`` before ``absl::InitializeLog`` runs: on CPUs where oneDNN's custom operations are on,
-``import tensorflow`` writes "oneDNN custom operations are on ..." as an ``I0000 ...`` line, after absl's notice
-"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR". So ``quiet_native_logs``
+TensorFlow 2.21 (the pinned version; TensorFlow's issues report it from 2.17) prints some lines at import through
+absl's C++ logging, which ignores ``TF_CPP_MIN_LOG_LEVEL`` before ``absl::InitializeLog`` runs: on CPUs where
+oneDNN's custom operations are on, ``import tensorflow`` writes "oneDNN custom operations are on ..." as an
+``I0000 ...`` line, after absl's notice "WARNING: All log messages before absl::InitializeLog() is called are written
+to STDERR". So ``quiet_native_logs``
 also puts ``QuietImportFinder`` first on ``sys.meta_path``: the import of ``tensorflow`` runs with file descriptor 2
 captured (``native_info_dropped``), and what it wrote is written back without absl's INFO lines (and without that
 notice when no line of absl's is left after it). Warnings, errors and every other line come back unchanged, in order.
